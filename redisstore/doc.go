@@ -1,0 +1,12 @@
+// Package redisstore owns offlinebox's Redis data model: the conversation
+// timelines, the per-user inboxes, mention lanes and device cursors, and the
+// Lua scripts that change them. The layout is documented in
+// schemas/redis-keys.md.
+//
+// Every change of state is one Lua script that changes the state and its
+// guard (a high-water mark or a dedupe entry) together, so that running it
+// twice changes nothing the second time. Every script touches keys of one
+// hash slot only, so the store runs unchanged on Redis Cluster.
+//
+// The package knows nothing of Kafka or HTTP.
+package redisstore

@@ -1,0 +1,82 @@
+package redisstore
+
+import "strconv"
+
+// DefaultPrefix starts every key unless configured otherwise.
+const DefaultPrefix = "ob:"
+
+// Keys builds every key name of the data model. It is the only place key
+// names are spelled out on the Go side.
+type Keys struct {
+	Prefix string
+}
+
+func (k Keys) conv(conv, suffix string) string { return k.Prefix + "{c:" + conv + "}:" + suffix }
+func (k Keys) user(user, suffix string) string { return k.Prefix + "{u:" + user + "}:" + suffix }
+
+// ConvMeta is the conversation's counter, epoch, retention floor and summary.
+func (k Keys) ConvMeta(conv string) string { return k.conv(conv, "meta") }
+
+// Timeline is the list of the conversation's sequenced entries.
+func (k Keys) Timeline(conv string) string { return k.conv(conv, "tl") }
+
+// Members maps member → seq at which they joined.
+func (k Keys) Members(conv string) string { return k.conv(conv, "mem") }
+
+// Dedupe maps client_msg_id → seq for records sequenced on the given day.
+func (k Keys) Dedupe(conv string, day int64) string {
+	return k.conv(conv, "dd:"+strconv.FormatInt(day, 10))
+}
+
+// MentionAll holds the seqs of @all messages of a large group.
+func (k Keys) MentionAll(conv string) string { return k.conv(conv, "ma") }
+
+// Inbox is the user's per-conversation counters and guards.
+func (k Keys) Inbox(user string) string { return k.user(user, "ib") }
+
+// ConvList orders the user's conversations by last activity.
+func (k Keys) ConvList(user string) string { return k.user(user, "cl") }
+
+// Mentions is the user's @mention lane.
+func (k Keys) Mentions(user string) string { return k.user(user, "mn") }
+
+// Previews holds the last-message preview per conversation.
+func (k Keys) Previews(user string) string { return k.user(user, "pv") }
+
+// Devices orders the user's devices by last use.
+func (k Keys) Devices(user string) string { return k.user(user, "dv") }
+
+// Cursor is one device's acked seq per conversation.
+func (k Keys) Cursor(user, device string) string { return k.user(user, "cur:"+device) }
+
+// CursorPrefix is Cursor without the device, for scripts that evict devices.
+func (k Keys) CursorPrefix(user string) string { return k.user(user, "cur:") }
+
+// Evicted is the set of the user's devices evicted from Devices.
+func (k Keys) Evicted(user string) string { return k.user(user, "ev") }
+
+// LargeGroups is the set of large groups the user belongs to.
+func (k Keys) LargeGroups(user string) string { return k.user(user, "lg") }
+
+// Profile holds account flags such as receive-only.
+func (k Keys) Profile(user string) string { return k.user(user, "prof") }
+
+// InboxField names one counter of one conversation in the Inbox hash.
+func InboxField(conv string, counter byte) string { return conv + ":" + string(counter) }
+
+// Inbox counters (see schemas/redis-keys.md).
+const (
+	FieldLast   = 'l'
+	FieldUnread = 'u'
+	FieldRead   = 'r'
+	FieldJoined = 'j'
+	FieldType   = 't'
+)
+
+// MentionMember names one entry of the mention lane.
+func MentionMember(conv string, seq uint64) string {
+	return conv + ":" + strconv.FormatUint(seq, 10)
+}
+
+// DayOf is the dedupe day of a write time in milliseconds.
+func DayOf(writeMS int64) int64 { return writeMS / 86_400_000 }

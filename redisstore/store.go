@@ -1,0 +1,91 @@
+package redisstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is the data model's tunables. Zero values take the defaults.
+type Config struct {
+	// Prefix starts every key (DefaultPrefix when empty).
+	Prefix string
+	// LargeGroupThreshold: a group with more members is "large": no
+	// per-member unread writes.
+	LargeGroupThreshold int
+	// DedupeWindow: how long a client_msg_id is remembered.
+	DedupeWindow time.Duration
+	// MaxDevices per user before the least recently used is evicted.
+	MaxDevices int
+	// CallTimeout bounds every Redis call made by the store.
+	CallTimeout time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultLargeGroupThreshold = 2000
+	DefaultDedupeWindow        = 7 * 24 * time.Hour
+	DefaultMaxDevices          = 5
+	DefaultCallTimeout         = 5 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.LargeGroupThreshold == 0 {
+		c.LargeGroupThreshold = DefaultLargeGroupThreshold
+	}
+	if c.DedupeWindow == 0 {
+		c.DedupeWindow = DefaultDedupeWindow
+	}
+	if c.MaxDevices == 0 {
+		c.MaxDevices = DefaultMaxDevices
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.LargeGroupThreshold < 2:
+		return fmt.Errorf("redisstore: LargeGroupThreshold %d is below 2", c.LargeGroupThreshold)
+	case c.DedupeWindow < time.Hour:
+		return fmt.Errorf("redisstore: DedupeWindow %s is below 1h", c.DedupeWindow)
+	case c.MaxDevices < 1:
+		return fmt.Errorf("redisstore: MaxDevices %d is below 1", c.MaxDevices)
+	case c.CallTimeout < 0:
+		return fmt.Errorf("redisstore: CallTimeout %s is negative", c.CallTimeout)
+	}
+	return nil
+}
+
+// Store is the Redis data model. It is safe for concurrent use.
+type Store struct {
+	rdb  redis.UniversalClient
+	keys Keys
+	cfg  Config
+}
+
+// New returns a Store over a standalone or cluster client.
+func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg}, nil
+}
+
+// Keys returns the key builder, for tools that inspect the store.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Config returns the effective configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Client returns the underlying client, for health checks and tools.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
