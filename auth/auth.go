@@ -1,0 +1,169 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// MinSecretBytes is the shortest secret accepted: HS256 is only as strong as
+// its key.
+const MinSecretBytes = 16
+
+// Defaults of Config.
+const (
+	DefaultTTL    = 24 * time.Hour
+	DefaultLeeway = 30 * time.Second
+)
+
+// Sentinel errors. Every failure of Verify wraps ErrInvalidToken; a request
+// without a token gets ErrNoToken from FromRequest.
+var (
+	ErrNoToken      = errors.New("no bearer token")
+	ErrInvalidToken = errors.New("invalid token")
+)
+
+// Config configures the token keyring. Zero values take the defaults.
+type Config struct {
+	// Secret signs and verifies every token.
+	Secret []byte
+	// TTL of minted tokens.
+	TTL time.Duration
+	// Leeway tolerated on expiry and not-before, for clock skew.
+	Leeway time.Duration
+	// Now is the clock (time.Now when nil); tests move it.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.Leeway == 0 {
+		c.Leeway = DefaultLeeway
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case len(c.Secret) < MinSecretBytes:
+		return fmt.Errorf("auth: Secret is %d bytes, fewer than %d", len(c.Secret), MinSecretBytes)
+	case c.TTL < 0:
+		return fmt.Errorf("auth: TTL %s is negative", c.TTL)
+	case c.Leeway < 0:
+		return fmt.Errorf("auth: Leeway %s is negative", c.Leeway)
+	}
+	return nil
+}
+
+// Identity is who a verified token speaks for.
+type Identity struct {
+	User string
+	// Device is empty when the token is not pinned to a device.
+	Device string
+}
+
+// claims is the token payload: the registered claims plus "dev".
+type claims struct {
+	jwt.RegisteredClaims
+	Device string `json:"dev,omitempty"`
+}
+
+// Keyring mints and verifies tokens under one secret. It is safe for
+// concurrent use.
+type Keyring struct {
+	cfg    Config
+	parser *jwt.Parser
+}
+
+// New returns a Keyring for cfg.
+func New(cfg Config) (*Keyring, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Secret = append([]byte(nil), cfg.Secret...)
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithLeeway(cfg.Leeway),
+		jwt.WithTimeFunc(cfg.Now),
+	)
+	return &Keyring{cfg: cfg, parser: p}, nil
+}
+
+// Mint signs a token for user, pinned to device when device is not empty,
+// valid for the configured TTL (ttl > 0 overrides it).
+func (k *Keyring) Mint(user, device string, ttl time.Duration) (string, error) {
+	if err := schemas.ValidID("user", user); err != nil {
+		return "", fmt.Errorf("mint token: %w", err)
+	}
+	if device != "" {
+		if err := schemas.ValidID("device", device); err != nil {
+			return "", fmt.Errorf("mint token: %w", err)
+		}
+	}
+	if ttl <= 0 {
+		ttl = k.cfg.TTL
+	}
+	now := k.cfg.Now()
+	c := claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Subject:   user,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+		},
+		Device: device,
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(k.cfg.Secret)
+	if err != nil {
+		return "", fmt.Errorf("sign token for %s: %w", user, err)
+	}
+	return s, nil
+}
+
+// Verify checks a token's algorithm, signature, expiry and claims and
+// returns whom it speaks for. Every error wraps ErrInvalidToken.
+func (k *Keyring) Verify(token string) (Identity, error) {
+	var c claims
+	_, err := k.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		return k.cfg.Secret, nil
+	})
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	if err := schemas.ValidID("sub", c.Subject); err != nil {
+		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	if c.Device != "" {
+		if err := schemas.ValidID("dev", c.Device); err != nil {
+			return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+		}
+	}
+	return Identity{User: c.Subject, Device: c.Device}, nil
+}
+
+// FromRequest extracts the bearer token of an Authorization header.
+func FromRequest(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", ErrNoToken
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", fmt.Errorf("%w: Authorization is not a bearer token", ErrInvalidToken)
+	}
+	return strings.TrimSpace(token), nil
+}

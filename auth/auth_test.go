@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+func newTestKeyring(t *testing.T, now time.Time) *Keyring {
+	t.Helper()
+	k, err := New(Config{Secret: testSecret, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func signWith(t *testing.T, m jwt.SigningMethod, key any, c jwt.Claims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(m, c).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestMintedTokenVerifiesToItsUserAndDevice(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	k := newTestKeyring(t, now)
+	for _, tc := range []struct{ user, device string }{{"alice", ""}, {"bob", "phone-1"}} {
+		tok, err := k.Mint(tc.user, tc.device, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := k.Verify(tok)
+		if err != nil {
+			t.Fatalf("verify %s: %v", tc.user, err)
+		}
+		if id.User != tc.user || id.Device != tc.device {
+			t.Fatalf("got %+v, want user %q device %q", id, tc.user, tc.device)
+		}
+	}
+}
+
+func TestVerifyRefusesForgedExpiredAndMalformedTokens(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	k := newTestKeyring(t, now)
+	valid := func(sub string) jwt.RegisteredClaims {
+		return jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
+	}
+	expired, err := newTestKeyring(t, now.Add(-48*time.Hour)).Mint("alice", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		token string
+	}{
+		{"alg none", signWith(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, valid("alice"))},
+		{"alg HS384", signWith(t, jwt.SigningMethodHS384, testSecret, valid("alice"))},
+		{"other secret", signWith(t, jwt.SigningMethodHS256, []byte("another-secret-of-enough-bytes!!"), valid("alice"))},
+		{"expired", expired},
+		{"no expiry", signWith(t, jwt.SigningMethodHS256, testSecret, jwt.RegisteredClaims{Subject: "alice"})},
+		{"no subject", signWith(t, jwt.SigningMethodHS256, testSecret, valid(""))},
+		{"subject with separator", signWith(t, jwt.SigningMethodHS256, testSecret, valid("a{b}:c"))},
+		{"bad device claim", signWith(t, jwt.SigningMethodHS256, testSecret, claims{RegisteredClaims: valid("alice"), Device: "x:y"})},
+		{"garbage", "not.a.token"},
+		{"empty", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := k.Verify(tc.token)
+			if !errors.Is(err, ErrInvalidToken) {
+				t.Fatalf("Verify = %+v, %v; want ErrInvalidToken", id, err)
+			}
+		})
+	}
+}
+
+func TestFromRequestNeedsABearerHeader(t *testing.T) {
+	cases := []struct {
+		header string
+		want   string
+		err    error
+	}{
+		{"Bearer abc.def.ghi", "abc.def.ghi", nil},
+		{"bearer   abc", "abc", nil},
+		{"", "", ErrNoToken},
+		{"Basic dXNlcjpwYXNz", "", ErrInvalidToken},
+		{"Bearer ", "", ErrInvalidToken},
+		{"Bearer", "", ErrInvalidToken},
+	}
+	for _, tc := range cases {
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		if tc.header != "" {
+			r.Header.Set("Authorization", tc.header)
+		}
+		got, err := FromRequest(r)
+		if !errors.Is(err, tc.err) || got != tc.want {
+			t.Errorf("header %q: got %q, %v; want %q, %v", tc.header, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Secret: []byte("short")}, "Secret"},
+		{Config{Secret: testSecret, TTL: -time.Second}, "TTL"},
+		{Config{Secret: testSecret, Leeway: -time.Second}, "Leeway"},
+	}
+	for _, tc := range cases {
+		err := tc.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	if err := (Config{Secret: testSecret}).Validate(); err != nil {
+		t.Errorf("valid config rejected: %v", err)
+	}
+}
