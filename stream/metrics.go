@@ -1,0 +1,99 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the runner's Prometheus collectors. They exist (unregistered)
+// when Config.Metrics is nil, so the runner never branches on them.
+type metrics struct {
+	handled       *prometheus.CounterVec   // topic
+	dead          *prometheus.CounterVec   // topic
+	retries       *prometheus.CounterVec   // topic
+	commitFailed  prometheus.Counter       //
+	handleSeconds *prometheus.HistogramVec // topic
+	batchRecords  *prometheus.HistogramVec // topic
+	lag           *prometheus.GaugeVec     // topic, partition
+}
+
+func newMetrics(reg prometheus.Registerer, group string) (*metrics, error) {
+	const ns, sub = "offlinebox", "stream"
+	m := &metrics{
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "records_handled_total",
+			Help: "Records whose Handle call returned nil.",
+		}, []string{"topic"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "dead_letters_total",
+			Help: "Records produced to the dead-letter topic and acknowledged, by source topic.",
+		}, []string{"topic"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "handler_retries_total",
+			Help: "Failed Handle calls and dead-letter produces that were retried.",
+		}, []string{"topic"}),
+		commitFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "commit_failures_total",
+			Help: "Offset commits that failed (the offsets stay pending and are committed again).",
+		}),
+		handleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "handle_duration_seconds",
+			Help:    "Duration of one Handle call.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+		}, []string{"topic"}),
+		batchRecords: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "batch_records",
+			Help:    "Records given to one Handle call.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000},
+		}, []string{"topic"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "consumer_lag",
+			Help: "Records behind the high watermark after the last handled batch, per owned partition.",
+		}, []string{"topic", "partition"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"group": group}, reg)
+	var err error
+	m.handled = register(reg, m.handled, &err)
+	m.dead = register(reg, m.dead, &err)
+	m.retries = register(reg, m.retries, &err)
+	m.commitFailed = register(reg, m.commitFailed, &err)
+	m.handleSeconds = register(reg, m.handleSeconds, &err)
+	m.batchRecords = register(reg, m.batchRecords, &err)
+	m.lag = register(reg, m.lag, &err)
+	if err != nil {
+		return nil, fmt.Errorf("register stream metrics: %w", err)
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// the same name and labels: two runners of one group in one process (a
+// test, a restart) share their series instead of failing.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	*errp = errors.Join(*errp, err)
+	return c
+}
+
+func (m *metrics) setLag(topic string, partition int32, lag int64) {
+	m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))).Set(float64(max(lag, 0)))
+}
+
+func (m *metrics) forgetLag(topic string, partition int32) {
+	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+}

@@ -1,0 +1,167 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// errNilDeadRecord is the error of a Handle call that returned a dead letter
+// without its record: the handler is broken, and the batch is retried.
+var errNilDeadRecord = errors.New("handler returned a dead letter without a record")
+
+// partitionBatch is the records of one partition from one poll, in order.
+type partitionBatch struct {
+	tp            topicPartition
+	records       []*kgo.Record
+	highWatermark int64
+}
+
+// splitByPartition groups the polled records by partition, keeping offset
+// order. A partition can appear in more than one fetch of a poll.
+func splitByPartition(fetches kgo.Fetches) []partitionBatch {
+	var batches []partitionBatch
+	index := make(map[topicPartition]int)
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		tp := topicPartition{p.Topic, p.Partition}
+		i, ok := index[tp]
+		if !ok {
+			i = len(batches)
+			index[tp] = i
+			batches = append(batches, partitionBatch{tp: tp})
+		}
+		batches[i].records = append(batches[i].records, p.Records...)
+		batches[i].highWatermark = max(batches[i].highWatermark, p.HighWatermark)
+	})
+	return batches
+}
+
+// handlePartition handles one partition's batch and produces its dead
+// letters, each retried with backoff. It returns true when the batch may be
+// committed, false when ctx ended or a rebalance is waiting (abort) before
+// that: the batch is then handled again later, by this member or the next
+// owner.
+func (r *Runner) handlePartition(ctx context.Context, abort <-chan struct{}, b partitionBatch) bool {
+	first := b.records[0].Offset
+	attempts := r.state.stalledAttempts(b.tp, first)
+	// A handler call, once started, is never cancelled by the runner: a
+	// rebalance or shutdown waits for it, so its effects are never cut in
+	// half. Its own calls carry their own timeouts.
+	hctx := context.WithoutCancel(ctx)
+	var dead []DeadLetter
+	for {
+		if attempts > 0 && !r.wait(ctx, abort, attempts) {
+			r.state.stall(b.tp, first, attempts)
+			return false
+		}
+		var err error
+		dead, err = r.handleOnce(hctx, b)
+		if err == nil {
+			break
+		}
+		attempts++
+		r.m.retries.WithLabelValues(b.tp.topic).Inc()
+		r.cfg.Logger.Warn("handle failed; retrying the same records", "group", r.cfg.Group,
+			"topic", b.tp.topic, "partition", b.tp.partition, "offset", first,
+			"records", len(b.records), "attempt", attempts, "err", err)
+	}
+	r.m.handled.WithLabelValues(b.tp.topic).Add(float64(len(b.records)))
+	if len(dead) == 0 {
+		return true
+	}
+	return r.produceDead(ctx, abort, hctx, b, dead)
+}
+
+func (r *Runner) handleOnce(ctx context.Context, b partitionBatch) ([]DeadLetter, error) {
+	start := time.Now()
+	dead, err := r.handler.Handle(ctx, b.records)
+	r.m.handleSeconds.WithLabelValues(b.tp.topic).Observe(time.Since(start).Seconds())
+	r.m.batchRecords.WithLabelValues(b.tp.topic).Observe(float64(len(b.records)))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dead {
+		if d.Record == nil {
+			return nil, errNilDeadRecord
+		}
+	}
+	return dead, nil
+}
+
+// produceDead produces the dead letters and waits for the broker's ack,
+// retrying those that failed until all are acked or ctx or abort end it.
+// Each attempt builds fresh records: franz-go owns a record's fields while
+// it is being produced.
+func (r *Runner) produceDead(ctx context.Context, abort <-chan struct{}, pctx context.Context, b partitionBatch, dead []DeadLetter) bool {
+	for attempts := 0; ; {
+		if attempts > 0 && !r.wait(ctx, abort, attempts) {
+			return false
+		}
+		recs := make([]*kgo.Record, len(dead))
+		from := make(map[*kgo.Record]DeadLetter, len(dead))
+		for i, d := range dead {
+			recs[i] = r.deadRecord(d)
+			from[recs[i]] = d
+		}
+		actx, cancel := context.WithTimeout(pctx, r.cfg.ProduceTimeout)
+		results := r.cl.ProduceSync(actx, recs...)
+		cancel()
+		var failed []DeadLetter
+		var ferr error
+		for _, res := range results {
+			if res.Err != nil {
+				failed = append(failed, from[res.Record])
+				ferr = res.Err
+				continue
+			}
+			r.m.dead.WithLabelValues(b.tp.topic).Inc()
+		}
+		if len(failed) == 0 {
+			return true
+		}
+		dead = failed
+		attempts++
+		r.m.retries.WithLabelValues(b.tp.topic).Inc()
+		r.cfg.Logger.Warn("produce dead letters failed; retrying", "group", r.cfg.Group,
+			"topic", b.tp.topic, "partition", b.tp.partition, "dead_topic", r.cfg.DeadLetterTopic,
+			"records", len(failed), "attempt", attempts, "err", ferr)
+	}
+}
+
+// deadRecord is the dead letter's record: the original key, value and
+// headers, plus headers naming where it came from and why it died.
+func (r *Runner) deadRecord(d DeadLetter) *kgo.Record {
+	src := d.Record
+	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+4)
+	headers = append(headers, src.Headers...)
+	headers = append(headers,
+		kgo.RecordHeader{Key: schemas.HeaderDeadReason, Value: []byte(d.Reason)},
+		kgo.RecordHeader{Key: schemas.HeaderDeadTopic, Value: []byte(src.Topic)},
+		kgo.RecordHeader{Key: schemas.HeaderDeadPartition, Value: []byte(strconv.Itoa(int(src.Partition)))},
+		kgo.RecordHeader{Key: schemas.HeaderDeadOffset, Value: []byte(strconv.FormatInt(src.Offset, 10))},
+	)
+	return &kgo.Record{Topic: r.cfg.DeadLetterTopic, Key: src.Key, Value: src.Value, Headers: headers}
+}
+
+// wait sleeps the backoff of the given attempt. It returns false, without
+// waiting it out, when ctx ends or a rebalance is waiting.
+func (r *Runner) wait(ctx context.Context, abort <-chan struct{}, attempt int) bool {
+	t := time.NewTimer(backoffDelay(attempt, r.cfg.RetryMin, r.cfg.RetryMax, rand.Float64()))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-abort:
+		return false
+	}
+}
