@@ -1,0 +1,246 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+var (
+	//go:embed lua/sequence.lua
+	sequenceLua    string
+	sequenceScript = redis.NewScript(sequenceLua)
+)
+
+// SequencePreviewBytes bounds the preview text kept in a conversation's meta.
+const SequencePreviewBytes = 120
+
+// SeqStatus says what sequencing did with one record.
+type SeqStatus int
+
+// Outcomes of sequencing one record.
+const (
+	// SeqNew: the record got a new seq and its entry was appended.
+	SeqNew SeqStatus = iota
+	// SeqDuplicate: its client_msg_id was seen before; Sequenced is the
+	// original entry (nil when that entry already expired).
+	SeqDuplicate
+	// SeqRejected: the record contradicts the conversation (Reason says
+	// how); nothing changed.
+	SeqRejected
+)
+
+// SequencedItem is the outcome for one record, in input order.
+type SequencedItem struct {
+	Status    SeqStatus
+	Sequenced *schemas.Sequenced
+	// Reason is set for SeqRejected: a *schemas.InvalidError.
+	Reason error
+}
+
+// SequenceResult is what one Sequence call returns.
+type SequenceResult struct {
+	Epoch uint64
+	// LargeFrom is the seq from which the group is large (0: not large).
+	LargeFrom uint64
+	// LargeConverted: every member's inbox was switched to the large-group
+	// form (see MarkLargeConverted).
+	LargeConverted bool
+	// MemberCount after the batch.
+	MemberCount int
+	// Members maps member → seq of the record that made them a member,
+	// after the batch. Nil once the group is large (use MemberSeqs).
+	Members map[string]uint64
+	// MemberSeqs holds the member seq of each probed user who is a member.
+	MemberSeqs map[string]uint64
+	Items      []SequencedItem
+}
+
+// Sequence gives msgs, all of conversation conv and in order, their seqs in
+// one atomic step (see lua/sequence.lua): dedupe by client_msg_id, seq
+// allocation, timeline append and membership changes. The result reports
+// the member seqs of the probe users. writeMS is the caller's clock.
+func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Message, probes []string, writeMS int64) (*SequenceResult, error) {
+	if len(msgs) == 0 {
+		return &SequenceResult{}, nil
+	}
+	args, err := s.sequenceArgs(msgs, probes, writeMS)
+	if err != nil {
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	raw, err := sequenceScript.Run(ctx, s.rdb, s.sequenceKeys(conv, writeMS), args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	res, err := parseSequenceReply(raw, len(msgs), probes)
+	if err != nil {
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	for i, it := range res.Items {
+		if it.Status == SeqNew {
+			it.Sequenced.Message, it.Sequenced.Epoch, it.Sequenced.WriteTimeMs = msgs[i], res.Epoch, writeMS
+		}
+	}
+	return res, nil
+}
+
+func (s *Store) dedupeDays() int64 {
+	return int64((s.cfg.DedupeWindow + 24*time.Hour - 1) / (24 * time.Hour))
+}
+
+// sequenceKeys lists the conversation's keys, the dedupe buckets of the
+// window newest first.
+func (s *Store) sequenceKeys(conv string, writeMS int64) []string {
+	k := s.keys
+	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv)}
+	today := DayOf(writeMS)
+	for d := today; d >= today-s.dedupeDays(); d-- {
+		keys = append(keys, k.Dedupe(conv, d))
+	}
+	return keys
+}
+
+func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
+	expireAt := (DayOf(writeMS) + 1 + s.dedupeDays()) * 86_400
+	args := make([]any, 0, 5+len(probes)+8*len(msgs))
+	args = append(args, writeMS, s.cfg.LargeGroupThreshold, expireAt, len(msgs), len(probes))
+	for _, p := range probes {
+		args = append(args, p)
+	}
+	for _, m := range msgs {
+		body, err := proto.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
+		}
+		args = append(args, m.GetClientMsgId(), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
+			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
+			sequencePreview(m), body)
+	}
+	return args, nil
+}
+
+func convTypeCode(t schemas.ConvType) string {
+	if t == schemas.ConvType_CONV_TYPE_DIRECT {
+		return "d"
+	}
+	return "g"
+}
+
+func kindCode(k schemas.Kind) string {
+	switch k {
+	case schemas.Kind_KIND_MEMBER_JOIN:
+		return "j"
+	case schemas.Kind_KIND_MEMBER_LEAVE:
+		return "l"
+	}
+	return "m"
+}
+
+func boolCode(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// sequencePreview is the start of a text body, cut at a rune boundary;
+// other content types have no preview text.
+func sequencePreview(m *schemas.Message) string {
+	ct := m.GetContentType()
+	if ct != "" && !strings.HasPrefix(ct, "text/") {
+		return ""
+	}
+	b := m.GetBody()
+	if len(b) > SequencePreviewBytes {
+		b = b[:SequencePreviewBytes]
+	}
+	for len(b) > 0 && !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+var errSequenceReply = errors.New("unexpected reply of the sequence script")
+
+func parseSequenceReply(raw []any, n int, probes []string) (*SequenceResult, error) {
+	if len(raw) != 4+3*n+2 {
+		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
+	}
+	res := &SequenceResult{
+		Epoch:          uint64(seqReplyInt(raw[0])),
+		LargeFrom:      uint64(seqReplyInt(raw[1])),
+		LargeConverted: seqReplyInt(raw[2]) == 1,
+		MemberCount:    int(seqReplyInt(raw[3])),
+		Items:          make([]SequencedItem, n),
+	}
+	for i := range n {
+		st, seq, data := seqReplyInt(raw[4+3*i]), seqReplyInt(raw[5+3*i]), seqReplyString(raw[6+3*i])
+		it := &res.Items[i]
+		switch st {
+		case 0:
+			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: uint64(seq)}
+		case 1:
+			it.Status = SeqDuplicate
+			if data != "" {
+				sq, err := DecodeEntry([]byte(data), res.Epoch)
+				if err != nil {
+					return nil, err
+				}
+				it.Sequenced = sq
+			}
+		default:
+			field, reason, _ := strings.Cut(data, "|")
+			it.Status, it.Reason = SeqRejected, &schemas.InvalidError{Field: field, Reason: reason}
+		}
+	}
+	flat, _ := raw[4+3*n].([]any)
+	if res.LargeFrom == 0 {
+		res.Members = make(map[string]uint64, len(flat)/2)
+		for i := 0; i+1 < len(flat); i += 2 {
+			res.Members[seqReplyString(flat[i])] = uint64(seqReplyInt(flat[i+1]))
+		}
+	}
+	seqs, _ := raw[5+3*n].([]any)
+	res.MemberSeqs = make(map[string]uint64, len(probes))
+	for i, u := range probes {
+		if i < len(seqs) && seqReplyString(seqs[i]) != "" {
+			res.MemberSeqs[u] = uint64(seqReplyInt(seqs[i]))
+		}
+	}
+	return res, nil
+}
+
+// seqReplyInt reads an integer or a decimal string of a script reply.
+func seqReplyInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// seqReplyString reads a bulk string (or an integer) of a script reply.
+func seqReplyString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
