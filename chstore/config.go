@@ -1,0 +1,141 @@
+package chstore
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config locates the ClickHouse server and bounds every call. Zero values
+// take the defaults.
+type Config struct {
+	// Addr is host:port of the native protocol (DefaultAddr when empty);
+	// several servers of one cluster may be given separated by commas.
+	Addr string
+	// Database holds offlinebox's tables (DefaultDatabase when empty).
+	// Migrate creates it. Letters, digits and '_' only: it is written into
+	// DDL unquoted.
+	Database string
+	// Username and Password authenticate (DefaultUsername when empty).
+	Username string
+	Password string
+	// DialTimeout bounds connecting to a server.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for any one packet from the server.
+	ReadTimeout time.Duration
+	// QueryTimeout bounds each read the store makes (History, Range, ...).
+	QueryTimeout time.Duration
+	// InsertTimeout bounds one InsertBatch.
+	InsertTimeout time.Duration
+	// DDLTimeout bounds Migrate and partition drops.
+	DDLTimeout time.Duration
+	// AnalystTimeout bounds one analyst Query.
+	AnalystTimeout time.Duration
+	// AnalystMaxRows: an analyst Query whose result is longer fails with
+	// ErrTooManyRows rather than returning a silently cut result.
+	AnalystMaxRows int
+	// MaxOpenConns bounds the connection pool.
+	MaxOpenConns int
+	// Logger receives connection-level warnings (slog.Default when nil).
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultAddr           = "127.0.0.1:9000"
+	DefaultDatabase       = "offlinebox"
+	DefaultUsername       = "default"
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultReadTimeout    = 60 * time.Second
+	DefaultQueryTimeout   = 10 * time.Second
+	DefaultInsertTimeout  = 60 * time.Second
+	DefaultDDLTimeout     = 60 * time.Second
+	DefaultAnalystTimeout = 60 * time.Second
+	DefaultAnalystMaxRows = 10000
+	DefaultMaxOpenConns   = 10
+)
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c Config) withDefaults() Config {
+	setString(&c.Addr, DefaultAddr)
+	setString(&c.Database, DefaultDatabase)
+	setString(&c.Username, DefaultUsername)
+	setDuration(&c.DialTimeout, DefaultDialTimeout)
+	setDuration(&c.ReadTimeout, DefaultReadTimeout)
+	setDuration(&c.QueryTimeout, DefaultQueryTimeout)
+	setDuration(&c.InsertTimeout, DefaultInsertTimeout)
+	setDuration(&c.DDLTimeout, DefaultDDLTimeout)
+	setDuration(&c.AnalystTimeout, DefaultAnalystTimeout)
+	if c.AnalystMaxRows == 0 {
+		c.AnalystMaxRows = DefaultAnalystMaxRows
+	}
+	if c.MaxOpenConns == 0 {
+		c.MaxOpenConns = DefaultMaxOpenConns
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func setString(v *string, def string) {
+	if *v == "" {
+		*v = def
+	}
+}
+
+func setDuration(v *time.Duration, def time.Duration) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	for _, a := range c.addrs() {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+			return fmt.Errorf("chstore: Addr %q is not host:port", a)
+		}
+	}
+	if !identRE.MatchString(c.Database) {
+		return fmt.Errorf("chstore: Database %q may hold only letters, digits and '_'", c.Database)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"DialTimeout", c.DialTimeout}, {"ReadTimeout", c.ReadTimeout},
+		{"QueryTimeout", c.QueryTimeout}, {"InsertTimeout", c.InsertTimeout},
+		{"DDLTimeout", c.DDLTimeout}, {"AnalystTimeout", c.AnalystTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("chstore: %s %s is negative", d.field, d.v)
+		}
+	}
+	switch {
+	case c.AnalystMaxRows < 1:
+		return fmt.Errorf("chstore: AnalystMaxRows %d is below 1", c.AnalystMaxRows)
+	case c.MaxOpenConns < 1:
+		return fmt.Errorf("chstore: MaxOpenConns %d is below 1", c.MaxOpenConns)
+	}
+	return nil
+}
+
+// addrs splits Addr into its servers.
+func (c Config) addrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return []string{c.Addr}
+	}
+	return out
+}
