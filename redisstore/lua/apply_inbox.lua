@@ -1,0 +1,101 @@
+-- apply_inbox.lua: apply one merge batch of a conversation's events to ONE
+-- user's inbox in one atomic step. The guards live beside the state they
+-- guard, so a replayed batch changes nothing:
+--   C:l  last seq delivered: a delivery or mention at or below it is old;
+--   C:j  seq of the user's current join: an older join or leave is old;
+--   lg   membership of a large group: a leave applies once.
+-- Own messages mark the conversation read for their sender, so for small
+-- conversations C:u = C:l - C:r always holds.
+--
+-- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:lg
+-- KEYS[5] P{u:U}:prof
+-- ARGV[1] conversation id
+-- ARGV[2] conversation form: d (direct), g (group), L (large group: unread
+--         and order are derived at read time, only reads, mentions and
+--         membership are written)
+-- ARGV[3..] events, ascending seq, 3 fields each: kind, seq, write ms
+--   d  delivered (a message or notice from someone else)
+--   m  delivered and mentions the user
+--   o  the user's own message (marks read up to it)
+--   j  the user joined at seq (sees nothing up to it)
+--   x  the user left a large group at seq (its unread is frozen)
+--   c  the group became large: switch this member to the large form
+--
+-- Returns 1 if anything changed, 0 for a replay, -1 for a receive-only
+-- account (nothing written). Fails with OBMOVED when the user's keys were
+-- moved to the hot store (see schemas/redis-keys.md).
+
+local ib, cl, mn, lg, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local conv, form = ARGV[1], ARGV[2]
+local pf = redis.call('HMGET', prof, 'ro', 'loc')
+if pf[2] == 'hot' then
+  return redis.error_reply('OBMOVED user ' .. prof .. ' lives on the hot store')
+end
+if pf[1] == '1' then return -1 end
+
+local fl, fr, fj, fu, ft = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t'
+local v = redis.call('HMGET', ib, fl, fr, fj)
+local l0, r0, j0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+local l, r, j = l0, r0, j0
+local large = form == 'L'
+local active = 0
+local changed = false
+local toform = nil
+
+local function mention(s, w)
+  if s > r and redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
+end
+
+for i = 3, #ARGV, 3 do
+  local k, s, w = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if k == 'o' then
+    if s > r then r = s end
+    if not large and s > l then l, active = s, w end
+  elseif k == 'd' then
+    if not large and s > l then l, active = s, w end
+  elseif k == 'm' then
+    if large then
+      if s > j then mention(s, w) end
+    elseif s > l then
+      l, active = s, w
+      mention(s, w)
+    end
+  elseif k == 'j' then
+    if s > j then
+      j = s
+      if s > r then r = s end
+      if large then
+        redis.call('SADD', lg, conv)
+        toform = 'L'
+      elseif s > l then
+        l, active = s, w
+      end
+    end
+  elseif k == 'x' then
+    if s > j and redis.call('SREM', lg, conv) == 1 then
+      l = math.max(l, s - 1)
+      redis.call('HSET', ib, fl, l, fu, math.max(0, l - r), ft, 'g')
+      changed = true
+    end
+  elseif k == 'c' then
+    if redis.call('SADD', lg, conv) == 1 then toform = 'L' end
+  end
+end
+
+if l ~= l0 or r ~= r0 or j ~= j0 then
+  changed = true
+  if large then
+    redis.call('HSET', ib, fr, r, fj, j)
+  else
+    redis.call('HSET', ib, fl, l, fr, r, fj, j, fu, math.max(0, l - r), ft, form)
+  end
+end
+if toform then
+  redis.call('HSET', ib, ft, toform)
+  changed = true
+end
+if active > 0 then
+  redis.call('ZADD', cl, 'GT', active, conv)
+end
+if changed then return 1 end
+return 0
