@@ -16,15 +16,15 @@
 -- Returns {held (1 or 0), cursor, cycles completed, end of the last cycle in ms}.
 local st = redis.call('HMGET', KEYS[2], ARGV[3] .. ':cursor', ARGV[3] .. ':cycle', ARGV[3] .. ':done')
 local cursor, cycle, done = st[1] or '0', st[2] or '0', st[3] or '0'
-local held = 0
+local held = '0'
 if cursor == '0' and tonumber(done) + tonumber(ARGV[5]) > tonumber(ARGV[4])
     and redis.call('GET', KEYS[1]) ~= ARGV[1] then
   -- Swept recently enough: not due yet.
-  held = 0
+  held = '0'
 elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  held = 1
+  held = '1'
 elseif redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  held = 1
+  held = '1'
 end
 return {held, cursor, cycle, done}
