@@ -81,3 +81,24 @@ func TestQueryFailsRatherThanCutsALongResult(t *testing.T) {
 		}
 	}
 }
+
+func TestQueryRunsShowAndDescribe(t *testing.T) {
+	s := newStore(t)
+	tests := []struct {
+		sql, column, value string
+	}{
+		{"SHOW TABLES", "name", "messages"},
+		{"DESCRIBE TABLE messages", "name", "write_time_ms"},
+		{"WITH 2 AS two SELECT two * 21 AS answer", "answer", "42"},
+	}
+	for _, tt := range tests {
+		cols, rows, err := s.Query(testCtx(t), tt.sql)
+		if err != nil {
+			t.Fatalf("Query(%q): %v", tt.sql, err)
+		}
+		i := slices.Index(cols, tt.column)
+		if i < 0 || !slices.ContainsFunc(rows, func(r []string) bool { return r[i] == tt.value }) {
+			t.Fatalf("Query(%q) = %q %q, want a row with %s = %s", tt.sql, cols, rows, tt.column, tt.value)
+		}
+	}
+}
