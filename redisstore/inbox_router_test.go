@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+)
+
+func TestMoveToHotCarriesEveryUserKeyAndSendsWritersThere(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := testenv.Redis(t)
+	main, err := New(rdb, Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hot store is another key space of the same server here; in a
+	// deployment it is another server.
+	hot, err := New(rdb, Config{Prefix: prefix + "hot:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upd := func(seq uint64) []InboxUpdate {
+		return []InboxUpdate{{User: "star", Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(InboxMentioned, seq)}}}
+	}
+	if _, errs := main.ApplyInboxes(ctx, upd(1)); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	k := main.Keys()
+	rdb.ZAdd(ctx, k.Devices("star"), redis.Z{Score: 5, Member: "phone"})
+	rdb.HSet(ctx, k.Cursor("star", "phone"), "c", 1)
+
+	router := NewInboxRouter(main, hot, 0)
+	if err := router.MoveToHot(ctx, "star"); err != nil {
+		t.Fatal(err)
+	}
+	if router.For("star") != hot || router.For("other") != main {
+		t.Fatal("router does not send the moved user to the hot store")
+	}
+	for _, key := range []string{k.Inbox("star"), k.Mentions("star"), k.Devices("star"), k.Cursor("star", "phone")} {
+		if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
+			t.Fatalf("%s is still on the main store", key)
+		}
+	}
+	if got, _ := rdb.HGet(ctx, hot.Keys().Cursor("star", "phone"), "c").Result(); got != "1" {
+		t.Fatalf("cursor on the hot store = %q, want 1", got)
+	}
+	// A writer with a stale route is refused by the main store.
+	if _, errs := main.ApplyInboxes(ctx, upd(2)); !errors.Is(errs[0], ErrUserMoved) {
+		t.Fatalf("stale write on main: %v, want ErrUserMoved", errs[0])
+	}
+	// Another process finds the user after refreshing its copy.
+	other := NewInboxRouter(main, hot, 0)
+	if err := other.Refresh(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	outs, errs := other.For("star").ApplyInboxes(ctx, upd(2))
+	if errs[0] != nil || outs[0] != InboxApplied {
+		t.Fatalf("write on hot: %v, %v", outs[0], errs[0])
+	}
+	got := readInbox(t, hot, "star")
+	if got.fields["c:u"] != "2" || len(got.lane) != 2 {
+		t.Fatalf("hot inbox %+v, want both deliveries and mentions", got)
+	}
+}
