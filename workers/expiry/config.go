@@ -1,0 +1,113 @@
+package expiry
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+)
+
+// Config tunes the expiry worker. Zero values take the defaults.
+type Config struct {
+	// Retention of timeline entries and mention references, by write time
+	// (see redisstore.Retention; nothing younger than redisstore.MinRetention
+	// is ever removed). Devices unused for longer than the longest
+	// conversation-type window are evicted.
+	Retention redisstore.Retention
+	// HistoryRetention: ClickHouse partitions whose month ended longer ago
+	// are dropped.
+	HistoryRetention time.Duration
+	// Interval is the least time between two sweep cycles of a Redis node
+	// (by any process) and between two partition drops.
+	Interval time.Duration
+	// ScanCount is the COUNT of each SCAN step: the bound on one step's work.
+	ScanCount int64
+	// MaxPerCall bounds the entries one script call removes or examines.
+	MaxPerCall int
+	// Concurrency: keys of one scan step handled at once.
+	Concurrency int
+	// Lease on a node's sweep; renewed every step, so it must outlast one.
+	Lease time.Duration
+	// RetryMin and RetryMax bound the backoff while a store is down.
+	RetryMin, RetryMax time.Duration
+	// Clock gives the time retention is measured against (time.Now when nil).
+	Clock func() time.Time
+	// Logger (slog.Default when nil).
+	Logger *slog.Logger
+	// Metrics registers the worker's metrics (none when nil).
+	Metrics prometheus.Registerer
+}
+
+// Defaults of Config.
+const (
+	DefaultHistoryRetention = 365 * 24 * time.Hour
+	DefaultInterval         = 10 * time.Minute
+	DefaultScanCount        = 500
+	DefaultMaxPerCall       = 200
+	DefaultConcurrency      = 4
+	DefaultLease            = time.Minute
+	DefaultRetryMin         = 250 * time.Millisecond
+	DefaultRetryMax         = 30 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	setDuration(&c.HistoryRetention, DefaultHistoryRetention)
+	setDuration(&c.Interval, DefaultInterval)
+	setDuration(&c.Lease, DefaultLease)
+	setDuration(&c.RetryMin, DefaultRetryMin)
+	setDuration(&c.RetryMax, DefaultRetryMax)
+	if c.ScanCount == 0 {
+		c.ScanCount = DefaultScanCount
+	}
+	if c.MaxPerCall == 0 {
+		c.MaxPerCall = DefaultMaxPerCall
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func setDuration(v *time.Duration, def time.Duration) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	if err := c.Retention.Validate(); err != nil {
+		return fmt.Errorf("expiry: Retention: %w", err)
+	}
+	c = c.withDefaults()
+	switch {
+	case c.HistoryRetention < 31*24*time.Hour:
+		// Partitions are months: a shorter retention would drop the
+		// month still being written.
+		return fmt.Errorf("expiry: HistoryRetention %s is below 31 days", c.HistoryRetention)
+	case c.Interval < time.Second:
+		return fmt.Errorf("expiry: Interval %s is below 1s", c.Interval)
+	case c.ScanCount < 1:
+		return fmt.Errorf("expiry: ScanCount %d is below 1", c.ScanCount)
+	case c.MaxPerCall < 1:
+		return fmt.Errorf("expiry: MaxPerCall %d is below 1", c.MaxPerCall)
+	case c.Concurrency < 1:
+		return fmt.Errorf("expiry: Concurrency %d is below 1", c.Concurrency)
+	case c.Lease < time.Second:
+		return fmt.Errorf("expiry: Lease %s is below 1s", c.Lease)
+	case c.RetryMin <= 0:
+		return fmt.Errorf("expiry: RetryMin %s is not positive", c.RetryMin)
+	case c.RetryMax < c.RetryMin:
+		return fmt.Errorf("expiry: RetryMax %s is below RetryMin %s", c.RetryMax, c.RetryMin)
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package expiry
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the worker's Prometheus series.
+type metrics struct {
+	removed *prometheus.CounterVec
+	scanned prometheus.Counter
+	cycles  prometheus.Counter
+	errors  prometheus.Counter
+}
+
+// Values of the "what" label of offlinebox_expiry_removed_total.
+const (
+	whatTimeline   = "timeline"
+	whatMentions   = "mentions"
+	whatDedupe     = "dedupe"
+	whatCursors    = "cursors"
+	whatPartitions = "partitions"
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_expiry_removed_total",
+			Help: "What expiry removed: timeline entries, mention references, dedupe buckets, device cursors, ClickHouse partitions.",
+		}, []string{"what"}),
+		scanned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_expiry_keys_scanned_total",
+			Help: "Keys the expiry sweeps looked at.",
+		}),
+		cycles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_expiry_cycles_total",
+			Help: "Sweep cycles (a full scan of one Redis node) this process completed.",
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_expiry_errors_total",
+			Help: "Sweep steps or partition drops that failed and will be retried.",
+		}),
+	}
+	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions} {
+		m.removed.WithLabelValues(w)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.removed, m.scanned, m.cycles, m.errors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) add(r Removed) {
+	m.removed.WithLabelValues(whatTimeline).Add(float64(r.Timeline))
+	m.removed.WithLabelValues(whatMentions).Add(float64(r.Mentions))
+	m.removed.WithLabelValues(whatDedupe).Add(float64(r.Dedupe))
+	m.removed.WithLabelValues(whatCursors).Add(float64(r.Devices))
+	m.removed.WithLabelValues(whatPartitions).Add(float64(r.Partitions))
+	m.scanned.Add(float64(r.Scanned))
+}
