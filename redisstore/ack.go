@@ -1,0 +1,78 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/ack_cursor.lua
+	ackCursorLua    string
+	ackCursorScript = redis.NewScript(ackCursorLua)
+)
+
+// AckItem acknowledges that a device stored a conversation up to Seq of
+// Epoch.
+type AckItem struct {
+	Conv  string
+	Seq   uint64
+	Epoch uint64
+}
+
+// AckResult says what an ack did to the user's devices.
+type AckResult struct {
+	// WasEvicted: the device had been evicted before this ack; its cursor
+	// was lost and it must resync in full.
+	WasEvicted bool
+	// Evicted lists the devices this ack pushed out (least recently used
+	// beyond MaxDevices).
+	Evicted []string
+}
+
+// AckDevice records a device's batch ack (see lua/ack_cursor.lua). The
+// caller has checked each item against the conversation (membership, seq
+// not beyond its max, epoch); this touches the user's slot only, so s is
+// the store holding user's keys. ErrUserMoved: route the user again.
+func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckItem, nowMS int64) (AckResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	args := make([]any, 0, 4+3*len(items))
+	args = append(args, device, nowMS, s.cfg.MaxDevices, s.keys.CursorPrefix(user))
+	for _, it := range items {
+		args = append(args, it.Conv, it.Seq, it.Epoch)
+	}
+	keys := []string{s.keys.Devices(user), s.keys.Evicted(user), s.keys.Cursor(user, device), s.keys.Profile(user)}
+	vals, err := ackCursorScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return AckResult{}, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
+	}
+	var res AckResult
+	if len(vals) > 0 {
+		res.WasEvicted = readReplyUint(vals[0]) == 1
+	}
+	for _, v := range vals[min(1, len(vals)):] {
+		res.Evicted = append(res.Evicted, readReplyString(v))
+	}
+	return res, nil
+}
+
+// DeviceCursor is one conversation's acked position of a device.
+type DeviceCursor struct {
+	Seq   uint64
+	Epoch uint64
+}
+
+// deviceCursors parses a device cursor hash (C -> seq, C:e -> epoch).
+func deviceCursors(h map[string]string) map[string]DeviceCursor {
+	out := make(map[string]DeviceCursor, len(h)/2)
+	for f, v := range h {
+		if len(f) > 2 && f[len(f)-2:] == ":e" {
+			continue
+		}
+		out[f] = DeviceCursor{Seq: readReplyUint(v), Epoch: readReplyUint(h[f+":e"])}
+	}
+	return out
+}

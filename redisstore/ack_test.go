@@ -1,0 +1,67 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func TestAckRaisesOnlyTheDevicesCursorPerEpoch(t *testing.T) {
+	s := readTestStore(t, 100)
+	ctx := context.Background()
+	steps := []struct {
+		ack  AckItem
+		want string
+	}{
+		{AckItem{"g", 5, 100}, "5@100"},
+		{AckItem{"g", 3, 100}, "5@100"}, // a late, lower ack changes nothing
+		{AckItem{"g", 9, 100}, "9@100"},
+		{AckItem{"g", 2, 200}, "2@200"},  // a rebuilt timeline restarts the cursor
+		{AckItem{"g", 50, 100}, "2@200"}, // an ack of the old epoch is ignored
+	}
+	for i, st := range steps {
+		if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{st.ack}, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+		h := s.rdb.HGetAll(ctx, s.keys.Cursor("ann", "phone")).Val()
+		if got := h["g"] + "@" + h["g:e"]; got != st.want {
+			t.Fatalf("step %d (%+v): cursor %s, want %s", i, st.ack, got, st.want)
+		}
+	}
+	if n := s.rdb.Exists(ctx, s.keys.Cursor("ann", "laptop")).Val(); n != 0 {
+		t.Fatal("another device's cursor moved")
+	}
+}
+
+func TestAckEvictsTheLeastRecentlyUsedSixthDevice(t *testing.T) {
+	s := readTestStore(t, 100)
+	ctx := context.Background()
+	ack := func(dev string, at int64) AckResult {
+		t.Helper()
+		r, err := s.AckDevice(ctx, "ann", dev, []AckItem{{"g", uint64(at), 1}}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for i := range 5 {
+		if r := ack(fmt.Sprint("d", i), int64(10+i)); len(r.Evicted) != 0 || r.WasEvicted {
+			t.Fatalf("device %d: %+v", i, r)
+		}
+	}
+	ack("d0", 20) // d0 used again: d1 is now the least recently used
+	r := ack("d5", 21)
+	if fmt.Sprint(r.Evicted) != "[d1]" {
+		t.Fatalf("evicted %v, want [d1]", r.Evicted)
+	}
+	if s.rdb.Exists(ctx, s.keys.Cursor("ann", "d1")).Val() != 0 {
+		t.Fatal("evicted device kept its cursor")
+	}
+	if n := s.rdb.ZCard(ctx, s.keys.Devices("ann")).Val(); n != 5 {
+		t.Fatalf("%d devices kept, want 5", n)
+	}
+	r = ack("d1", 22)
+	if !r.WasEvicted || fmt.Sprint(r.Evicted) != "[d2]" {
+		t.Fatalf("returning device: %+v, want told it was evicted and d2 out", r)
+	}
+}

@@ -1,0 +1,56 @@
+-- Records a device's batch ack: marks the device used, evicts the least
+-- recently used devices above the most allowed, and raises the device's
+-- cursor per conversation. Nothing is deleted from any timeline or lane
+-- (ack is not delete): only cursors move.
+--
+-- A device that was evicted and acks again is registered afresh; the reply
+-- tells the caller so that the device learns it must resync in full.
+--
+-- Cursor fields: C -> highest seq acked; C:e -> the epoch that seq belongs
+-- to. An ack of a newer epoch replaces the cursor (seqs of two epochs are
+-- not comparable; epochs are creation times, so they only grow); an ack of
+-- the same epoch only raises it and one of an older epoch is ignored, so a
+-- replayed or reordered ack changes nothing.
+--
+-- KEYS[1] the user's devices (zset: device -> last use ms)
+-- KEYS[2] the user's evicted devices (set)
+-- KEYS[3] the acking device's cursor (hash)
+-- KEYS[4] the user's profile (hash; loc = hot: the keys moved away)
+-- ARGV[1] device id
+-- ARGV[2] now, ms
+-- ARGV[3] most devices kept
+-- ARGV[4] key prefix of the user's device cursors (the device id follows;
+--         the cursor keys share the user's hash tag, hence the slot)
+-- ARGV[5..] triples: conversation, seq, epoch
+-- Returns {was_evicted (0|1), evicted device...}. Fails with OBMOVED when
+-- the user's keys were moved to the hot store (see schemas/redis-keys.md).
+if redis.call('HGET', KEYS[4], 'loc') == 'hot' then
+  return redis.error_reply('OBMOVED user lives on the hot store')
+end
+local dev = ARGV[1]
+local was_evicted = redis.call('SREM', KEYS[2], dev)
+redis.call('ZADD', KEYS[1], ARGV[2], dev)
+local out = {was_evicted}
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+if over > 0 then
+  for _, old in ipairs(redis.call('ZRANGE', KEYS[1], 0, over)) do
+    if old ~= dev and over > 0 then
+      redis.call('ZREM', KEYS[1], old)
+      redis.call('DEL', ARGV[4] .. old)
+      redis.call('SADD', KEYS[2], old)
+      out[#out + 1] = old
+      over = over - 1
+    end
+  end
+end
+for i = 5, #ARGV, 3 do
+  local conv, seq, epoch = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local cur_epoch = tonumber(redis.call('HGET', KEYS[3], conv .. ':e') or '0')
+  local cur = tonumber(redis.call('HGET', KEYS[3], conv) or '0')
+  if epoch > cur_epoch then
+    redis.call('HSET', KEYS[3], conv, seq, conv .. ':e', epoch)
+  elseif epoch == cur_epoch and seq > cur then
+    redis.call('HSET', KEYS[3], conv, seq)
+  end
+end
+return out

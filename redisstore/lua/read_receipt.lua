@@ -1,0 +1,49 @@
+-- Applies a user's read receipts: per conversation, the read seq rises to
+-- the receipt's seq (never falls), unread becomes what was delivered above
+-- it, and the conversation's @mentions up to it leave the mention lane.
+-- Applying the same receipts again changes nothing.
+--
+-- Large groups keep no delivered seq (C:l) per member; their unread is
+-- derived from the group's own seq at read time, so only C:r moves.
+--
+-- KEYS[1] the user's inbox index (hash: C:l, C:u, C:r, ...)
+-- KEYS[2] the user's mention lane (zset: "C:SEQ" -> write ms)
+-- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
+-- ARGV pairs: conversation, read seq
+-- Returns the number of conversations whose read seq rose. Fails with
+-- OBMOVED when the user's keys were moved to the hot store.
+if redis.call('HGET', KEYS[3], 'loc') == 'hot' then
+  return redis.error_reply('OBMOVED user lives on the hot store')
+end
+local raised = 0
+local reads = {}
+for i = 1, #ARGV, 2 do
+  local conv, r = ARGV[i], tonumber(ARGV[i + 1])
+  local cur = tonumber(redis.call('HGET', KEYS[1], conv .. ':r') or '0')
+  if r > cur then
+    redis.call('HSET', KEYS[1], conv .. ':r', r)
+    raised = raised + 1
+  else
+    r = cur
+  end
+  local last = redis.call('HGET', KEYS[1], conv .. ':l')
+  if last then
+    local unread = tonumber(last) - r
+    if unread < 0 then
+      unread = 0
+    end
+    redis.call('HSET', KEYS[1], conv .. ':u', unread)
+  end
+  reads[conv] = r
+end
+local drop = {}
+for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local conv, seq = string.match(m, '^([^:]+):(%d+)$')
+  if conv and reads[conv] and tonumber(seq) <= reads[conv] then
+    drop[#drop + 1] = m
+  end
+end
+for i = 1, #drop, 500 do
+  redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 499, #drop)))
+end
+return raised

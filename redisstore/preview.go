@@ -1,0 +1,136 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+var (
+	//go:embed lua/preview_set.lua
+	previewSetLua    string
+	previewSetScript = redis.NewScript(previewSetLua)
+)
+
+// Preview is the last message of a conversation as the list shows it.
+type Preview struct {
+	Seq    uint64 `json:"seq"`
+	Epoch  uint64 `json:"epoch,omitempty"`
+	Sender string `json:"sender"`
+	TS     int64  `json:"ts"`
+	Text   string `json:"text"`
+}
+
+// PreviewOf is the preview of a sequenced message: the text preview is the
+// one the conversation's meta keeps (sequencePreview), so small and large
+// conversations read the same.
+func PreviewOf(sq *schemas.Sequenced) Preview {
+	m := sq.GetMessage()
+	return Preview{Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), Sender: m.GetSender(), TS: sq.GetWriteTimeMs(), Text: sequencePreview(m)}
+}
+
+// ApplyPreviews stores, for every member of each record's conversation, the
+// record's preview unless a newer one is stored. Give it the newest
+// ordinary message (kind MESSAGE) of each conversation of a batch; the
+// others would be overwritten anyway. Large groups are skipped: their
+// preview is the conversation's own summary (meta lsender/lts/lprev), read
+// at list time, so a message costs no per-member writes.
+//
+// s holds the conversations; route names the store holding each user's
+// keys (InboxRouter.For; nil: s). ErrUserMoved means a user moved while
+// this ran: refresh the router and call again (it is idempotent).
+func (s *Store) ApplyPreviews(ctx context.Context, route func(user string) *Store, latest []*schemas.Sequenced) error {
+	if len(latest) == 0 {
+		return nil
+	}
+	if route == nil {
+		route = func(string) *Store { return s }
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	targets, err := s.previewTargets(ctx, latest)
+	if err != nil {
+		return err
+	}
+	calls := map[*Store][]scriptCall{}
+	for i, sq := range latest {
+		if len(targets[i]) == 0 {
+			continue
+		}
+		p := PreviewOf(sq)
+		js, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("encode preview of %s: %w", sq.GetMessage().GetConvId(), err)
+		}
+		for _, u := range targets[i] {
+			us := route(u)
+			calls[us] = append(calls[us], scriptCall{
+				keys: []string{us.keys.Previews(u), us.keys.Profile(u)},
+				args: []any{sq.GetMessage().GetConvId(), p.Epoch, p.Seq, js},
+			})
+		}
+	}
+	for us, cs := range calls {
+		cmds, err := us.evalPiped(ctx, previewSetScript, cs)
+		if anyUserMoved(cmds) {
+			return fmt.Errorf("write previews: %w", ErrUserMoved)
+		}
+		if err != nil {
+			return fmt.Errorf("write %d previews: %w", len(cs), err)
+		}
+	}
+	return nil
+}
+
+// previewTargets lists, per record, the users whose preview it updates:
+// the members who saw the message (joined before it). Large groups get
+// none.
+func (s *Store) previewTargets(ctx context.Context, latest []*schemas.Sequenced) ([][]string, error) {
+	larges := make([]*redis.StringCmd, len(latest))
+	mems := make([]*redis.MapStringStringCmd, len(latest))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sq := range latest {
+			c := sq.GetMessage().GetConvId()
+			larges[i] = p.HGet(ctx, s.keys.ConvMeta(c), "large")
+			mems[i] = p.HGetAll(ctx, s.keys.Members(c))
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read members for previews: %w", err)
+	}
+	out := make([][]string, len(latest))
+	for i, sq := range latest {
+		if larges[i].Val() == "1" {
+			continue
+		}
+		seen := map[string]bool{}
+		for u, j := range mems[i].Val() {
+			if at, err := strconv.ParseUint(j, 10, 64); err == nil && at < sq.GetSeq() {
+				seen[u] = true
+			}
+		}
+		// A direct message reaches both participants even before the
+		// members hash lists them.
+		if sq.GetMessage().GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT {
+			seen[sq.GetMessage().GetSender()] = true
+			for _, r := range sq.GetMessage().GetRecipients() {
+				seen[r] = true
+			}
+		}
+		for u := range seen {
+			if schemas.ValidID("user", u) == nil {
+				out[i] = append(out[i], u)
+			}
+		}
+		sort.Strings(out[i])
+	}
+	return out, nil
+}

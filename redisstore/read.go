@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sort"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/read_receipt.lua
+	readReceiptLua    string
+	readReceiptScript = redis.NewScript(readReceiptLua)
+)
+
+// ReadMark says a user has read a conversation up to Seq (on any device).
+type ReadMark struct {
+	User string
+	Conv string
+	Seq  uint64
+}
+
+// ApplyReads applies read receipts (see lua/read_receipt.lua): one script
+// per user, all users in one pipeline. s must hold the keys of every user
+// of marks (see InboxRouter); ErrUserMoved means one moved: route again.
+// Marks of the same user and conversation collapse to the highest seq. It
+// returns how many conversations' read seq rose.
+func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
+	if len(marks) == 0 {
+		return 0, nil
+	}
+	type uc struct{ user, conv string }
+	top := map[uc]uint64{}
+	for _, m := range marks {
+		k := uc{m.User, m.Conv}
+		top[k] = max(top[k], m.Seq)
+	}
+	perUser := map[string][]any{}
+	for k, seq := range top {
+		perUser[k.user] = append(perUser[k.user], k.conv, seq)
+	}
+	users := make([]string, 0, len(perUser))
+	for u := range perUser {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	calls := make([]scriptCall, len(users))
+	for i, u := range users {
+		calls[i] = scriptCall{keys: []string{s.keys.Inbox(u), s.keys.Mentions(u), s.keys.Profile(u)}, args: perUser[u]}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, readReceiptScript, calls)
+	if anyUserMoved(cmds) {
+		return 0, fmt.Errorf("apply read receipts: %w", ErrUserMoved)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), err)
+	}
+	raised := 0
+	for _, c := range cmds {
+		n, _ := c.Int()
+		raised += n
+	}
+	return raised, nil
+}
