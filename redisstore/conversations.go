@@ -1,0 +1,209 @@
+package redisstore
+
+import (
+	_ "embed"
+
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/conversations_page.lua
+	conversationsPageLua    string
+	conversationsPageScript = redis.NewScript(conversationsPageLua)
+)
+
+// Conversation kinds as the read path names them.
+const (
+	KindDirect = "direct"
+	KindGroup  = "group"
+)
+
+// ListCursor marks where a page of the conversation list ended: the next
+// page starts after this conversation. The zero value starts at the top.
+type ListCursor struct {
+	Activity int64
+	Conv     string
+}
+
+// ConvItem is one row of the conversation list.
+type ConvItem struct {
+	Conv  string
+	Kind  string // KindDirect or KindGroup
+	Large bool
+	// Unread counts messages from others above the user's read seq.
+	Unread uint64
+	// LastSeq is the last seq of the conversation delivered to the user.
+	LastSeq uint64
+	ReadSeq uint64
+	// Activity is the write time (ms) of the conversation's last message.
+	Activity int64
+	Preview  *Preview
+	// Mentions pending for the user in this conversation.
+	Mentions int
+	// Acked is the highest seq the asking device acked (0: none).
+	Acked uint64
+}
+
+// ConvList is one page of the list, most recently active first.
+type ConvList struct {
+	Items []ConvItem
+	// Next is where the following page starts; nil on the last page.
+	Next *ListCursor
+}
+
+// ListConversations reads one page of user's conversation list: one script
+// on the user's slot, plus one pipelined read of the user's large groups
+// (whose order and counters are derived from the groups themselves).
+// device may be empty; then Acked is 0. s holds the conversations, users
+// the user's keys (see InboxRouter; the same store without a hot store);
+// ErrUserMoved means users is no longer the right one.
+func (s *Store) ListConversations(ctx context.Context, users *Store, user, device string, after ListCursor, limit int) (ConvList, error) {
+	if limit < 1 {
+		return ConvList{}, fmt.Errorf("list conversations of %s: limit %d is below 1", user, limit)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	score, afterConv := "+inf", ""
+	if after.Conv != "" {
+		score, afterConv = strconv.FormatInt(after.Activity, 10), after.Conv
+	}
+	k := users.keys
+	keys := []string{
+		k.ConvList(user), k.LargeGroups(user), k.Inbox(user),
+		k.Previews(user), k.Mentions(user), k.Cursor(user, device), k.Profile(user),
+	}
+	vals, err := conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
+	if err != nil {
+		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, asUserMoved(err))
+	}
+	small, large, err := parseListRecords(vals)
+	if err != nil {
+		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
+	}
+	if err := s.fillLargeGroups(ctx, large); err != nil {
+		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
+	}
+	items := small
+	for _, it := range large {
+		if after.Conv == "" || listedAfter(it, after) {
+			items = append(items, it)
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return listedAfter(items[j], ListCursor{items[i].Activity, items[i].Conv}) })
+	out := ConvList{Items: items}
+	if len(items) > limit {
+		out.Items = items[:limit]
+		last := out.Items[limit-1]
+		out.Next = &ListCursor{Activity: last.Activity, Conv: last.Conv}
+	}
+	return out, nil
+}
+
+// listedAfter reports whether it comes after the cursor c in the list: the list is
+// ordered by activity, newest first, ties by conversation id descending (the
+// order of ZREVRANGEBYSCORE).
+func listedAfter(it ConvItem, c ListCursor) bool {
+	if it.Activity != c.Activity {
+		return it.Activity < c.Activity
+	}
+	return it.Conv < c.Conv
+}
+
+const listRecordLen = 10
+
+// parseListRecords splits conversations_page.lua's answer into the small
+// conversations and the large groups (still without their counters).
+func parseListRecords(vals []any) (small, large []ConvItem, err error) {
+	if len(vals) < 1 || (len(vals)-1)%listRecordLen != 0 {
+		return nil, nil, fmt.Errorf("script answered %d values", len(vals))
+	}
+	nSmall := int(readReplyUint(vals[0]))
+	for i := 1; i < len(vals); i += listRecordLen {
+		r := vals[i : i+listRecordLen]
+		it := ConvItem{Conv: readReplyString(r[0])}
+		it.Activity, _ = strconv.ParseInt(readReplyString(r[1]), 10, 64)
+		it.LastSeq, it.Unread, it.ReadSeq = readReplyUint(r[2]), readReplyUint(r[3]), readReplyUint(r[4])
+		joined := readReplyUint(r[5])
+		it.Kind, it.Large = kindOfInboxType(readReplyString(r[6]))
+		if pv := readReplyString(r[7]); pv != "" {
+			var p Preview
+			if json.Unmarshal([]byte(pv), &p) == nil {
+				it.Preview = &p
+			}
+		}
+		it.Acked = readReplyUint(r[8])
+		it.Mentions = int(readReplyUint(r[9]))
+		if (i-1)/listRecordLen < nSmall {
+			small = append(small, it)
+			continue
+		}
+		it.Kind, it.Large = KindGroup, true
+		// Until fillLargeGroups derives them, LastSeq holds the join seq.
+		it.LastSeq = joined
+		large = append(large, it)
+	}
+	return small, large, nil
+}
+
+// fillLargeGroups derives the counters, order and preview of large groups
+// from the groups' own keys: no per-member writes happen for them.
+func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
+	if len(large) == 0 {
+		return nil
+	}
+	metas := make([]*redis.SliceCmd, len(large))
+	alls := make([]*redis.StringSliceCmd, len(large))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, it := range large {
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), "seq", "lts", "lsender", "lprev", "epoch")
+			alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read large groups: %w", err)
+	}
+	for i := range large {
+		it := &large[i]
+		m := metas[i].Val()
+		seq := readReplyUint(m[0])
+		seen := max(it.ReadSeq, it.LastSeq) // LastSeq holds the join seq here
+		it.LastSeq = seq
+		it.Unread = subFloor(seq, seen)
+		it.Activity, _ = strconv.ParseInt(readReplyString(m[1]), 10, 64)
+		if seq > 0 {
+			it.Preview = &Preview{Seq: seq, Epoch: readReplyUint(m[4]), Sender: readReplyString(m[2]), TS: it.Activity, Text: readReplyString(m[3])}
+		}
+		for _, a := range alls[i].Val() {
+			if n, err := strconv.ParseUint(a, 10, 64); err == nil && n > seen {
+				it.Mentions++
+			}
+		}
+	}
+	return nil
+}
+
+// kindOfInboxType maps the inbox's C:t to the read path's kind.
+func kindOfInboxType(t string) (kind string, large bool) {
+	switch t {
+	case "d":
+		return KindDirect, false
+	case "L":
+		return KindGroup, true
+	}
+	return KindGroup, false
+}
+
+// subFloor is a − b, never below 0.
+func subFloor(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}

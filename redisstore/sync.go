@@ -1,0 +1,248 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// syncWave is how many conversations' slices are read per round trip while
+// the budget lasts: enough to amortise the round trip, few enough not to
+// read many slices that will not fit.
+const syncWave = 16
+
+// syncUser is a snapshot of the user's slot as sync needs it.
+type syncUser struct {
+	inbox    map[string]string
+	activity map[string]int64
+	large    map[string]bool
+	mentions []mentionRef
+	cursors  map[string]DeviceCursor
+	evicted  bool
+}
+
+// mentionRef is one entry of the mention lane (or an @all of a large group).
+type mentionRef struct {
+	conv string
+	seq  uint64
+	ts   int64
+	all  bool
+}
+
+// syncHead is what sync reads of one conversation before slicing it.
+type syncHead struct {
+	member   bool
+	joined   uint64
+	seq      uint64
+	epoch    uint64
+	first    uint64
+	lts      int64
+	metaType string
+	alls     []mentionRef
+}
+
+// Sync answers one device's catch-up request: pending mentions first, then
+// conversations by priority, each sliced on its own, within the byte
+// budget (see schemas/redis-keys.md and the read path in DESIGN.md). It
+// writes nothing, so the same request on the same state gets the same
+// answer. s holds the conversations, users the user's keys (see
+// InboxRouter; the same store without a hot store); ErrUserMoved means
+// users is no longer the right one.
+func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncResult, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	us, err := users.readSyncUser(ctx, req.User, req.Device)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := s.readSyncHeads(ctx, req.User, us)
+	if err != nil {
+		return nil, err
+	}
+	plans, refs := planSync(req, us, heads)
+	res := &SyncResult{Resync: us.evicted}
+	b := newSyncBudget(req)
+	if err := s.fillMentions(ctx, req, refs, res, b); err != nil {
+		return nil, err
+	}
+	if err := s.fillConvs(ctx, req, plans, res, b); err != nil {
+		return nil, err
+	}
+	res.Bytes = b.used
+	return res, nil
+}
+
+// readSyncUser reads the user's slot in one transaction, so that inbox,
+// list, lane and cursors are of one moment.
+func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUser, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var (
+		ib, cur *redis.MapStringStringCmd
+		cl, mn  *redis.ZSliceCmd
+		lg      *redis.StringSliceCmd
+		ev      *redis.BoolCmd
+		loc     *redis.StringCmd
+	)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ib = p.HGetAll(ctx, s.keys.Inbox(user))
+		cl = p.ZRangeWithScores(ctx, s.keys.ConvList(user), 0, -1)
+		lg = p.SMembers(ctx, s.keys.LargeGroups(user))
+		mn = p.ZRangeWithScores(ctx, s.keys.Mentions(user), 0, -1)
+		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
+		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
+		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("sync %s: read inbox: %w", user, err)
+	}
+	if loc.Val() == "hot" {
+		return nil, fmt.Errorf("sync %s: %w", user, ErrUserMoved)
+	}
+	us := &syncUser{
+		inbox:    ib.Val(),
+		activity: make(map[string]int64, len(cl.Val())),
+		large:    make(map[string]bool, len(lg.Val())),
+		cursors:  deviceCursors(cur.Val()),
+		evicted:  ev.Val(),
+	}
+	for _, z := range cl.Val() {
+		us.activity[z.Member.(string)] = int64(z.Score)
+	}
+	for _, c := range lg.Val() {
+		us.large[c] = true
+	}
+	for _, z := range mn.Val() {
+		conv, seq, ok := strings.Cut(z.Member.(string), ":")
+		if n, err := strconv.ParseUint(seq, 10, 64); ok && err == nil {
+			us.mentions = append(us.mentions, mentionRef{conv: conv, seq: n, ts: int64(z.Score)})
+		}
+	}
+	return us, nil
+}
+
+// syncConvs lists the user's conversations, sorted for a stable answer.
+func (us *syncUser) syncConvs() []string {
+	out := make([]string, 0, len(us.activity)+len(us.large))
+	for c := range us.activity {
+		if !us.large[c] {
+			out = append(out, c)
+		}
+	}
+	for c := range us.large {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readSyncHeads reads every conversation's counters and the user's
+// membership in one pipeline (each conversation in its own slot).
+func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (map[string]syncHead, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	convs := us.syncConvs()
+	metas := make([]*redis.SliceCmd, len(convs))
+	mems := make([]*redis.StringCmd, len(convs))
+	alls := make([]*redis.ZSliceCmd, len(convs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range convs {
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "lts", "type")
+			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
+			if us.large[c] {
+				alls[i] = p.ZRangeWithScores(ctx, s.keys.MentionAll(c), 0, -1)
+			}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("sync %s: read conversations: %w", user, err)
+	}
+	heads := make(map[string]syncHead, len(convs))
+	for i, c := range convs {
+		j, err := mems[i].Result()
+		if err == redis.Nil {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("sync %s: membership of %s: %w", user, c, err)
+		}
+		m := metas[i].Val()
+		h := syncHead{member: true, joined: readReplyUint(j), seq: readReplyUint(m[0]), epoch: readReplyUint(m[1])}
+		h.first = readReplyUint(m[2])
+		if h.first == 0 {
+			h.first = h.seq + 1
+		}
+		h.lts = int64(readReplyUint(m[3]))
+		h.metaType = readReplyString(m[4])
+		if alls[i] != nil {
+			for _, z := range alls[i].Val() {
+				if n, err := strconv.ParseUint(z.Member.(string), 10, 64); err == nil {
+					h.alls = append(h.alls, mentionRef{conv: c, seq: n, ts: int64(z.Score), all: true})
+				}
+			}
+		}
+		heads[c] = h
+	}
+	return heads, nil
+}
+
+// fillMentions reads the message of every pending mention (one pipeline)
+// and puts them first. A mention whose message has left the window is
+// gone with it.
+func (s *Store) fillMentions(ctx context.Context, req SyncRequest, refs []mentionRef, res *SyncResult, b *syncBudget) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	qs := make([]rangeQuery, len(refs))
+	for i, r := range refs {
+		qs[i] = rangeQuery{conv: r.conv, lo: r.seq - 1, hi: r.seq + 1, limit: 1}
+	}
+	sls, err := s.readSlices(ctx, req.User, qs)
+	if err != nil {
+		return fmt.Errorf("sync %s: read mentions: %w", req.User, err)
+	}
+	for i, sl := range sls {
+		if !sl.member || len(sl.entries) != 1 {
+			continue
+		}
+		m := SyncMention{Conv: refs[i].conv, All: refs[i].all, Message: sl.entries[0]}
+		res.Mentions = append(res.Mentions, m)
+		b.force(req.Sizer.Mention(m))
+	}
+	return nil
+}
+
+// fillConvs slices conversations in priority order, a wave per round trip,
+// until the budget is spent; the rest become summaries.
+func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
+	next := 0
+	for next < len(plans) && b.left() > 0 {
+		wave := plans[next:min(next+syncWave, len(plans))]
+		qs := make([]rangeQuery, len(wave))
+		for i, p := range wave {
+			qs[i] = rangeQuery{conv: p.conv, lo: p.lo, limit: req.Limit, fromTop: true, maxBytes: b.left()}
+		}
+		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		sls, err := s.readSlices(callCtx, req.User, qs)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", req.User, err)
+		}
+		for i, sl := range sls {
+			place(req, wave[i], sl, res, b)
+		}
+		next += len(wave)
+	}
+	for _, p := range plans[next:] {
+		summarise(req, p, res, b)
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package redisstore
+
+import (
+	"sort"
+)
+
+// convPlan is how one conversation will be answered, decided before any
+// message is read.
+type convPlan struct {
+	conv     string
+	kind     string
+	large    bool
+	activity int64
+	epoch    uint64
+	maxSeq   uint64
+	unread   uint64
+	// lo: the slice holds seqs above it (the script also clamps it to the
+	// join seq and the window).
+	lo         uint64
+	rebase     string // "" or a Rebase* reason
+	incomplete bool
+	mentions   int
+}
+
+// planSync decides, per conversation with news, where its slice starts and
+// whether it rebases, orders the conversations by priority (pending
+// mentions, direct, then activity), and lists the pending mentions in lane
+// order (write time, then conversation and seq).
+func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convPlan, []mentionRef) {
+	byConv := map[string][]mentionRef{}
+	for _, m := range us.mentions {
+		byConv[m.conv] = append(byConv[m.conv], m)
+	}
+	var plans []convPlan
+	var refs []mentionRef
+	for _, conv := range us.syncConvs() {
+		h, ok := heads[conv]
+		if !ok || !h.member {
+			continue
+		}
+		p, floor, read := planConv(req, us, conv, h)
+		for _, m := range append(byConv[conv], h.alls...) {
+			if m.seq > floor && m.seq <= h.seq && (!m.all || m.seq > read) {
+				refs = append(refs, m)
+				p.mentions++
+			}
+		}
+		if p.rebase != "" || p.maxSeq > p.lo {
+			plans = append(plans, p)
+		}
+	}
+	sort.Slice(plans, func(i, j int) bool { return plans[i].before(plans[j]) })
+	sort.Slice(refs, func(i, j int) bool {
+		a, b := refs[i], refs[j]
+		if a.ts != b.ts {
+			return a.ts < b.ts
+		}
+		if a.conv != b.conv {
+			return a.conv < b.conv
+		}
+		return a.seq < b.seq
+	})
+	return plans, refs
+}
+
+// planConv chooses the cursor of one conversation and classifies it. The
+// returned floor is the seq above which mentions are still pending (what
+// the client is known to hold); read is the user's read seq.
+func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
+	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, activity: us.activity[conv]}
+	read = max(readReplyUint(us.inbox[InboxField(conv, FieldRead)]), h.joined)
+	p.kind, p.large = kindOfInboxType(us.inbox[InboxField(conv, FieldType)])
+	if us.large[conv] {
+		p.large, p.activity = true, h.lts
+	}
+	if h.metaType == "d" {
+		p.kind = KindDirect
+	}
+	if p.large {
+		p.unread = subFloor(h.seq, read)
+	} else {
+		p.unread = readReplyUint(us.inbox[InboxField(conv, FieldUnread)])
+	}
+	cur, held := req.Cursors[conv]
+	if !held {
+		if dc, ok := us.cursors[conv]; ok {
+			cur, held = SyncCursor(dc), true
+		}
+	}
+	from := max(cur.Seq, h.joined)
+	switch {
+	case us.evicted:
+		p.rebase = RebaseResync
+	case held && cur.Epoch != 0 && cur.Epoch != h.epoch:
+		p.rebase = RebaseEpoch
+	case cur.Seq > h.seq:
+		p.rebase = RebaseAhead
+	case from+1 < h.first:
+		p.rebase, p.incomplete = RebaseRetention, true
+	case req.RebaseBacklog > 0 && h.seq-from > req.RebaseBacklog:
+		p.rebase = RebaseBacklog
+	}
+	p.lo, floor = from, from
+	switch p.rebase {
+	case RebaseResync, RebaseEpoch, RebaseAhead:
+		// The cursor means nothing here: the client holds nothing we know.
+		p.lo, floor = h.joined, h.joined
+	case RebaseRetention, RebaseBacklog:
+		p.lo = h.joined
+	}
+	return p, floor, read
+}
+
+// before orders conversations by priority: those with pending mentions,
+// then direct ones, then by last activity, newest first.
+func (p convPlan) before(q convPlan) bool {
+	if (p.mentions > 0) != (q.mentions > 0) {
+		return p.mentions > 0
+	}
+	if (p.kind == KindDirect) != (q.kind == KindDirect) {
+		return p.kind == KindDirect
+	}
+	if p.activity != q.activity {
+		return p.activity > q.activity
+	}
+	return p.conv < q.conv
+}
+
+// syncBudget tracks the bytes of the answer.
+type syncBudget struct {
+	max, used int
+}
+
+func newSyncBudget(req SyncRequest) *syncBudget {
+	return &syncBudget{max: req.MaxBytes, used: req.Sizer.Envelope()}
+}
+
+func (b *syncBudget) left() int { return b.max - b.used }
+
+// fits takes n bytes if they fit.
+func (b *syncBudget) fits(n int) bool {
+	if n > b.left() {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// force takes n bytes whether they fit or not.
+func (b *syncBudget) force(n int) { b.used += n }
+
+// place puts one conversation's slice in the answer: whole if it fits;
+// trimmed to its newest messages if it is the first conversation (so every
+// answer makes progress); else as a summary.
+func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *syncBudget) {
+	if !sl.member {
+		return
+	}
+	c := SyncConv{
+		Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: sl.epoch, MaxSeq: sl.seq, Unread: p.unread,
+		Rebase: p.rebase != "", RebaseReason: p.rebase, Incomplete: p.incomplete,
+	}
+	if len(sl.entries) == 0 && !c.Rebase {
+		return // the news was already gone (expired) or never there
+	}
+	sizes := make([]int, len(sl.entries))
+	total := 0
+	for i, e := range sl.entries {
+		sizes[i] = req.Sizer.Message(e)
+		total += sizes[i]
+	}
+	head := req.Sizer.Conv(&c)
+	keep := len(sl.entries)
+	// The script cut the slice on raw bytes: it cannot fit whole.
+	cut := len(sl.entries) < min(req.Limit, sl.available)
+	if cut || !b.fits(head+total) {
+		if len(res.Convs) > 0 {
+			summarise(req, p, res, b)
+			return
+		}
+		keep = newestThatFit(sizes, b.left()-head)
+		kept := 0
+		for _, n := range sizes[len(sizes)-keep:] {
+			kept += n
+		}
+		b.force(head + kept)
+	}
+	c.Messages = sl.entries[len(sl.entries)-keep:]
+	finishSlice(&c, p, sl)
+	res.Convs = append(res.Convs, c)
+}
+
+// newestThatFit counts how many of the last sizes fit in room (at least 1).
+func newestThatFit(sizes []int, room int) int {
+	n, used := 0, 0
+	for i := len(sizes) - 1; i >= 0; i-- {
+		if used+sizes[i] > room && n > 0 {
+			break
+		}
+		used += sizes[i]
+		n++
+	}
+	return n
+}
+
+// finishSlice sets HasMore and the gap once the messages are chosen.
+func finishSlice(c *SyncConv, p convPlan, sl timelineSlice) {
+	if len(c.Messages) == 0 {
+		return
+	}
+	oldest := c.Messages[0].Seq
+	floor := max(p.lo, sl.joined, sl.first-1)
+	c.HasMore = oldest > floor+1
+	if c.HasMore && !c.Rebase {
+		c.Gap = &SeqRange{From: floor + 1, To: oldest - 1}
+	}
+}
+
+// summarise lists a conversation that did not fit, if its summary fits.
+func summarise(req SyncRequest, p convPlan, res *SyncResult, b *syncBudget) {
+	s := SyncSummary{Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: p.epoch, MaxSeq: p.maxSeq, Unread: p.unread, Mentions: p.mentions}
+	if b.fits(req.Sizer.Summary(s)) {
+		res.Summaries = append(res.Summaries, s)
+		return
+	}
+	res.Omitted++
+}

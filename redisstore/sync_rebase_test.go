@@ -1,0 +1,175 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
+	s := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	big := strings.Repeat("x", 900)
+	for _, c := range []string{"g1", "g2", "g3"} {
+		rs.group(c, "bob", "ann")
+		for range 8 {
+			rs.say(c, group, "bob", "", big)
+		}
+	}
+	rs.say("dm", direct, "bob", "ann", "short")
+	const budget = 4000
+	res, err := s.Sync(context.Background(), s, syncReq("ann", "phone", 50, budget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes > budget {
+		t.Fatalf("answer of %d bytes over the budget of %d:\n%s", res.Bytes, budget, render(res))
+	}
+	// The direct conversation is small and first; no group fits whole
+	// after it, so they are summaries to ask for next.
+	if len(res.Convs) != 1 || res.Convs[0].Conv != "dm" || len(res.Summaries) != 3 {
+		t.Fatalf("unexpected shape:\n%s", render(res))
+	}
+	// Asked again with the direct conversation held, the most recent group
+	// comes first and is cut to its newest messages, with a gap.
+	req := syncReq("ann", "phone", 50, budget)
+	req.Cursors["dm"] = SyncCursor{Seq: 1, Epoch: res.Convs[0].Epoch}
+	if res, err = s.Sync(context.Background(), s, req); err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes > budget || len(res.Convs) != 1 || res.Convs[0].Conv != "g3" || res.Convs[0].Gap == nil || len(res.Summaries) != 2 {
+		t.Fatalf("unexpected shape:\n%s", render(res))
+	}
+	g := res.Convs[0]
+	if g.Gap.From != 1 || g.Gap.To+1 != g.Messages[0].Seq || g.Messages[len(g.Messages)-1].Seq != g.MaxSeq {
+		t.Fatalf("gap does not meet the slice:\n%s", render(res))
+	}
+	// A budget too small for anything still delivers the first newest message.
+	res, err = s.Sync(context.Background(), s, syncReq("ann", "phone", 50, 300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Convs) != 1 || len(res.Convs[0].Messages) != 1 {
+		t.Fatalf("tiny budget made no progress:\n%s", render(res))
+	}
+}
+
+func TestSyncRebasesCursorsItCannotContinue(t *testing.T) {
+	s := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	rs.group("g", "bob", "ann")
+	for i := range 20 {
+		rs.say("g", group, "bob", "", fmt.Sprint(i))
+	}
+	ctx := context.Background()
+	epoch := s.rdb.HGet(ctx, s.keys.ConvMeta("g"), "epoch").Val()
+	var e uint64
+	fmt.Sscan(epoch, &e)
+	cases := []struct {
+		name       string
+		cur        SyncCursor
+		backlog    uint64
+		pop        int
+		reason     string
+		incomplete bool
+		gap        bool
+	}{
+		{"continues", SyncCursor{Seq: 17, Epoch: e}, 10, 0, "", false, false},
+		{"continues with gap", SyncCursor{Seq: 11, Epoch: e}, 10, 0, "", false, true},
+		{"backlog above threshold", SyncCursor{Seq: 2, Epoch: e}, 10, 0, RebaseBacklog, false, false},
+		{"other epoch", SyncCursor{Seq: 15, Epoch: e + 1}, 0, 0, RebaseEpoch, false, false},
+		{"cursor ahead", SyncCursor{Seq: 99, Epoch: e}, 0, 0, RebaseAhead, false, false},
+		{"older than the window", SyncCursor{Seq: 2, Epoch: e}, 0, 5, RebaseRetention, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.pop > 0 {
+				popHead(t, s, "g", tc.pop)
+			}
+			req := syncReq("ann", "phone", 4, 64<<10)
+			req.RebaseBacklog = tc.backlog
+			req.Cursors["g"] = tc.cur
+			res, err := s.Sync(ctx, s, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Convs) != 1 {
+				t.Fatalf("want one conversation:\n%s", render(res))
+			}
+			c := res.Convs[0]
+			if c.RebaseReason != tc.reason || c.Rebase != (tc.reason != "") || c.Incomplete != tc.incomplete || (c.Gap != nil) != tc.gap {
+				t.Fatalf("got\n%s", render(res))
+			}
+			if fmt.Sprint(seqsOf(c.Messages)) != "[18 19 20 21]" {
+				t.Fatalf("want the newest 4:\n%s", render(res))
+			}
+		})
+	}
+}
+
+func TestSyncTellsAnEvictedDeviceToResync(t *testing.T) {
+	s := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	rs.group("g", "bob", "ann")
+	rs.say("g", group, "bob", "", "one")
+	ctx := context.Background()
+	for i := range 6 {
+		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := syncReq("ann", "dev0", 10, 64<<10)
+	req.Cursors["g"] = SyncCursor{Seq: 2, Epoch: 1}
+	res, err := s.Sync(ctx, s, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resync || len(res.Convs) != 1 || res.Convs[0].RebaseReason != RebaseResync {
+		t.Fatalf("evicted device:\n%s", render(res))
+	}
+	req.Device = "dev5"
+	if res, err = s.Sync(ctx, s, req); err != nil || res.Resync {
+		t.Fatalf("kept device told to resync: %v\n%s", err, render(res))
+	}
+}
+
+func TestSyncDerivesLargeGroupsFromTheGroup(t *testing.T) {
+	s := readTestStore(t, 2)
+	rs := newReadSeed(t, s)
+	rs.group("big", "bob", "ann", "cid")
+	rs.makeLarge("big")
+	rs.say("big", group, "bob", "", "hello")
+	all := &rsAll{rs}
+	allSeq := all.sayAll("big", "bob", "everyone!")
+	rs.say("big", group, "cid", "", "after")
+	ctx := context.Background()
+	res, err := s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Mentions) != 1 || !res.Mentions[0].All || res.Mentions[0].Message.Seq != allSeq {
+		t.Fatalf("@all of a large group not pending:\n%s", render(res))
+	}
+	if len(res.Convs) != 1 || !res.Convs[0].Large || res.Convs[0].Unread != res.Convs[0].MaxSeq {
+		t.Fatalf("large group counters:\n%s", render(res))
+	}
+	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "big", Seq: allSeq}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Mentions) != 0 || res.Convs[0].Unread != res.Convs[0].MaxSeq-allSeq {
+		t.Fatalf("after reading the @all:\n%s", render(res))
+	}
+}
+
+type rsAll struct{ *readSeed }
+
+func (rs *rsAll) sayAll(conv, sender, body string) uint64 {
+	m := groupText(conv, sender, body)
+	m.MentionAll = true
+	return rs.send(m)
+}

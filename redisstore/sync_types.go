@@ -1,0 +1,138 @@
+package redisstore
+
+import (
+	"fmt"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// SyncCursor is what a client holds of one conversation: every message up
+// to Seq of timeline Epoch. Epoch 0 with Seq 0 means "nothing yet".
+type SyncCursor struct {
+	Seq   uint64
+	Epoch uint64
+}
+
+// SyncSizer measures what each part adds to the encoded answer, so that
+// Sync keeps the answer within its byte budget without knowing the
+// encoding. Conv and Summary may over-estimate; Message should be exact.
+type SyncSizer interface {
+	// Envelope is the answer without any mention, conversation or summary.
+	Envelope() int
+	Mention(m SyncMention) int
+	// Conv is a conversation block without its messages.
+	Conv(c *SyncConv) int
+	// Message is one message inside a conversation block.
+	Message(m *schemas.Sequenced) int
+	Summary(s SyncSummary) int
+}
+
+// SyncRequest is one catch-up request of one device.
+type SyncRequest struct {
+	User   string
+	Device string
+	// Cursors the client sent. A conversation it does not name starts from
+	// the device's acked cursor, else from where the user joined.
+	Cursors map[string]SyncCursor
+	// Limit is the most messages per conversation.
+	Limit int
+	// MaxBytes is the budget of the whole answer. Only the mention lane
+	// (always complete) and the first conversation's newest message
+	// (progress must be possible) may exceed it.
+	MaxBytes int
+	// RebaseBacklog: a conversation with more messages than this above the
+	// cursor is answered with a rebase (0: never).
+	RebaseBacklog uint64
+	Sizer         SyncSizer
+}
+
+func (r SyncRequest) validate() error {
+	switch {
+	case r.Limit < 1:
+		return fmt.Errorf("sync %s: limit %d is below 1", r.User, r.Limit)
+	case r.MaxBytes < 1:
+		return fmt.Errorf("sync %s: byte budget %d is below 1", r.User, r.MaxBytes)
+	case r.Sizer == nil:
+		return fmt.Errorf("sync %s: no sizer", r.User)
+	}
+	return nil
+}
+
+// Rebase reasons: why a conversation's cursor was not continued.
+const (
+	// RebaseResync: the device was evicted; none of its cursors is trusted.
+	RebaseResync = "resync"
+	// RebaseEpoch: the cursor is of another timeline epoch.
+	RebaseEpoch = "epoch"
+	// RebaseAhead: the cursor is beyond the conversation's max seq.
+	RebaseAhead = "ahead"
+	// RebaseRetention: messages above the cursor have left the Redis
+	// window (the conversation is also Incomplete).
+	RebaseRetention = "retention"
+	// RebaseBacklog: more messages above the cursor than RebaseBacklog.
+	RebaseBacklog = "backlog"
+)
+
+// SyncMention is one pending @mention with its message.
+type SyncMention struct {
+	Conv string
+	// All: an @all of a large group (not a personal mention).
+	All     bool
+	Message *schemas.Sequenced
+}
+
+// SeqRange is an inclusive range of seqs.
+type SeqRange struct {
+	From uint64
+	To   uint64
+}
+
+// SyncConv is one conversation's slice of the answer.
+type SyncConv struct {
+	Conv   string
+	Kind   string // KindDirect or KindGroup
+	Large  bool
+	Epoch  uint64
+	MaxSeq uint64
+	Unread uint64
+	// Messages in ascending seq order: the newest of what the client lacks.
+	Messages []*schemas.Sequenced
+	// HasMore: the client lacks messages older than Messages[0].
+	HasMore bool
+	// Gap names the missing seqs between the cursor and Messages[0], to
+	// page through (not set on a rebase).
+	Gap *SeqRange
+	// Rebase: drop the cursor and continue from Messages; what is older is
+	// history. RebaseReason says why.
+	Rebase       bool
+	RebaseReason string
+	// Incomplete: messages the client lacks are no longer in Redis; only
+	// history has them.
+	Incomplete bool
+}
+
+// SyncSummary stands for a conversation with news that did not fit in the
+// budget: ask again.
+type SyncSummary struct {
+	Conv     string
+	Kind     string
+	Large    bool
+	Epoch    uint64
+	MaxSeq   uint64
+	Unread   uint64
+	Mentions int
+}
+
+// SyncResult is the answer to one SyncRequest.
+type SyncResult struct {
+	// Resync: the device was evicted; every conversation is a rebase.
+	Resync    bool
+	Mentions  []SyncMention
+	Convs     []SyncConv
+	Summaries []SyncSummary
+	// Omitted counts conversations with news for which not even a summary
+	// fitted.
+	Omitted int
+	// Bytes is the size estimate of the answer.
+	Bytes int
+}
