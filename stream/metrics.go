@@ -97,3 +97,20 @@ func (m *metrics) setLag(topic string, partition int32, lag int64) {
 func (m *metrics) forgetLag(topic string, partition int32) {
 	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
 }
+
+// sharedRegisterer lets collectors that register with MustRegister (kprom
+// does, through promauto) meet an already registered twin without a panic:
+// a second client of the same group in one process then reports through
+// the first one's series only.
+type sharedRegisterer struct{ prometheus.Registerer }
+
+func (s sharedRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := s.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}

@@ -95,7 +95,7 @@ func (r *Runner) clientOpts() []kgo.Opt {
 	}
 	if r.cfg.Metrics != nil && r.cfg.ClientMetrics {
 		opts = append(opts, kgo.WithHooks(kprom.NewMetrics("offlinebox_kafka",
-			kprom.Registerer(r.cfg.Metrics),
+			kprom.Registerer(sharedRegisterer{r.cfg.Metrics}),
 			kprom.WithStaticLabel(map[string]string{"group": r.cfg.Group}),
 			kprom.WithClientLabel())))
 	}

@@ -83,52 +83,69 @@ func TestRunner_HandlesEachPartitionInOrderAndPartitionsConcurrently(t *testing.
 	}
 }
 
-func TestRunner_HandlerErrorRetriesSameRecordsAndCommitsNothing(t *testing.T) {
-	_, addrs := testenv.Kafka(t, 1, "in", "dead")
-	adm := admin(t, addrs)
-	produce(t, addrs, "in", "m", 5)
-
-	var failing journal
-	fail := HandlerFunc(func(_ context.Context, recs []*kgo.Record) ([]DeadLetter, error) {
-		failing.add(recs)
-		return nil, errors.New("store down")
-	})
-	reg := prometheus.NewRegistry()
-	cfg := testConfig(t, addrs, "retry", "in")
-	cfg.Metrics = reg
-	first := start(t, cfg, fail)
-	eventually(t, 5*time.Second, "the failing handler is retried", func() bool {
-		failing.mu.Lock()
-		defer failing.mu.Unlock()
-		return len(failing.calls) >= 4
-	})
-	first.stop(t)
-
-	failing.mu.Lock()
-	for i, call := range failing.calls {
-		if call[0].Offset != 0 || len(call) != len(failing.calls[0]) {
-			t.Errorf("call %d got offsets %d..%d, want the same records as call 0 (from offset 0)",
-				i, call[0].Offset, call[len(call)-1].Offset)
-		}
+func TestRunner_FailedBatchIsRetriedWholeAndNeverCommitted(t *testing.T) {
+	tests := []struct {
+		name string
+		fail func(recs []*kgo.Record) ([]DeadLetter, error)
+	}{
+		{"handler returns an error", func([]*kgo.Record) ([]DeadLetter, error) {
+			return nil, errors.New("store down")
+		}},
+		{"handler returns a dead letter without its record", func(recs []*kgo.Record) ([]DeadLetter, error) {
+			return []DeadLetter{{Record: recs[0], Reason: "bad"}, {Reason: "lost its record"}}, nil
+		}},
 	}
-	calls := len(failing.calls)
-	failing.mu.Unlock()
-	if got := committed(t, adm, "retry", "in"); len(got) != 0 {
-		t.Fatalf("committed %v while every Handle failed, want nothing", got)
-	}
-	if v := metricValue(t, reg, "offlinebox_stream_handler_retries_total", map[string]string{"group": "retry"}); v < float64(calls-1) {
-		t.Errorf("handler_retries_total = %v, want at least %d", v, calls-1)
-	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, addrs := testenv.Kafka(t, 1, "in", "dead")
+			adm := admin(t, addrs)
+			produce(t, addrs, "in", "m", 5)
 
-	// A restarted member of the group gets the same, uncommitted records.
-	var ok journal
-	start(t, cfg, HandlerFunc(func(_ context.Context, recs []*kgo.Record) ([]DeadLetter, error) {
-		ok.add(recs)
-		return nil, nil
-	}))
-	waitCommittedToEnd(t, adm, "retry", "in")
-	if got := ok.offsets()[0]; len(got) != 5 || got[0] != 0 {
-		t.Fatalf("restarted member handled offsets %v, want 0..4", got)
+			var failing journal
+			reg := prometheus.NewRegistry()
+			cfg := testConfig(t, addrs, "retry", "in")
+			cfg.Metrics = reg
+			first := start(t, cfg, HandlerFunc(func(_ context.Context, recs []*kgo.Record) ([]DeadLetter, error) {
+				failing.add(recs)
+				return tt.fail(recs)
+			}))
+			eventually(t, 5*time.Second, "the failing batch is retried", func() bool {
+				failing.mu.Lock()
+				defer failing.mu.Unlock()
+				return len(failing.calls) >= 4
+			})
+			first.stop(t)
+
+			failing.mu.Lock()
+			for i, call := range failing.calls {
+				if call[0].Offset != 0 || len(call) != len(failing.calls[0]) {
+					t.Errorf("call %d got offsets %d..%d, want the same records as call 0 (from offset 0)",
+						i, call[0].Offset, call[len(call)-1].Offset)
+				}
+			}
+			calls := len(failing.calls)
+			failing.mu.Unlock()
+			if got := committed(t, adm, "retry", "in"); len(got) != 0 {
+				t.Fatalf("committed %v while every batch failed, want nothing", got)
+			}
+			if got := ends(t, adm, "dead")[0]; got != 0 {
+				t.Errorf("%d dead letters produced from failed batches, want none", got)
+			}
+			if v := metricValue(t, reg, "offlinebox_stream_handler_retries_total", map[string]string{"group": "retry"}); v < float64(calls-1) {
+				t.Errorf("handler_retries_total = %v, want at least %d", v, calls-1)
+			}
+
+			// A restarted member of the group gets the same, uncommitted records.
+			var ok journal
+			start(t, cfg, HandlerFunc(func(_ context.Context, recs []*kgo.Record) ([]DeadLetter, error) {
+				ok.add(recs)
+				return nil, nil
+			}))
+			waitCommittedToEnd(t, adm, "retry", "in")
+			if got := ok.offsets()[0]; len(got) != 5 || got[0] != 0 {
+				t.Fatalf("restarted member handled offsets %v, want 0..4", got)
+			}
+		})
 	}
 }
 
