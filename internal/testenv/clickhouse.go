@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,12 +13,16 @@ import (
 )
 
 // ClickHouseAddr returns host:port of the native protocol of a running
-// clickhouse-server, named by OFFLINEBOX_TEST_CLICKHOUSE.
+// clickhouse-server: the one named by OFFLINEBOX_TEST_CLICKHOUSE, else one
+// started for this test binary.
 func ClickHouseAddr(t testing.TB) string {
 	t.Helper()
-	addr := os.Getenv("OFFLINEBOX_TEST_CLICKHOUSE")
-	if addr == "" {
-		missing(t, "clickhouse-server", errors.New("OFFLINEBOX_TEST_CLICKHOUSE is not set"))
+	if addr := os.Getenv("OFFLINEBOX_TEST_CLICKHOUSE"); addr != "" {
+		return addr
+	}
+	addr, err := own.start(&own.ch, "clickhouse", startOwnClickHouse)
+	if err != nil {
+		missing(t, "clickhouse-server", err)
 	}
 	return addr
 }

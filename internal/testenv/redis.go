@@ -3,25 +3,17 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	ownRedisOnce sync.Once
-	ownRedisAddr string
-	ownRedisErr  error
-	prefixSeq    atomic.Int64
-)
+var prefixSeq atomic.Int64
 
 // missing skips the test, or fails it where servers are required.
 func missing(t testing.TB, what string, err error) {
@@ -32,17 +24,18 @@ func missing(t testing.TB, what string, err error) {
 	t.Skipf("%s not available: %v", what, err)
 }
 
-// RedisAddr returns the address of a running redis-server.
+// RedisAddr returns the address of a running redis-server: the one named by
+// OFFLINEBOX_TEST_REDIS, else one started for this test binary.
 func RedisAddr(t testing.TB) string {
 	t.Helper()
 	if addr := os.Getenv("OFFLINEBOX_TEST_REDIS"); addr != "" {
 		return addr
 	}
-	ownRedisOnce.Do(func() { ownRedisAddr, ownRedisErr = startOwnRedis() })
-	if ownRedisErr != nil {
-		missing(t, "redis-server", ownRedisErr)
+	addr, err := own.start(&own.redis, "redis", startOwnRedis)
+	if err != nil {
+		missing(t, "redis-server", err)
 	}
-	return ownRedisAddr
+	return addr
 }
 
 // Redis returns a client of a real redis-server and a key prefix no other
@@ -70,49 +63,9 @@ func UniquePrefix(t testing.TB) string {
 
 // FreePort asks the kernel for an unused loopback port.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := embedded.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// startOwnRedis starts a redis-server for this test binary; it dies with
-// the binary (no persistence, its own temporary folder).
-func startOwnRedis() (string, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", err
-	}
-	port, err := FreePort()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "offlinebox-test-redis-")
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-		"--dir", dir, "--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := rdb.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return addr, nil
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return "", fmt.Errorf("redis-server on %s did not answer: %w", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return ports[0], nil
 }
