@@ -12,7 +12,9 @@
 // goroutines as partitions in the batch), with that partition's records in
 // offset order. The next batch is polled when every partition of this one is
 // done, so one partition's records are never handled concurrently or out of
-// order.
+// order. It also means that a partition whose Handle keeps failing holds up
+// the member's other partitions: a store that is down stops the worker,
+// which is what it should do, since nothing may be skipped.
 //
 // Rebalances are blocked while a batch is in flight (kgo.BlockRebalanceOnPoll,
 // released with AllowRebalance after the batch): a partition never changes
@@ -72,7 +74,9 @@
 // HeaderDeadPartition and HeaderDeadOffset, and the runner waits for the
 // broker's ack before the batch may be committed. A failed produce is
 // retried like a failed Handle; a dead letter is never dropped. The
-// partition moves on past it.
+// partition moves on past it. Like every effect, a dead letter is delivered
+// at least once: a batch interrupted after some of its dead letters were
+// acknowledged produces them again when it is handled again.
 //
 // # Shutdown
 //

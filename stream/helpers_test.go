@@ -85,9 +85,16 @@ func (rr *running) stop(t *testing.T) {
 // keyed so that they spread over partitions, and waits for the acks.
 func produce(t *testing.T, addrs []string, topic, prefix string, n int) {
 	t.Helper()
+	if err := produceRecords(addrs, topic, prefix, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceRecords is produce for goroutines other than the test's own.
+func produceRecords(addrs []string, topic, prefix string, n int) error {
 	cl, err := NewProducer(addrs)
 	if err != nil {
-		t.Fatalf("NewProducer: %v", err)
+		return err
 	}
 	defer cl.Close()
 	recs := make([]*kgo.Record, n)
@@ -97,8 +104,9 @@ func produce(t *testing.T, addrs []string, topic, prefix string, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s: %v", topic, err)
+		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
+	return nil
 }
 
 func admin(t *testing.T, addrs []string) *kadm.Client {
