@@ -1,0 +1,34 @@
+# offlinebox developer tasks. `make test` is what CI runs.
+
+SHELL := /usr/bin/env bash
+
+.PHONY: test vet fmt demo bench proto packages
+
+## test: install servers if missing, start shared test servers, check format, vet, run all tests
+test:
+	scripts/test.sh
+
+## vet: go vet every package
+vet:
+	go vet ./...
+
+## fmt: gofmt every Go file in place
+fmt:
+	gofmt -l -w .
+
+## demo: run the whole system on this machine (servers as child processes)
+demo:
+	go run ./cmd/offlinebox demo
+
+## bench: run the benchmark programs (scripts/bench.sh)
+bench:
+	@if [ -x scripts/bench.sh ]; then scripts/bench.sh; \
+	else echo "bench: scripts/bench.sh does not exist yet" >&2; exit 1; fi
+
+## proto: regenerate schemas/offlinebox.pb.go from schemas/offlinebox.proto
+proto:
+	scripts/proto.sh
+
+## packages: install redis-server, clickhouse-server and clickhouse-client if missing
+packages:
+	scripts/ensure-packages.sh

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole check `make test` and CI run: packages, shared servers, format,
+# vet, tests. The servers are stopped however the run ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-packages.sh
+
+state="$(mktemp -d "${TMPDIR:-/tmp}/offlinebox-test.XXXXXX")"
+trap 'scripts/test-servers.sh stop "$state"' EXIT
+scripts/test-servers.sh start "$state" "$$" >/dev/null
+set -a
+# shellcheck disable=SC1091
+. "$state/env"
+set +a
+export OFFLINEBOX_REQUIRE_SERVERS=1
+echo "test servers: redis $OFFLINEBOX_TEST_REDIS, clickhouse $OFFLINEBOX_TEST_CLICKHOUSE"
+
+unformatted="$(gofmt -l .)"
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files need formatting (make fmt):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+go vet ./...
+
+# Two test binaries at a time: the machine has two cores and the servers
+# share them.
+status=0
+go test ./... -count=1 -timeout 12m -p 2 || status=$?
+exit "$status"
