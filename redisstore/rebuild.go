@@ -1,0 +1,275 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+var (
+	//go:embed lua/rebuild_commit.lua
+	rebuildCommitLua    string
+	rebuildCommitScript = redis.NewScript(rebuildCommitLua)
+)
+
+// HistorySource is the durable history a conversation is rebuilt from
+// (the ClickHouse store satisfies it). Range returns the records with
+// fromSeq <= seq <= toSeq in ascending seq, each once, leaving out seqs it
+// does not hold; MaxSeq is the highest seq it holds (0: none).
+type HistorySource interface {
+	Range(ctx context.Context, conv string, fromSeq, toSeq uint64) ([]*schemas.Sequenced, error)
+	MaxSeq(ctx context.Context, conv string) (uint64, error)
+}
+
+// Rebuild errors.
+var (
+	// ErrNoHistory: the history holds nothing of the conversation.
+	ErrNoHistory = errors.New("no history to rebuild from")
+	// ErrHistoryBehind: the store's counter is above the history's (the
+	// history sink has not caught up): rebuilding now would lower the
+	// counter. Wait for the sink, or force it (a new epoch is set).
+	ErrHistoryBehind = errors.New("history is behind the store's counter")
+	// ErrRebuildRaced: the conversation was sequenced while it was being
+	// rebuilt; nothing was replaced. Stop its writers and run again.
+	ErrRebuildRaced = errors.New("conversation changed while it was rebuilt")
+)
+
+// Rebuild bounds.
+const (
+	DefaultRebuildPageSize = 1000
+	// MaxRebuildPageSize is the widest span one history read may ask for.
+	MaxRebuildPageSize = 10000
+	// rebuildStagingTTL removes the staging keys of a rebuild that died; it
+	// is renewed with every page written.
+	rebuildStagingTTL = time.Hour
+)
+
+// RebuildOptions tune RebuildConversation.
+type RebuildOptions struct {
+	// Retention decides where the rebuilt timeline starts (as expiry
+	// would have left it).
+	Retention Retention
+	// Now is the time retention is measured against (time.Now when zero).
+	Now time.Time
+	// Force rebuilds even when the history is behind the store's counter.
+	Force bool
+	// PageSize: seqs per history read (DefaultRebuildPageSize when zero).
+	PageSize int
+}
+
+func (o RebuildOptions) validate() error {
+	if err := o.Retention.Validate(); err != nil {
+		return err
+	}
+	if o.PageSize < 0 || o.PageSize > MaxRebuildPageSize {
+		return fmt.Errorf("rebuild: PageSize %d is outside 0..%d", o.PageSize, MaxRebuildPageSize)
+	}
+	return nil
+}
+
+func (o RebuildOptions) withDefaults() RebuildOptions {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultRebuildPageSize
+	}
+	return o
+}
+
+// MembersOutcome says what a rebuild did with the member set.
+type MembersOutcome int
+
+// Member set outcomes.
+const (
+	// MembersKept: the store still had them; untouched.
+	MembersKept MembersOutcome = iota
+	// MembersRestored: replayed from the history's records.
+	MembersRestored
+	// MembersUnknown: the history cannot tell them (a group whose founding
+	// record retention dropped, or a source without membership records);
+	// they must be restored by hand before the group is written to.
+	MembersUnknown
+)
+
+// RebuildResult says what RebuildConversation put in place.
+type RebuildResult struct {
+	Conv string
+	// Seq is the counter, First the timeline's floor, Epoch its epoch.
+	Seq, First, Epoch uint64
+	// NewEpoch: the epoch changed (clients' cursors get a rebase answer).
+	NewEpoch bool
+	// Entries in the rebuilt timeline.
+	Entries int
+	// Dedupe ids restored (records within the dedupe window).
+	Dedupe int
+	// Members says what happened to the member set; MemberCount is its size.
+	Members     MembersOutcome
+	MemberCount int
+	// Hole is a seq the history lacks just below First: the timeline could
+	// not reach further back (0: none).
+	Hole uint64
+}
+
+// RebuildTimeline is where a rebuild stages the timeline before it
+// replaces the live one.
+func (k Keys) RebuildTimeline(conv string) string { return k.conv(conv, "tl:rebuild") }
+
+// RebuildMembers is where a rebuild stages the member set.
+func (k Keys) RebuildMembers(conv string) string { return k.conv(conv, "mem:rebuild") }
+
+// rebuildMeta is the conversation's meta as the rebuild found it.
+type rebuildMeta struct {
+	seq, epoch, first, ctype, lgs string
+	hasMembers                    bool
+}
+
+// RebuildConversation restores a conversation's Redis state from its
+// history, for recovery after a Redis loss: the counter, the timeline
+// within the retention window (entries byte for byte as sequencing wrote
+// them), the epoch, the dedupe ids of the dedupe window, large groups' @all
+// references, the last-message summary and, when the history can tell it,
+// the member set. Run it while nothing sequences the conversation.
+//
+// The epoch stays only when the store kept the meta and its counter equals
+// the history's: then the rebuilt timeline is the one clients saw. In every
+// other case the counter the clients saw is unknown (the history may lag
+// behind what was lost), so a new epoch is set, above every earlier one.
+func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
+	res := RebuildResult{Conv: conv}
+	if err := schemas.ValidID("conv_id", conv); err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	if err := opt.validate(); err != nil {
+		return res, err
+	}
+	opt = opt.withDefaults()
+	cur, err := s.rebuildReadMeta(ctx, conv)
+	if err != nil {
+		return res, err
+	}
+	top, err := src.MaxSeq(ctx, conv)
+	if err != nil {
+		return res, fmt.Errorf("rebuild %s: history max seq: %w", conv, err)
+	}
+	if top == 0 {
+		return res, fmt.Errorf("rebuild %s: %w", conv, ErrNoHistory)
+	}
+	curSeq, _ := strconv.ParseUint(cur.seq, 10, 64)
+	curEpoch, _ := strconv.ParseUint(cur.epoch, 10, 64)
+	curFirst, _ := strconv.ParseUint(cur.first, 10, 64)
+	keepFrom := uint64(0)
+	switch {
+	case cur.seq != "" && curSeq == top && curEpoch > 0:
+		keepFrom = max(curFirst, 1)
+	case cur.seq != "" && curSeq > top && !opt.Force:
+		return res, fmt.Errorf("rebuild %s: store counter %d, history %d: %w", conv, curSeq, top, ErrHistoryBehind)
+	}
+	p, err := planFirst(ctx, src, conv, top, keepFrom, opt)
+	if err != nil {
+		return res, err
+	}
+	if p.sample == nil {
+		// Nothing read (the kept timeline is empty): the top record still
+		// tells the type, the participants and the last message.
+		rows, err := src.Range(ctx, conv, top, top)
+		if err != nil {
+			return res, fmt.Errorf("rebuild %s: read history %d: %w", conv, top, err)
+		}
+		for _, e := range rows {
+			p.note(e)
+		}
+	}
+	if t := convTypeOfMeta(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
+		p.ctype = t
+	}
+	res.Seq, res.First, res.Hole, res.Epoch = top, p.first, p.hole, curEpoch
+	if keepFrom == 0 {
+		res.Epoch, res.NewEpoch = max(uint64(opt.Now.UnixMilli()), curEpoch+1, p.maxEpoch+1), true
+	}
+	var mr *memberReplay
+	if !cur.hasMembers && p.sample != nil {
+		if mr, err = s.replayMembers(ctx, src, conv, p); err != nil {
+			return res, err
+		}
+	}
+	return s.rebuildApply(ctx, src, conv, opt, cur, p, mr, res)
+}
+
+// rebuildApply stages the timeline and members and commits them.
+func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string, opt RebuildOptions,
+	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res RebuildResult) (RebuildResult, error) {
+	lgs, _ := strconv.ParseUint(cur.lgs, 10, 64)
+	switch {
+	case mr != nil:
+		res.Members, res.MemberCount, lgs = MembersRestored, len(mr.members), mr.lgs
+		if err := s.stageMembers(ctx, conv, mr); err != nil {
+			return res, err
+		}
+	case !cur.hasMembers:
+		res.Members = MembersUnknown
+	}
+	st, err := s.stageTimeline(ctx, src, conv, p, lgs, opt)
+	if err != nil {
+		return res, err
+	}
+	res.Entries, res.Dedupe = st.entries, st.dedupe
+	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, convTypeCode(p.ctype), st.entries}
+	if mr != nil {
+		args = append(args, "1", len(mr.members), mr.mver, mr.lgs)
+	} else {
+		args = append(args, "0", 0, 0, 0)
+	}
+	if n := p.newest; n != nil {
+		args = append(args, n.GetMessage().GetSender(), n.GetWriteTimeMs(), sequencePreview(n.GetMessage()))
+	} else {
+		args = append(args, "", "", "")
+	}
+	for _, z := range st.mentionAll {
+		args = append(args, z.Score, z.Member)
+	}
+	k := s.keys
+	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.RebuildTimeline(conv),
+		k.Members(conv), k.RebuildMembers(conv), k.MentionAll(conv)}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	done, err := rebuildCommitScript.Run(cctx, s.rdb, keys, args...).Int()
+	if err != nil || done != 1 {
+		// Best effort: the staging keys also expire on their own.
+		s.rdb.Del(cctx, k.RebuildTimeline(conv), k.RebuildMembers(conv))
+	}
+	switch {
+	case err != nil:
+		return res, fmt.Errorf("rebuild %s: commit: %w", conv, err)
+	case done == 0:
+		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRebuildRaced)
+	case done < 0:
+		return res, fmt.Errorf("rebuild %s: the staged timeline lost entries (staging expired); run again", conv)
+	}
+	return res, nil
+}
+
+func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var fields *redis.SliceCmd
+	var members *redis.IntCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), "seq", "epoch", "first", "type", "lgs")
+		members = p.Exists(ctx, s.keys.Members(conv))
+		return nil
+	})
+	if err != nil {
+		return rebuildMeta{}, fmt.Errorf("rebuild %s: read meta: %w", conv, err)
+	}
+	v := fields.Val()
+	return rebuildMeta{seq: hashString(v[0]), epoch: hashString(v[1]), first: hashString(v[2]),
+		ctype: hashString(v[3]), lgs: hashString(v[4]), hasMembers: members.Val() == 1}, nil
+}

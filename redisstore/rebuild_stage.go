@@ -1,0 +1,151 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// stagedTimeline is what stageTimeline wrote.
+type stagedTimeline struct {
+	entries int
+	dedupe  int
+	// mentionAll holds the large group's @all references to restore
+	// (score: write time, member: seq).
+	mentionAll []redis.Z
+}
+
+// stageTimeline reads the history from p.first to p.top, page by page, and
+// appends each record, encoded as sequencing encodes it, to the staging
+// list; it also restores the dedupe ids still within the dedupe window.
+// The live timeline is not touched.
+func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv string, p *rebuildPlan, lgs uint64, opt RebuildOptions) (stagedTimeline, error) {
+	var out stagedTimeline
+	staging := s.keys.RebuildTimeline(conv)
+	if err := s.rebuildCall(ctx, func(ctx context.Context) error { return s.rdb.Del(ctx, staging).Err() }); err != nil {
+		return out, fmt.Errorf("rebuild %s: clear staging: %w", conv, err)
+	}
+	allCutoff := opt.Now.Add(-opt.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP)).UnixMilli()
+	today := DayOf(opt.Now.UnixMilli())
+	for lo := p.first; lo <= p.top; lo += uint64(opt.PageSize) {
+		hi := min(lo+uint64(opt.PageSize)-1, p.top)
+		rows, err := src.Range(ctx, conv, lo, hi)
+		if err != nil {
+			return out, fmt.Errorf("rebuild %s: read history %d..%d: %w", conv, lo, hi, err)
+		}
+		if uint64(len(rows)) != hi-lo+1 || rows[0].GetSeq() != lo || rows[len(rows)-1].GetSeq() != hi {
+			return out, fmt.Errorf("rebuild %s: history %d..%d returned %d records: it changed during the rebuild", conv, lo, hi, len(rows))
+		}
+		entries := make([]any, len(rows))
+		var dedupe []dedupeRestore
+		for i, e := range rows {
+			raw, err := EncodeEntry(e.GetSeq(), e.GetWriteTimeMs(), e.GetMessage())
+			if err != nil {
+				return out, fmt.Errorf("rebuild %s: %w", conv, err)
+			}
+			entries[i] = raw
+			m := e.GetMessage()
+			if day := DayOf(e.GetWriteTimeMs()); day+1+s.dedupeDays() > today && m.GetClientMsgId() != "" {
+				dedupe = append(dedupe, dedupeRestore{day: day, cmid: m.GetClientMsgId(), seq: e.GetSeq()})
+			}
+			if lgs > 0 && e.GetSeq() >= lgs && m.GetMentionAll() && e.GetWriteTimeMs() >= allCutoff {
+				out.mentionAll = append(out.mentionAll, redis.Z{Score: float64(e.GetWriteTimeMs()), Member: e.GetSeq()})
+			}
+		}
+		n, err := s.stagePage(ctx, conv, entries, dedupe)
+		if err != nil {
+			return out, err
+		}
+		out.entries += len(rows)
+		out.dedupe += n
+	}
+	return out, nil
+}
+
+// dedupeRestore is one client_msg_id to put back in its day's bucket.
+type dedupeRestore struct {
+	day  int64
+	cmid string
+	seq  uint64
+}
+
+// stagePage appends one page to the staging list and restores its dedupe
+// ids (without overwriting ids already there), in one round trip; it
+// returns how many ids it restored.
+func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedupe []dedupeRestore) (int, error) {
+	staging := s.keys.RebuildTimeline(conv)
+	var added []*redis.BoolCmd
+	err := s.rebuildCall(ctx, func(ctx context.Context) error {
+		_, err := s.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+			pl.RPush(ctx, staging, entries...)
+			pl.PExpire(ctx, staging, rebuildStagingTTL)
+			for _, d := range dedupe {
+				key := s.keys.Dedupe(conv, d.day)
+				added = append(added, pl.HSetNX(ctx, key, d.cmid, d.seq))
+				pl.ExpireAt(ctx, key, rebuildDayStart(d.day+1+s.dedupeDays()))
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rebuild %s: stage %d entries: %w", conv, len(entries), err)
+	}
+	n := 0
+	for _, a := range added {
+		if a.Val() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// stageMembers writes the replayed member set to its staging hash.
+func (s *Store) stageMembers(ctx context.Context, conv string, mr *memberReplay) error {
+	key := s.keys.RebuildMembers(conv)
+	fields := make([]any, 0, 2*rebuildMemberPage)
+	flush := func() error {
+		return s.rebuildCall(ctx, func(ctx context.Context) error {
+			_, err := s.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
+				pl.HSet(ctx, key, fields...)
+				pl.PExpire(ctx, key, rebuildStagingTTL)
+				return nil
+			})
+			return err
+		})
+	}
+	if err := s.rebuildCall(ctx, func(ctx context.Context) error { return s.rdb.Del(ctx, key).Err() }); err != nil {
+		return fmt.Errorf("rebuild %s: clear staged members: %w", conv, err)
+	}
+	for u, at := range mr.members {
+		fields = append(fields, u, strconv.FormatUint(at, 10))
+		if len(fields) == cap(fields) {
+			if err := flush(); err != nil {
+				return fmt.Errorf("rebuild %s: stage members: %w", conv, err)
+			}
+			fields = fields[:0]
+		}
+	}
+	if len(fields) > 0 {
+		if err := flush(); err != nil {
+			return fmt.Errorf("rebuild %s: stage members: %w", conv, err)
+		}
+	}
+	return nil
+}
+
+// rebuildCall runs one Redis call under the store's call timeout.
+func (s *Store) rebuildCall(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// rebuildDayStart is the first instant of a day (as DayOf counts days),
+// where sequencing sets a dedupe bucket's expiry.
+func rebuildDayStart(day int64) time.Time { return time.Unix(day*86_400, 0) }
