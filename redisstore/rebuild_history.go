@@ -168,4 +168,3 @@ func (r *memberReplay) apply(e *schemas.Sequenced, threshold int) {
 		r.mver++
 	}
 }
-
