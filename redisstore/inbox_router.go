@@ -112,6 +112,16 @@ func (r *InboxRouter) MoveToHot(ctx context.Context, user string) error {
 	ctx, cancel := context.WithTimeout(ctx, 4*r.main.cfg.CallTimeout)
 	defer cancel()
 	m, k := r.main.rdb, r.main.keys
+	listed, err := m.SIsMember(ctx, k.HotUsers(), user).Result()
+	if err != nil {
+		return fmt.Errorf("move %s: %w", user, err)
+	}
+	if listed {
+		r.mu.Lock()
+		r.users[user] = true
+		r.mu.Unlock()
+		return nil
+	}
 	token := strconv.FormatInt(time.Now().UnixNano(), 36)
 	ok, err := m.SetNX(ctx, k.InboxMoveLock(user), token, inboxMoveLease).Result()
 	if err != nil {

@@ -78,6 +78,12 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 			want: inboxState{fields: map[string]string{"c:l": "2", "c:r": "2", "c:j": "0", "c:u": "0", "c:t": "g"}, listed: 1002},
 		},
 		{
+			name:    "own message takes the mentions it read out of the lane",
+			form:    InboxGroup,
+			batches: [][]InboxEvent{{ev(m, 1), ev(m, 2)}, {ev(o, 3), ev(m, 4)}},
+			want:    inboxState{fields: map[string]string{"c:l": "4", "c:r": "3", "c:j": "0", "c:u": "1", "c:t": "g"}, lane: []string{"c:4"}, listed: 1004},
+		},
+		{
 			name:    "a joiner sees nothing up to the join",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(j, 5), ev(d, 6), ev(d, 7)}},
@@ -86,8 +92,8 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 		{
 			name:    "a large group member gets reads and mentions, no counters",
 			form:    InboxLarge,
-			batches: [][]InboxEvent{{ev(j, 5), ev(m, 6), ev(o, 7)}},
-			want:    inboxState{fields: map[string]string{"c:r": "7", "c:j": "5", "c:t": "L"}, lane: []string{"c:6"}, large: true},
+			batches: [][]InboxEvent{{ev(j, 5), ev(o, 6), ev(m, 7)}},
+			want:    inboxState{fields: map[string]string{"c:r": "6", "c:j": "5", "c:t": "L"}, lane: []string{"c:7"}, large: true},
 		},
 		{
 			name:    "leaving a large group freezes its unread once",

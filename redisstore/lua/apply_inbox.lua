@@ -5,7 +5,8 @@
 --   C:j  seq of the user's current join: an older join or leave is old;
 --   lg   membership of a large group: a leave applies once.
 -- Own messages mark the conversation read for their sender, so for small
--- conversations C:u = C:l - C:r always holds.
+-- conversations C:u = C:l - C:r always holds; like a read receipt, a rise
+-- of C:r takes the conversation's mentions up to it out of the lane.
 --
 -- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:lg
 -- KEYS[5] P{u:U}:prof
@@ -46,6 +47,32 @@ local function mention(s, w)
   if s > r and redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
 end
 
+local function zremall(ms)
+  for i = 1, #ms, 500 do
+    redis.call('ZREM', mn, unpack(ms, i, math.min(i + 499, #ms)))
+  end
+end
+
+-- unmention drops the conversation's mentions of seqs in (from, to]: by
+-- name when the range is shorter than the lane, else by scanning the lane.
+local function unmention(from, to)
+  local n = redis.call('ZCARD', mn)
+  if to <= from or n == 0 then return end
+  local drop = {}
+  if to - from <= n then
+    for s = from + 1, to do drop[#drop + 1] = conv .. ':' .. s end
+  else
+    local pre = conv .. ':'
+    for _, m in ipairs(redis.call('ZRANGE', mn, 0, -1)) do
+      if string.sub(m, 1, #pre) == pre then
+        local s = tonumber(string.sub(m, #pre + 1))
+        if s and s > from and s <= to then drop[#drop + 1] = m end
+      end
+    end
+  end
+  zremall(drop)
+end
+
 for i = 3, #ARGV, 3 do
   local k, s, w = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if k == 'o' then
@@ -82,6 +109,7 @@ for i = 3, #ARGV, 3 do
   end
 end
 
+if r > r0 then unmention(r0, r) end
 if l ~= l0 or r ~= r0 or j ~= j0 then
   changed = true
   if large then
