@@ -1,0 +1,157 @@
+package fanout
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Config tunes the fanout worker. Zero values take the defaults.
+type Config struct {
+	// Store is the Redis data model's configuration (key prefix, large-group
+	// threshold, dedupe window, call timeout).
+	Store redisstore.Config
+	// SequencedTopic receives the sequenced records (schemas.TopicSequenced).
+	SequencedTopic string
+	// MaxBodyBytes: a larger body is a dead letter (schemas.DefaultMaxBodyBytes).
+	MaxBodyBytes int
+	// MergeSize bounds the records of one conversation that share one
+	// sequencing call and one inbox call per recipient.
+	MergeSize int
+	// Conversations is how many conversations are worked on at once, over
+	// all partitions (the shared conversation pool).
+	Conversations int
+	// Workers is the shared pool of recipient-chunk tasks.
+	Workers int
+	// TasksPerConversation bounds the recipient-chunk tasks of one
+	// conversation running at once (its sub-pool of Workers).
+	TasksPerConversation int
+	// RecipientChunk is how many recipients one task updates, in one
+	// pipelined round trip.
+	RecipientChunk int
+	// ProduceTimeout bounds producing one batch's sequenced records.
+	ProduceTimeout time.Duration
+	// HotRedisAddr, when set, is the Redis that hot users' keys move to:
+	// host:port, a redis:// URL, or comma-separated host:port of a cluster.
+	HotRedisAddr string
+	// HotRoute moves users detected hot to HotRedisAddr. Without it hot
+	// users are only reported.
+	HotRoute bool
+	// HotWindow is the sliding window over which inbox write rates are
+	// measured.
+	HotWindow time.Duration
+	// HotFactor: a user with more than HotFactor times the mean writes per
+	// active user in the window is hot ...
+	HotFactor float64
+	// HotMinWrites: ... and at least this many writes in the window.
+	HotMinWrites int
+	// RouterRefresh is how long the list of hot users is trusted before it
+	// is read again.
+	RouterRefresh time.Duration
+	// Clock gives write times (time.Now); tests inject their own.
+	Clock func() time.Time
+	// Logger (slog.Default when nil).
+	Logger *slog.Logger
+	// Metrics registers the worker's metrics (none when nil).
+	Metrics prometheus.Registerer
+}
+
+// Defaults of Config.
+const (
+	DefaultMergeSize            = 20
+	DefaultConversations        = 16
+	DefaultWorkers              = 32
+	DefaultTasksPerConversation = 5
+	DefaultRecipientChunk       = 100
+	DefaultProduceTimeout       = 30 * time.Second
+	DefaultHotWindow            = time.Minute
+	DefaultHotFactor            = 50
+	DefaultHotMinWrites         = 600
+)
+
+// RecommendedMaxPollRecords is the stream.Config.MaxPollRecords to run
+// with: a poll large enough that busy conversations fill merge batches.
+const RecommendedMaxPollRecords = 2000
+
+func (c Config) withDefaults() Config {
+	if c.SequencedTopic == "" {
+		c.SequencedTopic = schemas.TopicSequenced
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = schemas.DefaultMaxBodyBytes
+	}
+	if c.MergeSize == 0 {
+		c.MergeSize = DefaultMergeSize
+	}
+	if c.Conversations == 0 {
+		c.Conversations = DefaultConversations
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.TasksPerConversation == 0 {
+		c.TasksPerConversation = DefaultTasksPerConversation
+	}
+	if c.RecipientChunk == 0 {
+		c.RecipientChunk = DefaultRecipientChunk
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.HotWindow == 0 {
+		c.HotWindow = DefaultHotWindow
+	}
+	if c.HotFactor == 0 {
+		c.HotFactor = DefaultHotFactor
+	}
+	if c.HotMinWrites == 0 {
+		c.HotMinWrites = DefaultHotMinWrites
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	if err := c.Store.Validate(); err != nil {
+		return fmt.Errorf("fanout: Store: %w", err)
+	}
+	c = c.withDefaults()
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("fanout: MaxBodyBytes %d is negative", c.MaxBodyBytes)
+	case c.MergeSize < 1:
+		return fmt.Errorf("fanout: MergeSize %d is below 1", c.MergeSize)
+	case c.Conversations < 1:
+		return fmt.Errorf("fanout: Conversations %d is below 1", c.Conversations)
+	case c.TasksPerConversation < 1:
+		return fmt.Errorf("fanout: TasksPerConversation %d is below 1", c.TasksPerConversation)
+	case c.Workers < c.TasksPerConversation:
+		return fmt.Errorf("fanout: Workers %d is below TasksPerConversation %d", c.Workers, c.TasksPerConversation)
+	case c.RecipientChunk < 1:
+		return fmt.Errorf("fanout: RecipientChunk %d is below 1", c.RecipientChunk)
+	case c.ProduceTimeout < 0:
+		return fmt.Errorf("fanout: ProduceTimeout %s is negative", c.ProduceTimeout)
+	case c.HotRoute && c.HotRedisAddr == "":
+		return fmt.Errorf("fanout: HotRoute needs HotRedisAddr")
+	case c.HotWindow < time.Second:
+		return fmt.Errorf("fanout: HotWindow %s is below 1s", c.HotWindow)
+	case c.HotFactor <= 1:
+		return fmt.Errorf("fanout: HotFactor %g is not above 1", c.HotFactor)
+	case c.HotMinWrites < 1:
+		return fmt.Errorf("fanout: HotMinWrites %d is below 1", c.HotMinWrites)
+	case c.RouterRefresh < 0:
+		return fmt.Errorf("fanout: RouterRefresh %s is negative", c.RouterRefresh)
+	}
+	return nil
+}

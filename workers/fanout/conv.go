@@ -1,0 +1,224 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/alitto/pond/v2"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+)
+
+// convResult is what one conversation's records of a batch produced.
+type convResult struct {
+	sequenced []*schemas.Sequenced
+	dead      []stream.DeadLetter
+	hot       []string // users found hot, to move after the batch
+}
+
+// handleConv works through one conversation's records in order, one merge
+// batch at a time: sequence the batch, then update its recipients' inboxes
+// with at most TasksPerConversation chunk tasks at once. The next batch is
+// sequenced only after the previous one reached every inbox, so a leave is
+// never applied before the messages in front of it were delivered.
+func (f *Fanout) handleConv(ctx context.Context, conv string, recs []pending, now int64) (convResult, error) {
+	var res convResult
+	sub := f.chunks.NewSubpool(f.cfg.TasksPerConversation)
+	defer sub.StopAndWait()
+	seen := map[uint64]bool{}
+	for _, batch := range mergeBatches(recs, f.cfg.MergeSize) {
+		if err := f.handleMerge(ctx, sub, conv, batch, now, seen, &res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// mergeBatches cuts a conversation's records into batches of at most size.
+// A leave starts a batch of its own: the sequencing script applies it at
+// once, and members it removes must first receive what came before.
+func mergeBatches(recs []pending, size int) [][]pending {
+	var out [][]pending
+	start := 0
+	for i := range recs {
+		leave := recs[i].msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE
+		if i > start && (i-start == size || leave) {
+			out = append(out, recs[start:i])
+			start = i
+		}
+	}
+	if start < len(recs) {
+		out = append(out, recs[start:])
+	}
+	return out
+}
+
+func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, batch []pending, now int64,
+	seen map[uint64]bool, res *convResult) error {
+	msgs := make([]*schemas.Message, len(batch))
+	for i, p := range batch {
+		msgs[i] = p.msg
+	}
+	sr, err := f.store.Sequence(ctx, conv, msgs, probeUsers(msgs), now)
+	if err != nil {
+		return err
+	}
+	f.metrics.merge.WithLabelValues("sequence").Observe(float64(len(msgs)))
+	for i, it := range sr.Items {
+		switch it.Status {
+		case redisstore.SeqRejected:
+			res.dead = append(res.dead, stream.DeadLetter{Record: batch[i].rec, Reason: it.Reason.Error()})
+			continue
+		case redisstore.SeqNew:
+			f.metrics.sequenced.Inc()
+		case redisstore.SeqDuplicate:
+			f.metrics.duplicates.Inc()
+		}
+		// A replayed record is produced again: the crash may have come
+		// before its first produce. Readers collapse by (conv, seq).
+		if sq := it.Sequenced; sq != nil && !seen[sq.GetSeq()] {
+			seen[sq.GetSeq()] = true
+			res.sequenced = append(res.sequenced, sq)
+		}
+	}
+	var all map[string]uint64
+	if sr.LargeFrom > 0 && !sr.LargeConverted {
+		if all, err = f.store.Members(ctx, conv); err != nil {
+			return err
+		}
+	}
+	hot, err := f.deliver(ctx, sub, planInbox(planInput{conv: conv, res: sr, all: all}))
+	res.hot = append(res.hot, hot...)
+	if err != nil {
+		return err
+	}
+	if all != nil {
+		// Only now: a replay before this point converts again.
+		return f.store.MarkLargeConverted(ctx, conv)
+	}
+	return nil
+}
+
+// deliver applies the updates in chunks of RecipientChunk users, each
+// chunk one pipelined round trip, on the conversation's sub-pool.
+func (f *Fanout) deliver(ctx context.Context, sub pond.Pool, updates []redisstore.InboxUpdate) ([]string, error) {
+	for _, u := range updates {
+		f.metrics.merge.WithLabelValues("inbox").Observe(float64(len(u.Events)))
+	}
+	var mu sync.Mutex
+	var hot []string
+	g := sub.NewGroupContext(ctx)
+	for start := 0; start < len(updates); start += f.cfg.RecipientChunk {
+		part := updates[start:min(start+f.cfg.RecipientChunk, len(updates))]
+		g.SubmitErr(func() error {
+			h, err := f.applyChunk(ctx, part)
+			mu.Lock()
+			hot = append(hot, h...)
+			mu.Unlock()
+			return err
+		})
+	}
+	err := g.Wait()
+	return hot, err
+}
+
+// applyChunk applies updates on the store each user is routed to. Users
+// moved to the hot store meanwhile are routed again and retried once.
+func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdate) ([]string, error) {
+	moved, hot, err := f.applyRouted(ctx, updates)
+	if err != nil || len(moved) == 0 {
+		return hot, err
+	}
+	if err := f.router.Refresh(ctx, true); err != nil {
+		return hot, err
+	}
+	for _, u := range moved {
+		if f.router.For(u.User) != f.router.Main() {
+			continue
+		}
+		// Marked moved but not listed: a move that stopped half-way.
+		if !f.router.HasHot() {
+			return hot, fmt.Errorf("inbox of %s: marked moved, but no hot store is configured", u.User)
+		}
+		if err := f.router.MoveToHot(ctx, u.User); err != nil {
+			return hot, err
+		}
+	}
+	again, h, err := f.applyRouted(ctx, moved)
+	hot = append(hot, h...)
+	if err == nil && len(again) > 0 {
+		err = fmt.Errorf("inbox of %s: %w", again[0].User, redisstore.ErrUserMoved)
+	}
+	return hot, err
+}
+
+// applyRouted applies updates once; it returns those refused because the
+// user moved, and the users that just became hot.
+func (f *Fanout) applyRouted(ctx context.Context, updates []redisstore.InboxUpdate) (moved []redisstore.InboxUpdate, hot []string, err error) {
+	byStore := map[*redisstore.Store][]redisstore.InboxUpdate{}
+	for _, u := range updates {
+		st := f.router.For(u.User)
+		byStore[st] = append(byStore[st], u)
+	}
+	for st, ups := range byStore {
+		outs, errs := st.ApplyInboxes(ctx, ups)
+		for i, u := range ups {
+			switch {
+			case errors.Is(errs[i], redisstore.ErrUserMoved):
+				moved = append(moved, u)
+			case errs[i] != nil:
+				f.metrics.failures.WithLabelValues(failureBucket(u.User)).Inc()
+				err = errors.Join(err, errs[i])
+			case outs[i] == redisstore.InboxReceiveOnly:
+				f.metrics.receiveOnly.Inc()
+			case outs[i] == redisstore.InboxReplayed:
+				f.metrics.inboxReplayed.Inc()
+			default:
+				if f.observe(u.User, st) {
+					hot = append(hot, u.User)
+				}
+			}
+		}
+	}
+	return moved, hot, err
+}
+
+// observe counts one inbox write of user and reports the user when their
+// rate just crossed the hot line; it says whether to move them.
+func (f *Fanout) observe(user string, st *redisstore.Store) bool {
+	became, rate, line := f.hot.observe(f.cfg.Clock(), user, 1)
+	if !became {
+		return false
+	}
+	f.metrics.hotUsers.Set(float64(f.hot.hotCount()))
+	f.cfg.Logger.Warn("hot inbox user: write rate far above normal", "user", user,
+		"writes_in_window", int64(rate), "hot_line", int64(line), "window", f.cfg.HotWindow,
+		"on_hot_store", st != f.router.Main())
+	return f.cfg.HotRoute && st == f.router.Main()
+}
+
+// moveHotUsers moves the users found hot in this batch to the hot store.
+// A failed move is logged, not fatal: the user stays where they are.
+func (f *Fanout) moveHotUsers(ctx context.Context, results []convResult) {
+	f.metrics.hotUsers.Set(float64(f.hot.hotCount()))
+	done := map[string]bool{}
+	for _, r := range results {
+		for _, u := range r.hot {
+			if done[u] {
+				continue
+			}
+			done[u] = true
+			if err := f.router.MoveToHot(ctx, u); err != nil {
+				f.metrics.moves.WithLabelValues("failed").Inc()
+				f.cfg.Logger.Warn("could not move hot user", "user", u, "err", err)
+				continue
+			}
+			f.metrics.moves.WithLabelValues("moved").Inc()
+			f.cfg.Logger.Info("hot user moved to the hot store", "user", u)
+		}
+	}
+}

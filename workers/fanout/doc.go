@@ -1,0 +1,67 @@
+// Package fanout is the worker that turns im.messages into sequenced
+// conversation timelines and per-user inboxes in Redis (package
+// redisstore), and passes every sequenced record on to im.sequenced. It is
+// a stream.Handler: the stream runner polls, retries and commits.
+//
+// # One batch of one partition
+//
+// Handle decodes the records (invalid ones become dead letters with the
+// schemas.InvalidError text; at-most-once messages are dropped, never
+// stored), groups them by conversation keeping offset order, and works on
+// different conversations in parallel on a shared pond pool. Within a
+// conversation, records go in merge batches of at most Config.MergeSize:
+//
+//  1. one sequencing script call per merge batch: dedupe by client_msg_id,
+//     seq allocation, timeline append and membership changes together, so
+//     a seq never exists without its body, and a resend or replay gets its
+//     original seq and entry back;
+//  2. one inbox script call per recipient per merge batch (unread, last
+//     seq, read seq for the sender, join seq, conversation order, mention
+//     lane), guarded by the user's high-water marks so a replay changes
+//     nothing. Recipients are cut into chunks of Config.RecipientChunk, one
+//     pipelined round trip each, run by at most
+//     Config.TasksPerConversation tasks of the conversation at once (a pond
+//     sub-pool of the shared chunk pool);
+//  3. after every conversation is done, the sequenced records (new and
+//     replayed ones) are produced to im.sequenced, key = conv_id, and
+//     Handle waits for the broker's acks before it returns nil.
+//
+// Any Redis or broker failure fails Handle; the runner retries the same
+// records and every step above is a no-op where it was already done. A
+// crash between steps 1 and 2 is therefore repaired by the replay: the
+// sequencing call answers "duplicate" with the stored entry, and the inbox
+// calls apply what is missing.
+//
+// # Membership in the stream
+//
+// Join and leave records are timeline entries with a seq. The record of
+// seq s reaches the members whose membership seq is below s: a joiner at J
+// sees from J+1 on; a leaver receives nothing from the leave on. A leave
+// always starts a merge batch, so the messages before it have reached the
+// leaver before the sequencing script removes them.
+//
+// # Large groups
+//
+// Above the large-group threshold (redisstore.Config) a group gets no
+// per-member unread writes: unread and order are derived at read time from
+// the group's seq and the member's read seq. Only the sender (its read
+// seq), explicitly mentioned members, joiners and leavers are written; @all
+// is one reference on the conversation. The batch that makes a group large
+// switches every member over once (meta lgc marks it done).
+//
+// # Receive-only and hot accounts
+//
+// Receive-only accounts (profile flag ro) get no inbox writes. Inbox
+// writes per user are measured over a sliding window (Config.HotWindow);
+// a user above HotFactor times the mean and HotMinWrites is reported
+// (offlinebox_fanout_hot_users, a log line) and, with Config.HotRoute and
+// Config.HotRedisAddr, moved to the hot Redis through
+// redisstore.InboxRouter, which the API uses to find them.
+//
+// # Metrics
+//
+// offlinebox_fanout_merge_size{stage}, _inbox_write_failures_total{bucket},
+// _hot_users, _messages_sequenced_total, _duplicates_total,
+// _invalid_records_total, _qos0_dropped_total, _receive_only_skipped_total,
+// _inbox_replayed_total, _hot_moves_total{result}.
+package fanout

@@ -1,0 +1,89 @@
+package fanout
+
+import (
+	"hash/fnv"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// failureBuckets is how many user-hash buckets inbox write failures are
+// counted in: failures piling up in one bucket point at one hot shard.
+const failureBuckets = 16
+
+// metrics are the worker's Prometheus series.
+type metrics struct {
+	merge         *prometheus.HistogramVec
+	failures      *prometheus.CounterVec
+	hotUsers      prometheus.Gauge
+	sequenced     prometheus.Counter
+	duplicates    prometheus.Counter
+	rejected      prometheus.Counter
+	dropped       prometheus.Counter
+	receiveOnly   prometheus.Counter
+	inboxReplayed prometheus.Counter
+	moves         *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		merge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "offlinebox_fanout_merge_size",
+			Help: "Records merged into one Redis call: stage=sequence per sequencing call, " +
+				"stage=inbox per recipient update.",
+			Buckets: []float64{1, 2, 3, 5, 8, 12, 16, 20, 32},
+		}, []string{"stage"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_inbox_write_failures_total",
+			Help: "Inbox updates that failed, by user-hash bucket; the batch is retried.",
+		}, []string{"bucket"}),
+		hotUsers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "offlinebox_fanout_hot_users",
+			Help: "Users whose inbox write rate is far above the mean of the window.",
+		}),
+		sequenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_messages_sequenced_total",
+			Help: "Records that got a new seq.",
+		}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_duplicates_total",
+			Help: "Records whose client_msg_id was already sequenced (replays and resends).",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_invalid_records_total",
+			Help: "Records sent to the dead-letter topic.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_qos0_dropped_total",
+			Help: "At-most-once records (typing, presence), never stored.",
+		}),
+		receiveOnly: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_receive_only_skipped_total",
+			Help: "Inbox updates not written because the account is receive-only.",
+		}),
+		inboxReplayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_inbox_replayed_total",
+			Help: "Inbox updates that changed nothing because they were already applied.",
+		}),
+		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_hot_moves_total",
+			Help: "Hot users moved to the hot Redis, by result.",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.merge, m.failures, m.hotUsers, m.sequenced, m.duplicates,
+			m.rejected, m.dropped, m.receiveOnly, m.inboxReplayed, m.moves} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// failureBucket names the user-hash bucket of user.
+func failureBucket(user string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return strconv.Itoa(int(h.Sum32() % failureBuckets))
+}
