@@ -1,0 +1,65 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// What a rebuild of the Redis store needs beyond Range and MaxSeq: the
+// membership records a group's member set is replayed from, and the list
+// of conversations to rebuild.
+const (
+	selectMembership = "SELECT " + readColumns + " FROM messages" +
+		" WHERE conv_id = ? AND seq > ? AND kind IN ('member_join', 'member_leave')" +
+		" ORDER BY seq ASC, write_time_ms DESC LIMIT 1 BY seq LIMIT ?"
+	selectConversations = "SELECT DISTINCT conv_id FROM messages WHERE conv_id > ? ORDER BY conv_id LIMIT ?"
+)
+
+// MembershipChanges returns a conversation's join and leave records with
+// seq > afterSeq in ascending seq, each once, at most limit
+// (1..MaxRangeSpan).
+func (s *Store) MembershipChanges(ctx context.Context, conv string, afterSeq uint64, limit int) ([]*schemas.Sequenced, error) {
+	if err := schemas.ValidID("conv_id", conv); err != nil {
+		return nil, fmt.Errorf("membership changes: %w: %w", ErrInvalid, err)
+	}
+	if limit < 1 || limit > MaxRangeSpan {
+		return nil, fmt.Errorf("membership changes %s: %w", conv, invalidf("limit %d is outside 1..%d", limit, MaxRangeSpan))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	recs, err := s.selectMessages(ctx, selectMembership, conv, afterSeq, uint64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("membership changes %s after %d: %w", conv, afterSeq, err)
+	}
+	return recs, nil
+}
+
+// Conversations returns the ids of conversations the history holds that
+// sort after `after` ("" : from the first), ascending, at most limit
+// (1..MaxRangeSpan); pass the last id back to read the next page.
+func (s *Store) Conversations(ctx context.Context, after string, limit int) ([]string, error) {
+	if limit < 1 || limit > MaxRangeSpan {
+		return nil, fmt.Errorf("conversations: %w", invalidf("limit %d is outside 1..%d", limit, MaxRangeSpan))
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	rows, err := s.conn.Query(ctx, selectConversations, after, uint64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("conversations after %q: %w", after, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("conversations after %q: %w", after, err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("conversations after %q: %w", after, err)
+	}
+	return out, nil
+}
