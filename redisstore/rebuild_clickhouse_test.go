@@ -1,0 +1,135 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// convState is every conversation key a rebuild restores, epoch aside.
+type convState struct {
+	meta             map[string]string
+	timeline         []string
+	members          map[string]string
+	mentionAll       []string
+	epoch            string
+	dedupeSeqOfM2Day string
+}
+
+func readConv(t *testing.T, s *redisstore.Store, conv string) convState {
+	t.Helper()
+	ctx := context.Background()
+	rdb, k := s.Client(), s.Keys()
+	var st convState
+	st.meta, _ = rdb.HGetAll(ctx, k.ConvMeta(conv)).Result()
+	st.epoch = st.meta["epoch"]
+	delete(st.meta, "epoch")
+	st.timeline, _ = rdb.LRange(ctx, k.Timeline(conv), 0, -1).Result()
+	st.members, _ = rdb.HGetAll(ctx, k.Members(conv)).Result()
+	st.mentionAll, _ = rdb.ZRange(ctx, k.MentionAll(conv), 0, -1).Result()
+	return st
+}
+
+func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	g, d := schemas.ConvType_CONV_TYPE_GROUP, schemas.ConvType_CONV_TYPE_DIRECT
+	type rec struct {
+		conv  string
+		ct    schemas.ConvType
+		kind  schemas.Kind
+		users []string
+		age   time.Duration
+	}
+	day := 24 * time.Hour
+	recs := []rec{
+		{"g1", g, schemas.Kind_KIND_MEMBER_JOIN, []string{"alice", "bob", "carol"}, 45 * day},
+		{"g1", g, schemas.Kind_KIND_MESSAGE, nil, 33 * day},
+		{"g1", g, schemas.Kind_KIND_MEMBER_JOIN, []string{"dave", "erin"}, 20 * day},
+		{"g1", g, schemas.Kind_KIND_MESSAGE, nil, 6 * day},
+		{"g1", g, schemas.Kind_KIND_MEMBER_LEAVE, []string{"carol"}, 3 * day},
+		{"g1", g, schemas.Kind_KIND_MESSAGE, nil, time.Hour},
+		{"d1", d, schemas.Kind_KIND_MESSAGE, []string{"bob"}, 40 * day},
+		{"d1", d, schemas.Kind_KIND_MESSAGE, []string{"bob"}, 2 * day},
+	}
+	var published []*schemas.Sequenced
+	for i, r := range recs {
+		m := &schemas.Message{ClientMsgId: fmt.Sprint("cm", i), ConvId: r.conv, ConvType: r.ct, Sender: "alice",
+			Recipients: r.users, Kind: r.kind, ContentType: "text/plain", Body: fmt.Appendf(nil, "body %d", i),
+			Mentions: []string{"bob"}, MentionAll: i == 3, SendTimeMs: now.Add(-r.age).UnixMilli() - 7}
+		res, err := rs.Sequence(ctx, r.conv, []*schemas.Message{m}, nil, now.Add(-r.age).UnixMilli())
+		if err != nil || res.Items[0].Status != redisstore.SeqNew {
+			t.Fatalf("sequence record %d: %+v (err %v)", i, res, err)
+		}
+		published = append(published, res.Items[0].Sequenced)
+	}
+	// The history sink stored what the fanout published; expiry then ran.
+	if err := ch.InsertBatch(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"g1", "d1"} {
+		if _, err := rs.ExpireConversation(ctx, c, now, redisstore.Retention{}, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := map[string]convState{"g1": readConv(t, rs, "g1"), "d1": readConv(t, rs, "d1")}
+	if len(before["g1"].timeline) != 4 || len(before["d1"].timeline) != 1 || len(before["g1"].mentionAll) != 1 {
+		t.Fatalf("seeded timelines g1 %d, d1 %d, @all %d; want 4, 1, 1",
+			len(before["g1"].timeline), len(before["d1"].timeline), len(before["g1"].mentionAll))
+	}
+
+	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is lost
+		t.Fatal(err)
+	}
+	var results []redisstore.RebuildResult
+	n, err := rs.RebuildAll(ctx, ch, ch, redisstore.RebuildOptions{Now: now}, func(r redisstore.RebuildResult, err error) {
+		if err != nil {
+			t.Errorf("rebuild %s: %v", r.Conv, err)
+		}
+		results = append(results, r)
+	})
+	if err != nil || n != 2 {
+		t.Fatalf("rebuilt %d conversations (err %v), want 2", n, err)
+	}
+	for conv, b := range before {
+		a := readConv(t, rs, conv)
+		if !slices.Equal(a.timeline, b.timeline) {
+			t.Fatalf("%s: rebuilt timeline of %d entries differs from the original %d", conv, len(a.timeline), len(b.timeline))
+		}
+		if !maps.Equal(a.meta, b.meta) || !maps.Equal(a.members, b.members) || !slices.Equal(a.mentionAll, b.mentionAll) {
+			t.Fatalf("%s: rebuilt meta %v members %v @all %v\nwant %v %v %v", conv, a.meta, a.members, a.mentionAll, b.meta, b.members, b.mentionAll)
+		}
+		if a.epoch <= b.epoch {
+			t.Fatalf("%s: epoch %s after the loss, want one above %s", conv, a.epoch, b.epoch)
+		}
+	}
+	for _, r := range results {
+		if r.Members != redisstore.MembersRestored || !r.NewEpoch {
+			t.Fatalf("%s: %+v, want members restored and a new epoch", r.Conv, r)
+		}
+	}
+}
