@@ -1,0 +1,177 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+)
+
+// snapshot renders every key under the harness's prefix with its content.
+func (h *harness) snapshot() map[string]string {
+	h.t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	iter := h.rdb.Scan(ctx, 0, h.prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		key := iter.Val()
+		typ, err := h.rdb.Type(ctx, key).Result()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var v any
+		switch typ {
+		case "hash":
+			v, err = h.rdb.HGetAll(ctx, key).Result()
+		case "list":
+			v, err = h.rdb.LRange(ctx, key, 0, -1).Result()
+		case "zset":
+			v, err = h.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+		case "set":
+			var m []string
+			m, err = h.rdb.SMembers(ctx, key).Result()
+			slices.Sort(m)
+			v = m
+		default:
+			v, err = h.rdb.Get(ctx, key).Result()
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out[key] = fmt.Sprint(v)
+	}
+	if err := iter.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+func TestReplayingTheSameBatchTwiceChangesNothing(t *testing.T) {
+	h := newHarness(t, Config{})
+	f := h.fanout(nil)
+	ms := scenario(2)
+	recs := records(ms...)
+	handle(t, f, recs)
+	before := h.snapshot()
+	handle(t, f, recs)
+	after := h.snapshot()
+	if !maps.Equal(before, after) {
+		for k, v := range after {
+			if before[k] != v {
+				t.Errorf("%s changed on replay:\n before %s\n after  %s", k, before[k], v)
+			}
+		}
+		t.FailNow()
+	}
+	h.checkAll(distinctIDs(ms))
+	h.checkProduced(distinctIDs(ms))
+}
+
+// failingInbox makes inbox script calls fail after the first `after` of
+// them, as a worker that dies between sequencing and its inbox updates.
+type failingInbox struct {
+	after int64
+	seen  atomic.Int64
+}
+
+var errInjected = errors.New("injected: connection lost")
+
+func (f *failingInbox) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failingInbox) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.fails(cmd) {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *failingInbox) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var pass []redis.Cmder
+		for _, c := range cmds {
+			if f.fails(c) {
+				c.SetErr(errInjected)
+				continue
+			}
+			pass = append(pass, c)
+		}
+		if len(pass) == 0 {
+			return errInjected
+		}
+		return next(ctx, pass)
+	}
+}
+
+func (f *failingInbox) fails(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 4 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") ||
+		!strings.HasSuffix(fmt.Sprint(args[3]), ":ib") {
+		return false
+	}
+	return f.seen.Add(1) > f.after
+}
+
+func TestCrashBetweenSequencingAndInboxIsRepairedOnRestart(t *testing.T) {
+	for _, after := range []int64{0, 5, 40} {
+		t.Run(fmt.Sprintf("dies after %d inbox calls", after), func(t *testing.T) {
+			h := newHarness(t, Config{})
+			ms := scenario(3)
+			recs := records(ms...)
+
+			// The first worker sequences the batch, then loses Redis
+			// part-way through the inbox updates: Handle fails, nothing
+			// is committed.
+			sick := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+			t.Cleanup(func() { _ = sick.Close() })
+			sick.AddHook(&failingInbox{after: after})
+			if _, err := h.fanout(sick).Handle(context.Background(), recs); !errors.Is(err, errInjected) {
+				t.Fatalf("Handle with a failing Redis: %v, want the injected error", err)
+			}
+			if seq := h.recount("team").seq; seq == 0 {
+				t.Fatal("nothing was sequenced before the failure; the test proves nothing")
+			}
+			// The restarted worker gets the same records again.
+			handle(t, h.fanout(nil), recs)
+			h.checkAll(distinctIDs(ms))
+			h.checkProduced(distinctIDs(ms))
+		})
+	}
+}
+
+func TestResendsKeepTheirOriginalSeq(t *testing.T) {
+	h := newHarness(t, Config{})
+	f := h.fanout(nil)
+	create := msg("team", "create", "f000", join(users("f", 4)...))
+	first := msg("team", "m1", "f001", mentions("f002"))
+	second := msg("team", "m2", "f002")
+	resend := msg("team", "m1", "f001", mentions("f002"))
+	resend.Body = []byte("the client resent it")
+	polls := [][]*kgo.Record{
+		records(create, first, second, first),              // a resend in the same poll
+		records(resend, msg("team", "m3", "f003"), resend), // and in later polls
+	}
+	for _, p := range polls {
+		handle(t, f, p)
+	}
+	want := map[string]int{"team": 4}
+	tr := h.checkInboxes("team")
+	if int(tr.seq) != want["team"] {
+		t.Fatalf("%d seqs for 4 distinct records", tr.seq)
+	}
+	got := h.sequencedOnTopic()["team"]
+	if len(got) != 4 {
+		t.Fatalf("im.sequenced has seqs %v, want 1..4", got)
+	}
+}
