@@ -9,8 +9,9 @@ import (
 // when a user's rate is far above normal. The window slides by weighting
 // the previous fixed window by the part of it still inside the sliding
 // one, which keeps two counters per active user instead of a ring.
-// "Normal" is the mean rate of the users written in the window, so the
-// threshold follows the load instead of a static list.
+// "Normal" is the mean rate of the other users written in the window, so
+// the threshold follows the load instead of a static list; with nobody
+// else to compare with there is no verdict.
 type hotMeter struct {
 	window    time.Duration
 	factor    float64
@@ -40,8 +41,11 @@ func (h *hotMeter) observe(now time.Time, user string, n int) (becameHot bool, r
 	h.curSum += float64(n)
 	weight := 1 - float64(now.Sub(h.start))/float64(h.window)
 	rate = h.cur[user] + weight*h.prev[user]
-	active := max(len(h.cur), len(h.prev), 1)
-	mean := (h.curSum + weight*h.prevSum) / float64(active)
+	others := max(len(h.cur), len(h.prev)) - 1
+	if others < 1 {
+		return false, rate, 0
+	}
+	mean := (h.curSum + weight*h.prevSum - rate) / float64(others)
 	line = max(h.minWrites, h.factor*mean)
 	if rate >= line && !h.hot[user] {
 		h.hot[user] = true
@@ -66,11 +70,10 @@ func (h *hotMeter) rotate(now time.Time) {
 	h.prev, h.prevSum = h.cur, h.curSum
 	h.cur, h.curSum = map[string]float64{}, 0
 	h.start = h.start.Add(now.Sub(h.start) / h.window * h.window)
-	mean := h.prevSum / float64(max(len(h.prev), 1))
-	line := max(h.minWrites, h.factor*mean)
 	still := map[string]bool{}
 	for u := range h.hot {
-		if h.prev[u] >= line {
+		mean := (h.prevSum - h.prev[u]) / float64(max(len(h.prev)-1, 1))
+		if h.prev[u] >= max(h.minWrites, h.factor*mean) {
 			still[u] = true
 		}
 	}
