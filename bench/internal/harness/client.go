@@ -1,0 +1,227 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Message is a message as the API's JSON shows it (api/openapi.yaml).
+type Message struct {
+	ConvID      string   `json:"conv_id"`
+	Seq         uint64   `json:"seq"`
+	Epoch       uint64   `json:"epoch"`
+	WriteTimeMS int64    `json:"write_time_ms"`
+	ClientMsgID string   `json:"client_msg_id"`
+	ConvType    string   `json:"conv_type"`
+	Kind        string   `json:"kind"`
+	Sender      string   `json:"sender"`
+	Recipients  []string `json:"recipients,omitempty"`
+	Mentions    []string `json:"mentions,omitempty"`
+	MentionAll  bool     `json:"mention_all,omitempty"`
+	ContentType string   `json:"content_type,omitempty"`
+	Body        []byte   `json:"body"`
+	SendTimeMS  int64    `json:"send_time_ms,omitempty"`
+}
+
+// Cursor is what the client holds of one conversation.
+type Cursor struct {
+	Seq   uint64 `json:"seq"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// SyncRequest is the body of POST /v1/sync.
+type SyncRequest struct {
+	Cursors  map[string]Cursor `json:"cursors,omitempty"`
+	Limit    int               `json:"limit,omitempty"`
+	MaxBytes int               `json:"max_bytes,omitempty"`
+}
+
+// SyncMention is one pending mention of a sync answer.
+type SyncMention struct {
+	ConvID  string  `json:"conv_id"`
+	All     bool    `json:"all"`
+	Message Message `json:"message"`
+}
+
+// SyncConv is one conversation of a sync answer.
+type SyncConv struct {
+	ConvID  string `json:"conv_id"`
+	Kind    string `json:"kind"`
+	Large   bool   `json:"large"`
+	Epoch   uint64 `json:"epoch"`
+	MaxSeq  uint64 `json:"max_seq"`
+	Unread  uint64 `json:"unread"`
+	HasMore bool   `json:"has_more"`
+	Gap     *struct {
+		From uint64 `json:"from"`
+		To   uint64 `json:"to"`
+	} `json:"gap"`
+	Rebase       bool      `json:"rebase"`
+	RebaseReason string    `json:"rebase_reason"`
+	Incomplete   bool      `json:"incomplete"`
+	Messages     []Message `json:"messages"`
+}
+
+// SyncResponse is the answer of POST /v1/sync.
+type SyncResponse struct {
+	Resync        bool          `json:"resync"`
+	Mentions      []SyncMention `json:"mentions"`
+	Conversations []SyncConv    `json:"conversations"`
+	Summaries     []struct {
+		ConvID string `json:"conv_id"`
+	} `json:"summaries"`
+	Omitted int `json:"omitted"`
+}
+
+// ConvList is one page of GET /v1/conversations.
+type ConvList struct {
+	Conversations []struct {
+		ConvID   string `json:"conv_id"`
+		Unread   uint64 `json:"unread"`
+		LastSeq  uint64 `json:"last_seq"`
+		Mentions int    `json:"mentions"`
+	} `json:"conversations"`
+	Next string `json:"next"`
+}
+
+// Page is one page of GET /v1/conversations/{conv}/messages or /history.
+type Page struct {
+	ConvID     string    `json:"conv_id"`
+	Epoch      uint64    `json:"epoch"`
+	MaxSeq     uint64    `json:"max_seq"`
+	FirstSeq   uint64    `json:"first_seq"`
+	HasMore    bool      `json:"has_more"`
+	Incomplete bool      `json:"incomplete"`
+	Messages   []Message `json:"messages"`
+}
+
+// AckItem is one conversation of POST /v1/ack.
+type AckItem struct {
+	ConvID string `json:"conv_id"`
+	Seq    uint64 `json:"seq"`
+	Epoch  uint64 `json:"epoch,omitempty"`
+}
+
+// Client talks to the API as one device of one user.
+type Client struct {
+	Base  string
+	Token string
+	HTTP  *http.Client
+}
+
+// NewClient is a client of base with a token pinned to a device.
+func NewClient(base, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	return &Client{Base: base, Token: token, HTTP: hc}
+}
+
+// StatusError is an answer other than 2xx.
+type StatusError struct {
+	Status int
+	Body   string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("status %d: %s", e.Status, e.Body) }
+
+// do sends one request and decodes the answer into out; it returns the
+// answer's body size.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return len(data), fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return len(data), fmt.Errorf("%s %s: %w", method, path, &StatusError{Status: resp.StatusCode, Body: string(data)})
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return len(data), fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return len(data), nil
+}
+
+// Conversations reads the first page of the conversation list.
+func (c *Client) Conversations(ctx context.Context, limit int) (ConvList, int, error) {
+	var out ConvList
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations?limit="+strconv.Itoa(limit), nil, &out)
+	return out, n, err
+}
+
+// Sync sends one catch-up request.
+func (c *Client) Sync(ctx context.Context, req SyncRequest) (SyncResponse, int, error) {
+	var out SyncResponse
+	n, err := c.do(ctx, http.MethodPost, "/v1/sync", req, &out)
+	return out, n, err
+}
+
+// Ack acknowledges what the device stored.
+func (c *Client) Ack(ctx context.Context, items []AckItem) error {
+	const most = 5000
+	for start := 0; start < len(items); start += most {
+		part := items[start:min(start+most, len(items))]
+		if _, err := c.do(ctx, http.MethodPost, "/v1/ack", map[string]any{"acks": part}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PageAfter reads the oldest messages of conv above after and below
+// before (0: no upper bound).
+func (c *Client) PageAfter(ctx context.Context, conv string, after, before uint64, epoch uint64, limit int) (Page, int, error) {
+	q := url.Values{}
+	q.Set("after", strconv.FormatUint(after, 10))
+	if before > 0 {
+		q.Set("before", strconv.FormatUint(before, 10))
+	}
+	if epoch > 0 {
+		q.Set("epoch", strconv.FormatUint(epoch, 10))
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	var out Page
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
+	return out, n, err
+}
+
+// History reads a roaming page of conv below before (0: the newest).
+func (c *Client) History(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
+	q := url.Values{}
+	if before > 0 {
+		q.Set("before", strconv.FormatUint(before, 10))
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	var out Page
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/history?"+q.Encode(), nil, &out)
+	return out, n, err
+}

@@ -1,0 +1,245 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/workers/fanout"
+)
+
+// QuietLogger drops the stages' logs below warnings: progress lines are the
+// benchmark's own.
+func QuietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// Stage is one worker group run in-process on a stream.Runner, with the
+// records its handler finished counted, and the time from the first Handle
+// call to the end of the last one.
+type Stage struct {
+	runner  *stream.Runner
+	handled atomic.Int64
+	failed  atomic.Int64
+	done    chan struct{}
+
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+// countingHandler counts the records of successful Handle calls.
+type countingHandler struct {
+	s    *Stage
+	next stream.Handler
+}
+
+func (h countingHandler) Handle(ctx context.Context, recs []*kgo.Record) ([]stream.DeadLetter, error) {
+	start := time.Now()
+	h.s.mu.Lock()
+	if h.s.first.IsZero() {
+		h.s.first = start
+	}
+	h.s.mu.Unlock()
+	dead, err := h.next.Handle(ctx, recs)
+	if err != nil {
+		h.s.failed.Add(1)
+		return dead, err
+	}
+	h.s.mu.Lock()
+	h.s.last = time.Now()
+	h.s.mu.Unlock()
+	h.s.handled.Add(int64(len(recs)))
+	return dead, nil
+}
+
+// StartStage runs h in consumer group cfg.Group until Stop.
+func StartStage(cfg stream.Config, h stream.Handler) (*Stage, error) {
+	s := &Stage{done: make(chan struct{})}
+	if cfg.Logger == nil {
+		cfg.Logger = QuietLogger()
+	}
+	if cfg.DeadLetterTopic == "" {
+		cfg.DeadLetterTopic = schemas.TopicDeadLetter
+	}
+	r, err := stream.New(cfg, countingHandler{s: s, next: h})
+	if err != nil {
+		return nil, err
+	}
+	s.runner = r
+	go func() {
+		defer close(s.done)
+		_ = r.Run(context.Background())
+	}()
+	return s, nil
+}
+
+// Handled is how many records the handler finished.
+func (s *Stage) Handled() int64 { return s.handled.Load() }
+
+// Failed is how many Handle calls failed (and were retried).
+func (s *Stage) Failed() int64 { return s.failed.Load() }
+
+// Busy is the time from the first Handle call to the end of the last
+// successful one.
+func (s *Stage) Busy() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.first.IsZero() || s.last.IsZero() {
+		return 0
+	}
+	return s.last.Sub(s.first)
+}
+
+// ResetClock forgets the first and last Handle times, before a timed phase.
+func (s *Stage) ResetClock() {
+	s.mu.Lock()
+	s.first, s.last = time.Time{}, time.Time{}
+	s.mu.Unlock()
+}
+
+// WaitHandled waits until at least n records were handled, logging
+// progress every few seconds.
+func (s *Stage) WaitHandled(ctx context.Context, n int64, what string, log *Log) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	lastLog := time.Now()
+	for s.handled.Load() < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %d of %d records handled: %w", what, s.handled.Load(), n, ctx.Err())
+		case <-tick.C:
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
+			log.Printf("%s: %d / %d records (%d failed calls retried)", what, s.handled.Load(), n, s.failed.Load())
+		}
+	}
+	return nil
+}
+
+// Stop ends the runner (what is finished is committed) and waits for it.
+func (s *Stage) Stop() {
+	s.runner.Close()
+	<-s.done
+}
+
+// Fanout is the fanout worker running on a stage, with its own Redis
+// client whose calls are counted and its own metrics registry.
+type Fanout struct {
+	*Stage
+	Worker   *fanout.Fanout
+	Calls    *CallCounter
+	Registry *prometheus.Registry
+	rdb      *redis.Client
+	producer *kgo.Client
+}
+
+// StartFanout runs the fanout worker on im.messages in consumer group
+// group, writing to the stack's Redis with the store prefix of cfg.
+func StartFanout(st *Stack, group string, cfg fanout.Config) (*Fanout, error) {
+	f := &Fanout{Calls: &CallCounter{}, Registry: prometheus.NewRegistry()}
+	f.rdb = NewCountedClient(st.RedisAddr, 64, f.Calls)
+	var err error
+	if f.producer, err = stream.NewProducer(st.Brokers); err != nil {
+		f.close()
+		return nil, err
+	}
+	cfg.Metrics = f.Registry
+	if cfg.Logger == nil {
+		cfg.Logger = QuietLogger()
+	}
+	if f.Worker, err = fanout.New(cfg, f.rdb, f.producer); err != nil {
+		f.close()
+		return nil, err
+	}
+	f.Stage, err = StartStage(stream.Config{Brokers: st.Brokers, Group: group, Topics: []string{schemas.TopicMessages},
+		MaxPollRecords: fanout.RecommendedMaxPollRecords, Logger: cfg.Logger}, f.Worker)
+	if err != nil {
+		f.close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Stop stops the runner, then the worker and its clients.
+func (f *Fanout) Stop() {
+	if f.Stage != nil {
+		f.Stage.Stop()
+	}
+	f.close()
+}
+
+func (f *Fanout) close() {
+	if f.Worker != nil {
+		f.Worker.Close()
+	}
+	if f.producer != nil {
+		f.producer.Close()
+	}
+	_ = f.rdb.Close()
+}
+
+// MergeSizes reads the fanout's merge-size histogram of one stage
+// ("sequence" or "inbox"): how many observations and their sum.
+func (f *Fanout) MergeSizes(stage string) (count uint64, sum float64, err error) {
+	mfs, err := f.Registry.Gather()
+	if err != nil {
+		return 0, 0, fmt.Errorf("gather fanout metrics: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "offlinebox_fanout_merge_size" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" && l.GetValue() == stage {
+					h := m.GetHistogram()
+					count += h.GetSampleCount()
+					sum += h.GetSampleSum()
+				}
+			}
+		}
+	}
+	return count, sum, nil
+}
+
+// Produce sends msgs to im.messages keyed by conversation, in order, in
+// batches, and waits for the broker's acks.
+func Produce(ctx context.Context, cl *kgo.Client, msgs []*schemas.Message) error {
+	const batch = 2000
+	for start := 0; start < len(msgs); start += batch {
+		part := msgs[start:min(start+batch, len(msgs))]
+		recs := make([]*kgo.Record, len(part))
+		for i, m := range part {
+			v, err := proto.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
+			}
+			recs[i] = &kgo.Record{Topic: schemas.TopicMessages, Key: []byte(m.GetConvId()), Value: v}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("produce %d messages: %w", len(recs), err)
+		}
+	}
+	return nil
+}
+
+// NewProducer is a producer client for the stack's brokers.
+func NewProducer(st *Stack) (*kgo.Client, error) {
+	if len(st.Brokers) == 0 {
+		return nil, errors.New("the stack has no Kafka")
+	}
+	return stream.NewProducer(st.Brokers, kgo.MaxBufferedRecords(100000))
+}
