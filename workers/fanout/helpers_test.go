@@ -55,6 +55,12 @@ func newHarnessOn(t *testing.T, rdb redis.UniversalClient, prefix string, addrs 
 // client (to put a hook on it) when set.
 func (h *harness) fanout(rdb redis.UniversalClient) *Fanout {
 	h.t.Helper()
+	return h.fanoutWith(rdb, h.cfg)
+}
+
+// fanoutWith builds a worker with its own configuration.
+func (h *harness) fanoutWith(rdb redis.UniversalClient, cfg Config) *Fanout {
+	h.t.Helper()
 	if rdb == nil {
 		rdb = h.rdb
 	}
@@ -63,7 +69,7 @@ func (h *harness) fanout(rdb redis.UniversalClient) *Fanout {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(prod.Close)
-	f, err := New(h.cfg, rdb, prod)
+	f, err := New(cfg, rdb, prod)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -126,13 +126,13 @@ func (h *harness) sequencedOnTopic() map[string]map[uint64]bool {
 	return out
 }
 
-// checkProduced checks every seq of every scenario conversation reached
+// checkProduced checks every seq of every conversation of want reached
 // im.sequenced.
 func (h *harness) checkProduced(want map[string]int) {
 	h.t.Helper()
 	got := h.sequencedOnTopic()
-	for _, conv := range scenarioConvs {
-		for s := 1; s <= want[conv]; s++ {
+	for conv, n := range want {
+		for s := 1; s <= n; s++ {
 			if !got[conv][uint64(s)] {
 				h.t.Fatalf("%s seq %d never reached im.sequenced", conv, s)
 			}
