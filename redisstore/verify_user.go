@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// InboxEntry is one conversation of a user's inbox index.
+type InboxEntry struct {
+	Last, Unread, Read, Joined uint64
+	// Form is the `C:t` field: 'd', 'g' or 'L'.
+	Form byte
+	// InLarge: the conversation is in the user's large-group set.
+	InLarge bool
+}
+
+// UserInbox is a user's inbox index as the checker reads it.
+type UserInbox struct {
+	// Moved: these keys are the stale main-store copy of a user moved to
+	// the hot store; the hot store holds the live ones.
+	Moved bool
+	Convs map[string]InboxEntry
+	// Malformed lists fields that do not parse.
+	Malformed []string
+}
+
+// ReadInbox reads a user's inbox index and large-group set together.
+func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var ib *redis.MapStringStringCmd
+	var lg *redis.StringSliceCmd
+	var loc *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ib = p.HGetAll(ctx, s.keys.Inbox(user))
+		lg = p.SMembers(ctx, s.keys.LargeGroups(user))
+		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return UserInbox{}, fmt.Errorf("read inbox of %s: %w", user, err)
+	}
+	out := UserInbox{Moved: loc.Val() == "hot", Convs: map[string]InboxEntry{}}
+	for f, v := range ib.Val() {
+		i := strings.LastIndexByte(f, ':')
+		if i < 1 || i != len(f)-2 {
+			out.Malformed = append(out.Malformed, f)
+			continue
+		}
+		conv, field := f[:i], f[i+1]
+		e := out.Convs[conv]
+		if field == FieldType {
+			if len(v) == 1 {
+				e.Form = v[0]
+			}
+			out.Convs[conv] = e
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			out.Malformed = append(out.Malformed, f)
+			continue
+		}
+		switch field {
+		case FieldLast:
+			e.Last = n
+		case FieldUnread:
+			e.Unread = n
+		case FieldRead:
+			e.Read = n
+		case FieldJoined:
+			e.Joined = n
+		}
+		out.Convs[conv] = e
+	}
+	for _, c := range lg.Val() {
+		e := out.Convs[c]
+		e.InLarge = true
+		out.Convs[c] = e
+	}
+	return out, nil
+}
+
+// ReadMentionLane reads a user's mention references ("CONV:SEQ").
+func (s *Store) ReadMentionLane(ctx context.Context, user string) (moved bool, refs []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var mn *redis.StringSliceCmd
+	var loc *redis.StringCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		mn = p.ZRange(ctx, s.keys.Mentions(user), 0, -1)
+		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return false, nil, fmt.Errorf("read mention lane of %s: %w", user, err)
+	}
+	return loc.Val() == "hot", mn.Val(), nil
+}
+
+// DeviceState is one device's cursor as the checker reads it.
+type DeviceState struct {
+	Moved bool
+	// Registered: the device is in the user's device set.
+	Registered bool
+	// Devices is the size of the user's device set.
+	Devices int64
+	Cursors map[string]DeviceCursor
+}
+
+// ReadDevice reads one device's cursor with the user's device set.
+func (s *Store) ReadDevice(ctx context.Context, user, device string) (DeviceState, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var cur *redis.MapStringStringCmd
+	var score *redis.FloatCmd
+	var n *redis.IntCmd
+	var loc *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
+		score = p.ZScore(ctx, s.keys.Devices(user), device)
+		n = p.ZCard(ctx, s.keys.Devices(user))
+		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return DeviceState{}, fmt.Errorf("read device %s of %s: %w", device, user, err)
+	}
+	return DeviceState{Moved: loc.Val() == "hot", Registered: score.Err() == nil, Devices: n.Val(),
+		Cursors: deviceCursors(cur.Val())}, nil
+}
+
+// ReadDeviceSet reads a user's registered devices.
+func (s *Store) ReadDeviceSet(ctx context.Context, user string) (moved bool, devices []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	var dv *redis.StringSliceCmd
+	var loc *redis.StringCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		dv = p.ZRange(ctx, s.keys.Devices(user), 0, -1)
+		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return false, nil, fmt.Errorf("read devices of %s: %w", user, err)
+	}
+	return loc.Val() == "hot", dv.Val(), nil
+}

@@ -1,0 +1,89 @@
+package verify
+
+import (
+	"context"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// checkConv checks one conversation: a contiguous timeline with a body
+// for every seq, the member count, the @all references.
+func (r *run) checkConv(ctx context.Context, conv string) error {
+	r.rep.Conversations++
+	for from := uint64(0); ; {
+		c, err := r.main.CheckTimeline(ctx, conv, from, r.cfg.Chunk)
+		if err != nil {
+			return err
+		}
+		if c.Problem != "" {
+			r.problem(KindTimeline, conv, "", "seq %d: %s (counter %d, floor %d)", c.BadSeq, c.Problem, c.Seq, c.First)
+			break
+		}
+		if c.Next > c.Seq {
+			break
+		}
+		from = c.Next
+	}
+	heads, err := r.main.ConvHeads(ctx, []string{conv})
+	if err != nil {
+		return err
+	}
+	head := heads[conv]
+	if !head.Exists {
+		return nil // gone since the scan saw it
+	}
+	if head.Members != head.NMem {
+		r.problem(KindMembers, conv, "", "meta counts %d members, the member set holds %d", head.NMem, head.Members)
+	}
+	return r.checkMentionAll(ctx, conv)
+}
+
+// checkMentionAll checks that every @all reference of a large group points
+// at a seq that was assigned and, while in the timeline, at a message to
+// all.
+func (r *run) checkMentionAll(ctx context.Context, conv string) error {
+	seqs, err := r.main.ReadMentionAll(ctx, conv)
+	if err != nil {
+		return err
+	}
+	for _, seq := range seqs {
+		r.rep.Mentions++
+		head, entries, err := r.main.TimelineEntries(ctx, conv, seq, seq)
+		if err != nil {
+			return err
+		}
+		switch {
+		case seq > head.Seq:
+			r.problem(KindMention, conv, "", "@all reference to seq %d, above the counter %d", seq, head.Seq)
+		case len(entries) == 1 && !entries[0].GetMessage().GetMentionAll():
+			r.problem(KindMention, conv, "", "@all reference to seq %d, which does not mention all", seq)
+		}
+	}
+	return nil
+}
+
+// checkOrphanTimeline reports a timeline without the meta that says where
+// it starts.
+func (r *run) checkOrphanTimeline(ctx context.Context, conv string) error {
+	heads, err := r.main.ConvHeads(ctx, []string{conv})
+	if err != nil {
+		return err
+	}
+	if !heads[conv].Exists {
+		r.problem(KindTimeline, conv, "", "a timeline without meta: its seqs cannot be placed")
+	}
+	return nil
+}
+
+// mentions reports whether a message mentions user.
+func mentions(m *schemas.Message, user string) bool {
+	if m.GetMentionAll() {
+		return true
+	}
+	for _, u := range m.GetMentions() {
+		if u == user {
+			return true
+		}
+	}
+	return false
+}
