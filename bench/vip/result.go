@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
+)
+
+// Targets of the founding documents (and of the issue that set this
+// benchmark).
+const (
+	targetMaxResponseBytes = 150000
+	targetFirstSyncP99MS   = 200
+	targetConvListP99MS    = 20
+	targetBytesPerBodyByte = 2
+)
+
+type result struct {
+	Benchmark string          `json:"benchmark"`
+	Scale     float64         `json:"scale"`
+	Machine   harness.Machine `json:"machine"`
+	Bodies    string          `json:"bodies"`
+
+	Messages                        int     `json:"messages"`
+	MentionsExpected                int     `json:"mentions_expected"`
+	MentionsInFirstResponse         int     `json:"mentions_in_first_response"`
+	DirectExpected                  int     `json:"direct_expected"`
+	DirectInFirstResponse           int     `json:"direct_in_first_response"`
+	Lost                            int     `json:"lost"`
+	Duplicates                      int     `json:"duplicates"`
+	Redelivered                     int     `json:"redelivered"`
+	IncompleteRanges                int     `json:"incomplete_ranges"`
+	FirstResponseBytes              int     `json:"first_response_bytes"`
+	MaxResponseBytes                int     `json:"max_response_bytes"`
+	Responses                       int     `json:"responses"`
+	PageResponses                   int     `json:"page_responses"`
+	ConvListP50MS                   float64 `json:"conv_list_p50_ms"`
+	ConvListP99MS                   float64 `json:"conv_list_p99_ms"`
+	FirstSyncP50MS                  float64 `json:"first_sync_p50_ms"`
+	FirstSyncP99MS                  float64 `json:"first_sync_p99_ms"`
+	FullCatchupMS                   float64 `json:"full_catchup_ms"`
+	FullCatchupBytes                int64   `json:"full_catchup_bytes"`
+	PipelineDrainMS                 float64 `json:"pipeline_drain_ms"`
+	BodyBytes                       int64   `json:"body_bytes"`
+	RedisBytes                      int64   `json:"redis_bytes"`
+	RedisBytesPerBodyByte           float64 `json:"redis_bytes_per_body_byte"`
+	ConvBytesPerBodyByte            float64 `json:"redis_bytes_per_body_byte_conversation_keys"`
+	BaselineMentionsInFirstResponse int     `json:"baseline_mentions_in_first_response"`
+	BaselineFirstResponseBytes      int     `json:"baseline_first_response_bytes"`
+	BaselineFullCatchupMS           float64 `json:"baseline_full_catchup_ms"`
+	BaselinePullP99MS               float64 `json:"baseline_pull_p99_ms"`
+	BaselineMessagesInFirstResponse int     `json:"baseline_messages_in_first_response"`
+	BaselineLost                    int     `json:"baseline_lost"`
+	// The flat list per body byte for one copy, and extrapolated to a copy
+	// per recipient as the flat design stores it.
+	BaselineBytesPerBodyByteOneCopy      float64 `json:"baseline_redis_bytes_per_body_byte_one_copy"`
+	BaselineBytesPerBodyByteExtrapolated float64 `json:"baseline_redis_bytes_per_body_byte_extrapolated"`
+
+	Memory   harness.Census  `json:"memory"`
+	Targets  map[string]bool `json:"targets_met"`
+	Embedded []string        `json:"embedded"`
+	Notes    []string        `json:"notes"`
+}
+
+// finish decides the targets and writes the notes.
+func (r *result) finish() {
+	r.Targets = map[string]bool{
+		"lost_0":                      r.Lost == 0,
+		"duplicates_0":                r.Duplicates == 0,
+		"all_mentions_first":          r.MentionsInFirstResponse == r.MentionsExpected,
+		"max_response_bytes_150000":   r.MaxResponseBytes <= targetMaxResponseBytes,
+		"first_sync_p99_200ms":        r.FirstSyncP99MS <= targetFirstSyncP99MS,
+		"conv_list_p99_20ms":          r.ConvListP99MS <= targetConvListP99MS,
+		"redis_bytes_per_body_byte_2": r.RedisBytesPerBodyByte <= targetBytesPerBodyByte,
+		"baseline_loses_mentions":     r.BaselineMentionsInFirstResponse < r.MentionsExpected,
+	}
+	r.Notes = []string{
+		"the device was up to date before the 5 days; it catches up with POST /v1/sync (API defaults: 200 per " +
+			"conversation, 128 KiB budget), acks each answer, syncs again until nothing is new, then pages every gap " +
+			"and rebased backlog with GET /v1/conversations/{conv}/messages (limit 200)",
+		"lost: messages sent to the VIP that the device does not hold at the end; duplicates: extra copies of one " +
+			"client_msg_id under different seqs; redelivered: a seq received again (a mention in the lane and again " +
+			"in its conversation), dropped by the client",
+		"conv_list and first_sync P99 are over repeated identical requests made before the catch-up (sync writes nothing)",
+		"redis_bytes_per_body_byte: MEMORY USAGE of every key under the run's prefix (timelines, dedupe, meta, " +
+			"members, every member's inbox, lanes, cursors) over the raw bytes of the 5 days' bodies",
+		"baseline: the VIP's copies in a flat Redis list, pulled in one box over HTTP (JSON, base64 bodies like the " +
+			"API), newest 200 per conversation; the cursor then moves to the end, so what was cut is lost",
+	}
+}
+
+func printTable(r *result) {
+	kb := func(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
+	ms := func(v float64) string { return fmt.Sprintf("%.1f ms", v) }
+	rows := []harness.Row{
+		harness.Info("messages to the VIP", fmt.Sprint(r.Messages), fmt.Sprint(r.Messages)),
+		harness.Check("lost", fmt.Sprint(r.Lost), fmt.Sprint(r.BaselineLost), "0", r.Lost == 0),
+		harness.Check("duplicates", fmt.Sprint(r.Duplicates), "-", "0", r.Duplicates == 0),
+		harness.Check("@mentions in first response", fmt.Sprintf("%d / %d", r.MentionsInFirstResponse, r.MentionsExpected),
+			fmt.Sprintf("%d / %d", r.BaselineMentionsInFirstResponse, r.MentionsExpected), "all",
+			r.MentionsInFirstResponse == r.MentionsExpected),
+		harness.Info("direct messages in first response", fmt.Sprintf("%d / %d", r.DirectInFirstResponse, r.DirectExpected), ""),
+		harness.Info("first response", kb(r.FirstResponseBytes), kb(r.BaselineFirstResponseBytes)),
+		harness.Check("largest response", kb(r.MaxResponseBytes), kb(r.BaselineFirstResponseBytes), "<= 150 KB",
+			r.MaxResponseBytes <= targetMaxResponseBytes),
+		harness.Info("responses (syncs + gap pages)", fmt.Sprintf("%d + %d", r.Responses, r.PageResponses), "1"),
+		harness.Check("conversation list P99", ms(r.ConvListP99MS), "-", "<= 20 ms", r.ConvListP99MS <= targetConvListP99MS),
+		harness.Check("first sync P99", ms(r.FirstSyncP99MS), ms(r.BaselinePullP99MS), "<= 200 ms",
+			r.FirstSyncP99MS <= targetFirstSyncP99MS),
+		harness.Info("full catch-up", ms(r.FullCatchupMS), ms(r.BaselineFullCatchupMS)+" (then lost)"),
+		harness.Info("full catch-up bytes", kb(int(r.FullCatchupBytes)), kb(r.BaselineFirstResponseBytes)),
+		harness.Check("Redis bytes per body byte", fmt.Sprintf("%.2f", r.RedisBytesPerBodyByte),
+			fmt.Sprintf("%.0f (extrapolated)", r.BaselineBytesPerBodyByteExtrapolated), "<= 2",
+			r.RedisBytesPerBodyByte <= targetBytesPerBodyByte),
+		harness.Info("  of which conversation keys", fmt.Sprintf("%.2f", r.ConvBytesPerBodyByte), ""),
+		harness.Info("pipeline drain (produce + fanout)", ms(r.PipelineDrainMS), ""),
+	}
+	harness.PrintTable(fmt.Sprintf("vip: the founding scenario (scale %g)", r.Scale), rows)
+}
