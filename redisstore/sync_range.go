@@ -152,6 +152,9 @@ type PageQuery struct {
 	// Epoch, when not 0, must be the conversation's epoch (ErrEpochChanged
 	// otherwise): seqs of another epoch name other messages.
 	Epoch uint64
+	// MaxBytes, when above 0, cuts the page (from its far end, keeping at
+	// least one message) so that the raw entries stay within it.
+	MaxBytes int
 }
 
 // Page is one page of messages, in ascending seq order.
@@ -178,7 +181,7 @@ func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (P
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	rq := rangeQuery{conv: conv, lo: q.After, hi: q.Before, limit: q.Limit, fromTop: !q.HasAfter}
+	rq := rangeQuery{conv: conv, lo: q.After, hi: q.Before, limit: q.Limit, fromTop: !q.HasAfter, maxBytes: q.MaxBytes}
 	if !q.HasAfter {
 		rq.lo = 0
 	}
