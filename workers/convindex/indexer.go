@@ -1,0 +1,190 @@
+package convindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+)
+
+// Indexer applies im.sequenced and im.receipts records to the users'
+// previews and read state. It is safe for concurrent Handle calls of
+// different partitions.
+type Indexer struct {
+	cfg     Config
+	router  *redisstore.InboxRouter
+	metrics *metrics
+}
+
+var _ stream.Handler = (*Indexer)(nil)
+
+// New returns an Indexer writing through router (its main store holds the
+// conversations; users' keys may live on its hot store).
+func New(cfg Config, router *redisstore.InboxRouter) (*Indexer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if router == nil {
+		return nil, errors.New("convindex: a router is required")
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("convindex: register metrics: %w", err)
+	}
+	return &Indexer{cfg: cfg, router: router, metrics: m}, nil
+}
+
+// batch is what one call of Handle applies.
+type batch struct {
+	// latest is the newest ordinary message per conversation: only it
+	// decides the preview.
+	latest map[string]*schemas.Sequenced
+	reads  []redisstore.ReadMark
+	dead   []stream.DeadLetter
+}
+
+// Handle applies the records of one partition. Undecodable records come
+// back as dead letters; a store failure fails the call, and the runner
+// retries the same records, which changes nothing already done.
+func (ix *Indexer) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
+	b := ix.split(records)
+	if err := ix.routed(ctx, func() error { return ix.applyPreviews(ctx, b.latest) }); err != nil {
+		return nil, err
+	}
+	if err := ix.routed(ctx, func() error { return ix.applyReads(ctx, b.reads) }); err != nil {
+		return nil, err
+	}
+	ix.metrics.dead.Add(float64(len(b.dead)))
+	return b.dead, nil
+}
+
+func (ix *Indexer) split(records []*kgo.Record) batch {
+	b := batch{latest: map[string]*schemas.Sequenced{}}
+	for _, r := range records {
+		switch r.Topic {
+		case ix.cfg.SequencedTopic:
+			sq, err := schemas.DecodeSequenced(r.Value)
+			if err != nil {
+				b.dead = append(b.dead, stream.DeadLetter{Record: r, Reason: err.Error()})
+				continue
+			}
+			if sq.GetMessage().GetKind() != schemas.Kind_KIND_MESSAGE {
+				continue // membership notices do not change the preview
+			}
+			conv := sq.GetMessage().GetConvId()
+			if cur, ok := b.latest[conv]; !ok || newer(sq, cur) {
+				b.latest[conv] = sq
+			}
+		case ix.cfg.ReceiptsTopic:
+			rc, err := schemas.DecodeReceipt(r.Value)
+			if err != nil {
+				b.dead = append(b.dead, stream.DeadLetter{Record: r, Reason: err.Error()})
+				continue
+			}
+			b.reads = append(b.reads, redisstore.ReadMark{User: rc.GetUserId(), Conv: rc.GetConvId(), Seq: rc.GetSeq()})
+		default:
+			b.dead = append(b.dead, stream.DeadLetter{Record: r, Reason: "convindex does not consume topic " + r.Topic})
+		}
+	}
+	return b
+}
+
+// newer orders messages by (epoch, seq).
+func newer(a, b *schemas.Sequenced) bool {
+	if a.GetEpoch() != b.GetEpoch() {
+		return a.GetEpoch() > b.GetEpoch()
+	}
+	return a.GetSeq() > b.GetSeq()
+}
+
+// routed runs f; when a user turned out to have moved to the hot store, it
+// reloads the hot set and runs f once more (f is idempotent).
+func (ix *Indexer) routed(ctx context.Context, f func() error) error {
+	if err := ix.router.Refresh(ctx, false); err != nil {
+		return err
+	}
+	err := f()
+	if !errors.Is(err, redisstore.ErrUserMoved) {
+		return err
+	}
+	if err := ix.router.Refresh(ctx, true); err != nil {
+		return err
+	}
+	return f()
+}
+
+func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]*schemas.Sequenced) error {
+	if len(latest) == 0 {
+		return nil
+	}
+	list := make([]*schemas.Sequenced, 0, len(latest))
+	for _, sq := range latest {
+		list = append(list, sq)
+	}
+	if err := ix.router.Main().ApplyPreviews(ctx, ix.router.For, list); err != nil {
+		return fmt.Errorf("convindex: %w", err)
+	}
+	ix.metrics.previews.Add(float64(len(list)))
+	return nil
+}
+
+// applyReads applies receipts, each user's on the store holding their keys.
+func (ix *Indexer) applyReads(ctx context.Context, reads []redisstore.ReadMark) error {
+	if len(reads) == 0 {
+		return nil
+	}
+	byStore := map[*redisstore.Store][]redisstore.ReadMark{}
+	for _, m := range reads {
+		st := ix.router.For(m.User)
+		byStore[st] = append(byStore[st], m)
+	}
+	for st, marks := range byStore {
+		raised, err := st.ApplyReads(ctx, marks)
+		if err != nil {
+			return fmt.Errorf("convindex: %w", err)
+		}
+		ix.metrics.readsRaised.Add(float64(raised))
+	}
+	ix.metrics.receipts.Add(float64(len(reads)))
+	return nil
+}
+
+type metrics struct {
+	previews    prometheus.Counter
+	receipts    prometheus.Counter
+	readsRaised prometheus.Counter
+	dead        prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		previews: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_convindex_previews_total", Help: "Conversations whose members' previews were brought to a newer message.",
+		}),
+		receipts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_convindex_receipts_total", Help: "Read receipts applied (replays included).",
+		}),
+		readsRaised: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_convindex_read_raised_total", Help: "Read receipts that raised a read seq.",
+		}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_convindex_dead_letters_total", Help: "Records given up on as dead letters.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.previews, m.receipts, m.readsRaised, m.dead} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
