@@ -1,0 +1,136 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// ackRequest is the body of POST /v1/ack: what one device stored.
+type ackRequest struct {
+	DeviceID string            `json:"device_id"`
+	Acks     []json.RawMessage `json:"acks"`
+}
+
+// seqItemJSON is one item of an ack or read batch.
+type seqItemJSON struct {
+	ConvID string `json:"conv_id"`
+	Seq    uint64 `json:"seq"`
+	// Epoch, when given, must be the conversation's (409 otherwise).
+	Epoch uint64 `json:"epoch"`
+}
+
+type ackResponse struct {
+	DeviceID string `json:"device_id"`
+	Acked    int    `json:"acked"`
+	// Resync: this device had been evicted (more than the allowed devices
+	// were in use); its cursors were lost and it must sync in full.
+	Resync bool `json:"resync"`
+	// EvictedDevices were pushed out by this ack (least recently used).
+	EvictedDevices []string `json:"evicted_devices"`
+}
+
+// seqItem is a (conversation, seq, epoch) of a batch request, checked
+// against the conversation before anything is written.
+type seqItem struct {
+	field string
+	conv  string
+	seq   uint64
+	epoch uint64
+}
+
+// parseSeqItems decodes a batch of (conv_id, seq[, epoch]) objects.
+func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem, error) {
+	if len(raws) == 0 {
+		return nil, badRequest(field, "is empty")
+	}
+	if len(raws) > s.cfg.MaxCursors {
+		return nil, badRequest(field, "holds %d items, more than %d", len(raws), s.cfg.MaxCursors)
+	}
+	items := make([]seqItem, len(raws))
+	for i, raw := range raws {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		var it seqItemJSON
+		if err := decodeJSON(raw, &it, f); err != nil {
+			return nil, err
+		}
+		if verr := schemas.ValidID("conv_id", it.ConvID); verr != nil {
+			return nil, invalidField(f, verr)
+		}
+		if it.Seq == 0 {
+			return nil, badRequest(f+".seq", "is required and above 0")
+		}
+		items[i] = seqItem{field: f, conv: it.ConvID, seq: it.Seq, epoch: it.Epoch}
+	}
+	return items, nil
+}
+
+// checkSeqItems refuses the whole batch unless the user is a member of
+// every conversation and every seq exists there.
+func (s *Server) checkSeqItems(r *http.Request, user string, items []seqItem) (map[string]redisstore.ConvAccess, error) {
+	convs := make([]string, 0, len(items))
+	for _, it := range items {
+		convs = append(convs, it.conv)
+	}
+	access, err := s.router.Main().ConversationAccess(r.Context(), user, convs)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		a := access[it.conv]
+		switch {
+		case !a.Member:
+			return nil, forbidden("not a member of conversation %q", it.conv)
+		case it.epoch != 0 && it.epoch != a.Epoch:
+			return nil, conflict(it.field+".epoch", "is not the conversation's epoch %d; sync again to rebase", a.Epoch)
+		case it.seq > a.Seq:
+			return nil, badRequest(it.field+".seq", "%d is beyond the conversation's max seq %d", it.seq, a.Seq)
+		}
+	}
+	return access, nil
+}
+
+// ack answers POST /v1/ack: it raises this device's cursors only.
+func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
+	data, aerr := readBody(r)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	var body ackRequest
+	if err := decodeJSON(data, &body, ""); err != nil {
+		return 0, nil, err
+	}
+	dev, err := deviceOf(id, body.DeviceID, "device_id", true)
+	if err != nil {
+		return 0, nil, err
+	}
+	items, err := s.parseSeqItems(body.Acks, "acks")
+	if err != nil {
+		return 0, nil, err
+	}
+	access, err := s.checkSeqItems(r, id.User, items)
+	if err != nil {
+		return 0, nil, err
+	}
+	acks := make([]redisstore.AckItem, len(items))
+	for i, it := range items {
+		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: access[it.conv].Epoch}
+	}
+	var res redisstore.AckResult
+	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
+		var err error
+		res, err = users.AckDevice(r.Context(), id.User, dev, acks, s.cfg.Clock().UnixMilli())
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	if res.Evicted == nil {
+		res.Evicted = []string{}
+	}
+	return http.StatusOK, ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+}

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+func TestEveryRouteButHealthNeedsAValidToken(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	past, err := auth.New(auth.Config{Secret: testSecret, Now: func() time.Time { return time.Now().Add(-48 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, _ := past.Mint("ann", "", time.Hour)
+	other, _ := must(auth.New(auth.Config{Secret: []byte("another-secret-of-enough-length!")})).Mint("ann", "", time.Hour)
+	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.RegisteredClaims{Subject: "ann",
+		ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}).SignedString(jwt.UnsafeAllowNoneSignatureType)
+	tokens := map[string]string{"missing": "", "garbage": "abc.def.ghi", "expired": expired, "other secret": other, "alg none": none}
+	for _, rt := range e.server.routes() {
+		if rt.public {
+			if code, _ := e.call(rt.method, rt.pattern, "", nil); code != http.StatusOK {
+				t.Errorf("%s %s without a token: %d, want 200", rt.method, rt.pattern, code)
+			}
+			continue
+		}
+		path := pathOf(rt.pattern)
+		for name, tok := range tokens {
+			code, data := e.call(rt.method, path, tok, `{}`)
+			var er tError
+			if code != http.StatusUnauthorized || json.Unmarshal(data, &er) != nil || er.Error.Code != "unauthorized" {
+				t.Errorf("%s %s with %s token: %d %s, want 401", rt.method, path, name, code, data)
+			}
+		}
+	}
+}
+
+// pathOf fills a route pattern's wildcards.
+func pathOf(pattern string) string {
+	out := []byte{}
+	skip := false
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; {
+		case c == '{':
+			skip = true
+			out = append(out, 'x')
+		case c == '}':
+			skip = false
+		case !skip:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+// blockingHistory holds every history read until released.
+type blockingHistory struct {
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingHistory) History(ctx context.Context, conv string, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
+	b.once.Do(func() { close(b.entered) })
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	return nil, false, nil
+}
+
+func TestRequestsBeyondTheInFlightBoundGet503WithRetryAfter(t *testing.T) {
+	h := &blockingHistory{entered: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, envOptions{cfg: Config{MaxInFlight: 1, RetryAfter: 2 * time.Second}, history: h})
+	smallGroup(t, e)
+	tok := e.token("ann", "")
+	done := make(chan int)
+	go func() {
+		code, _ := e.call("GET", "/v1/conversations/g/history", tok, nil)
+		done <- code
+	}()
+	<-h.entered
+	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/conversations", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("second request: %d Retry-After %q, want 503 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(h.release)
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("held request ended with %d", code)
+	}
+	if code, _ := e.call("GET", "/v1/conversations", tok, nil); code != http.StatusOK {
+		t.Fatalf("after the slot freed: %d", code)
+	}
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Defaults and bounds of Config and of request parameters.
+const (
+	DefaultMaxInFlight    = 256
+	DefaultRetryAfter     = time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultRequestTimeout = 15 * time.Second
+	DefaultProduceTimeout = 10 * time.Second
+	DefaultMaxCursors     = 5000
+	DefaultRebaseBacklog  = 5000
+
+	// DefaultSyncLimit is both the default and the maximum of a sync's
+	// per-conversation limit.
+	DefaultSyncLimit = 200
+	// DefaultSyncBytes is the default byte budget of a sync answer.
+	DefaultSyncBytes = 128 << 10
+	MinSyncBytes     = 4 << 10
+	MaxSyncBytes     = 1 << 20
+
+	DefaultPageLimit = 50
+	MaxPageLimit     = 200
+	DefaultListLimit = 50
+	MaxListLimit     = 200
+)
+
+// Config tunes the server. Zero values take the defaults.
+type Config struct {
+	// MaxInFlight bounds the requests worked on at once; more get 503.
+	MaxInFlight int
+	// RetryAfter is what a 503 tells the client to wait.
+	RetryAfter time.Duration
+	// MaxBodyBytes bounds a request body; a larger one gets 400.
+	MaxBodyBytes int64
+	// RequestTimeout bounds the work on one request (every store call
+	// also has its own timeout, see redisstore.Config.CallTimeout).
+	RequestTimeout time.Duration
+	// ProduceTimeout bounds producing one request's records to Kafka.
+	ProduceTimeout time.Duration
+	// MaxCursors bounds the cursors of one sync, the acks of one ack and
+	// the receipts of one read request.
+	MaxCursors int
+	// RebaseBacklog: a conversation with more messages than this above the
+	// device's cursor is answered with a rebase.
+	RebaseBacklog uint64
+	// MaxMessageBytes bounds the body of a message sent through the API
+	// (schemas.DefaultMaxBodyBytes).
+	MaxMessageBytes int
+	// MessagesTopic and ReceiptsTopic (schemas.TopicMessages,
+	// schemas.TopicReceipts).
+	MessagesTopic string
+	ReceiptsTopic string
+	// Clock stamps receipts, acks and sent messages (time.Now).
+	Clock func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.MaxCursors == 0 {
+		c.MaxCursors = DefaultMaxCursors
+	}
+	if c.RebaseBacklog == 0 {
+		c.RebaseBacklog = DefaultRebaseBacklog
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = schemas.DefaultMaxBodyBytes
+	}
+	if c.MessagesTopic == "" {
+		c.MessagesTopic = schemas.TopicMessages
+	}
+	if c.ReceiptsTopic == "" {
+		c.ReceiptsTopic = schemas.TopicReceipts
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("api: MaxInFlight %d is below 1", c.MaxInFlight)
+	case c.RetryAfter < time.Second:
+		return fmt.Errorf("api: RetryAfter %s is below 1s", c.RetryAfter)
+	case c.MaxBodyBytes < 1024:
+		return fmt.Errorf("api: MaxBodyBytes %d is below 1024", c.MaxBodyBytes)
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("api: RequestTimeout %s is negative", c.RequestTimeout)
+	case c.ProduceTimeout < 0:
+		return fmt.Errorf("api: ProduceTimeout %s is negative", c.ProduceTimeout)
+	case c.MaxCursors < 1:
+		return fmt.Errorf("api: MaxCursors %d is below 1", c.MaxCursors)
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("api: MaxMessageBytes %d is negative", c.MaxMessageBytes)
+	case c.MaxBodyBytes < int64(c.MaxMessageBytes):
+		return fmt.Errorf("api: MaxBodyBytes %d is below MaxMessageBytes %d", c.MaxBodyBytes, c.MaxMessageBytes)
+	}
+	return nil
+}

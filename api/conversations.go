@@ -1,0 +1,103 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+type conversationListJSON struct {
+	Conversations []conversationJSON `json:"conversations"`
+	// Next is the cursor of the following page; empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+type conversationJSON struct {
+	ConvID       string       `json:"conv_id"`
+	Kind         string       `json:"kind"`
+	Large        bool         `json:"large"`
+	Unread       uint64       `json:"unread"`
+	LastSeq      uint64       `json:"last_seq"`
+	ReadSeq      uint64       `json:"read_seq"`
+	LastActiveMS int64        `json:"last_active_ms"`
+	Preview      *previewJSON `json:"preview"`
+	Mentions     int          `json:"mentions"`
+	AckedSeq     uint64       `json:"acked_seq"`
+}
+
+type previewJSON struct {
+	Seq    uint64 `json:"seq"`
+	Sender string `json:"sender"`
+	TS     int64  `json:"ts"`
+	Text   string `json:"text"`
+}
+
+// listConversations answers GET /v1/conversations: one page of the user's
+// conversations, most recently active first. It reads the inbox index
+// only, never timelines, so it is fast whatever the backlog.
+func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any, error) {
+	q := r.URL.Query()
+	if err := onlyParams(q, "limit", "cursor", "device_id"); err != nil {
+		return 0, nil, err
+	}
+	limit, err := intParam(q.Get("limit"), "limit", DefaultListLimit, 1, MaxListLimit)
+	if err != nil {
+		return 0, nil, err
+	}
+	after, err := parseListCursor(q.Get("cursor"))
+	if err != nil {
+		return 0, nil, err
+	}
+	dev, err := deviceOf(id, q.Get("device_id"), "device_id", false)
+	if err != nil {
+		return 0, nil, err
+	}
+	var page redisstore.ConvList
+	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
+		var err error
+		page, err = s.router.Main().ListConversations(r.Context(), users, id.User, dev, after, limit)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	out := conversationListJSON{Conversations: make([]conversationJSON, len(page.Items))}
+	for i, it := range page.Items {
+		c := conversationJSON{ConvID: it.Conv, Kind: it.Kind, Large: it.Large, Unread: it.Unread, LastSeq: it.LastSeq,
+			ReadSeq: it.ReadSeq, LastActiveMS: it.Activity, Mentions: it.Mentions, AckedSeq: it.Acked}
+		if p := it.Preview; p != nil {
+			c.Preview = &previewJSON{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: p.Text}
+		}
+		out.Conversations[i] = c
+	}
+	if page.Next != nil {
+		out.Next = formatListCursor(*page.Next)
+	}
+	return http.StatusOK, out, nil
+}
+
+// The list cursor is opaque to clients: base64url("ACTIVITY.CONV").
+func formatListCursor(c redisstore.ListCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Activity, 10) + "." + c.Conv))
+}
+
+func parseListCursor(v string) (redisstore.ListCursor, error) {
+	if v == "" {
+		return redisstore.ListCursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return redisstore.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
+	}
+	act, conv, ok := strings.Cut(string(raw), ".")
+	n, err := strconv.ParseInt(act, 10, 64)
+	if !ok || err != nil || schemas.ValidID("cursor", conv) != nil {
+		return redisstore.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
+	}
+	return redisstore.ListCursor{Activity: n, Conv: conv}, nil
+}

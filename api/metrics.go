@@ -1,0 +1,57 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of the API: pull latency and payload sizes per route (a payload
+// that jumps to megabytes means slicing stopped working), and how sync
+// answers look.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	bytes    *prometheus.HistogramVec
+	rebases  *prometheus.CounterVec
+	syncMsgs prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_api_requests_total", Help: "API requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "offlinebox_api_request_seconds", Help: "API request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}, []string{"route"}),
+		bytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "offlinebox_api_response_bytes", Help: "API response body size by route.",
+			Buckets: prometheus.ExponentialBuckets(256, 2, 14),
+		}, []string{"route"}),
+		rebases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_sync_rebases_total", Help: "Conversations answered with a rebase, by reason.",
+		}, []string{"reason"}),
+		syncMsgs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "offlinebox_sync_messages", Help: "Messages (mentions included) per sync answer.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(route string, status, size int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	m.bytes.WithLabelValues(route).Observe(float64(size))
+}

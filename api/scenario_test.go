@@ -1,0 +1,346 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// founding is the founding story scaled down: a VIP comes back to one noisy
+// group far above the sync limit (mentioned early on), several small
+// groups, direct messages and a large group with an @all.
+type story struct {
+	msgs []*schemas.Message
+	// per conversation, in seq order (seq = index + 1)
+	convs    map[string][]*schemas.Message
+	order    []string
+	mentions map[string]bool // "conv:seq" mentioning the VIP (or @all)
+}
+
+const vip = "vip"
+
+func foundingStory() *story {
+	s := &story{convs: map[string][]*schemas.Message{}, mentions: map[string]bool{}}
+	add := func(m *schemas.Message) {
+		if _, ok := s.convs[m.ConvId]; !ok {
+			s.order = append(s.order, m.ConvId)
+		}
+		s.convs[m.ConvId] = append(s.convs[m.ConvId], m)
+		seq := len(s.convs[m.ConvId])
+		if m.Sender != vip && (slices.Contains(m.Mentions, vip) || m.MentionAll) {
+			s.mentions[fmt.Sprintf("%s:%d", m.ConvId, seq)] = true
+		}
+		s.msgs = append(s.msgs, m)
+	}
+	crowd := []string{"u1", "u2", "u3", "u4"}
+	add(founding("noisy", append(crowd[:1:1], vip, "u2", "u3", "u4")...))
+	for i := range 400 {
+		var opts []func(*schemas.Message)
+		if i == 3 || i == 11 || i == 40 {
+			opts = append(opts, mentioning(vip))
+		}
+		if i == 25 {
+			opts = append(opts, mentioning("u3", vip))
+		}
+		// Long posts: the noisy group alone is worth several answers.
+		opts = append(opts, padded(4500))
+		add(textMsg("noisy", fmt.Sprint("n", i), crowd[i%len(crowd)], opts...))
+		if i == 150 {
+			s.smallTalk(add)
+		}
+	}
+	big := []string{"u5", vip, "u1", "u2", "u3", "u4", "u6", "u7"}
+	crowd = slices.DeleteFunc(slices.Clone(big), func(u string) bool { return u == vip })
+	add(founding("all-hands", big...))
+	for i := range 30 {
+		var opts []func(*schemas.Message)
+		if i == 5 {
+			opts = append(opts, atAll)
+		}
+		if i == 9 {
+			opts = append(opts, mentioning(vip))
+		}
+		add(textMsg("all-hands", fmt.Sprint("a", i), crowd[i%len(crowd)], opts...))
+	}
+	// The VIP's own message marks the conversation read up to it: a
+	// mention below it is no longer pending.
+	for k := range s.mentions {
+		var conv string
+		var seq int
+		fmt.Sscanf(strings.Replace(k, ":", " ", 1), "%s %d", &conv, &seq)
+		if uint64(seq) <= uint64(len(s.convs[conv]))-s.unread(conv) {
+			delete(s.mentions, k)
+		}
+	}
+	return s
+}
+
+// smallTalk adds the small groups and direct conversations.
+func (s *story) smallTalk(add func(*schemas.Message)) {
+	for g, n := range []int{3, 7, 12, 5} {
+		conv := fmt.Sprint("g", g)
+		add(founding(conv, fmt.Sprint("u", g+1), vip, "u6"))
+		for i := range n {
+			var opts []func(*schemas.Message)
+			if conv == "g1" && i == 2 {
+				opts = append(opts, mentioning(vip))
+			}
+			if conv == "g2" && i == 4 {
+				opts = append(opts, atAll)
+			}
+			add(textMsg(conv, fmt.Sprint(conv, "-", i), []string{fmt.Sprint("u", g+1), "u6"}[i%2], opts...))
+		}
+	}
+	for d, n := range []int{5, 2, 8} {
+		peer := fmt.Sprint("u", d+1)
+		conv := "dm-" + peer
+		for i := range n {
+			add(textMsg(conv, fmt.Sprint(conv, "-", i), peer, toPeer(vip)))
+		}
+		if d == 1 {
+			add(textMsg(conv, conv+"-reply", vip, toPeer(peer)))
+		}
+	}
+}
+
+func padded(n int) func(*schemas.Message) {
+	return func(m *schemas.Message) {
+		m.Body = append(m.Body, strings.Repeat(" blah", n/5)...)
+	}
+}
+
+// unread is what the VIP has not read: everything after their last own record.
+func (s *story) unread(conv string) uint64 {
+	ms := s.convs[conv]
+	last := 0
+	for i, m := range ms {
+		if m.Sender == vip {
+			last = i + 1
+		}
+	}
+	return uint64(len(ms) - last)
+}
+
+// waitForPipeline waits until the VIP's list shows every conversation at
+// its last seq with its preview: fanout and convindex are through.
+func (e *env) waitForPipeline(s *story) {
+	tok := e.token(vip, "")
+	eventually(e.t, "the pipeline delivers the story", func() (bool, string) {
+		var l conversationListJSON
+		e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", tok, nil, &l)
+		if len(l.Conversations) != len(s.convs) {
+			return false, fmt.Sprintf("%d conversations listed", len(l.Conversations))
+		}
+		for _, c := range l.Conversations {
+			want := uint64(len(s.convs[c.ConvID]))
+			if c.LastSeq != want || c.Preview == nil || c.Preview.Seq != want {
+				return false, fmt.Sprintf("%s at %d (preview %+v), want %d", c.ConvID, c.LastSeq, c.Preview, want)
+			}
+		}
+		return true, ""
+	})
+}
+
+func TestFoundingScenarioCatchUpAfterDaysAway(t *testing.T) {
+	e := newEnv(t, envOptions{threshold: 6})
+	e.runPipeline()
+	s := foundingStory()
+	e.produce(s.msgs...)
+	e.waitForPipeline(s)
+
+	t.Run("the list shows every conversation by activity with its counters", func(t *testing.T) {
+		var l conversationListJSON
+		e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, ""), nil, &l)
+		for i, c := range l.Conversations {
+			if i > 0 && c.LastActiveMS > l.Conversations[i-1].LastActiveMS {
+				t.Fatalf("%s listed after a less recent conversation", c.ConvID)
+			}
+			if c.Unread != s.unread(c.ConvID) {
+				t.Errorf("%s unread %d, want %d", c.ConvID, c.Unread, s.unread(c.ConvID))
+			}
+			if want := s.mentionCount(c.ConvID); c.Mentions != want {
+				t.Errorf("%s mentions %d, want %d", c.ConvID, c.Mentions, want)
+			}
+		}
+	})
+
+	phone := newClient(e, vip, "phone", true)
+	t.Run("the first sync holds every mention, under the budget, by priority", func(t *testing.T) {
+		body := phone.syncBody()
+		data := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
+		if len(data) > DefaultSyncBytes {
+			t.Fatalf("first answer is %d bytes, over the budget of %d", len(data), DefaultSyncBytes)
+		}
+		first := decodeSync(t, data)
+		got := map[string]bool{}
+		for _, m := range first.Mentions {
+			got[fmt.Sprintf("%s:%d", m.ConvID, m.Message.Seq)] = true
+		}
+		if !equalSets(got, s.mentions) {
+			t.Fatalf("mentions %v, want %v", sortedKeys(got), sortedKeys(s.mentions))
+		}
+		checkPriority(t, first, s)
+		// The noisy group comes first (it has mentions) and is cut to its
+		// newest messages, a gap naming the rest; what did not fit after it
+		// is summarised.
+		noisy := findConv(first, "noisy")
+		if noisy == nil || len(noisy.Messages) == 0 || len(noisy.Messages) > 20 || noisy.Gap == nil ||
+			noisy.MaxSeq != uint64(len(s.convs["noisy"])) || noisy.Messages[len(noisy.Messages)-1].Seq != noisy.MaxSeq ||
+			noisy.Gap.From != 1 || noisy.Gap.To+1 != noisy.Messages[0].Seq {
+			t.Fatalf("noisy group not cut to its newest messages with a gap: %+v", noisy)
+		}
+		if len(first.Summaries) == 0 {
+			t.Fatal("the story is meant to overflow the first answer's budget, but nothing was summarised")
+		}
+		again := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
+		if string(again) != string(data) {
+			t.Fatal("the same request was answered differently")
+		}
+	})
+
+	t.Run("catching up page by page delivers every message once, in order", func(t *testing.T) {
+		phone.catchUp(t)
+		phone.checkHoldsAll(t, s)
+	})
+
+	laptop := newClient(e, vip, "laptop", false)
+	t.Run("a second device catches up on its own cursors", func(t *testing.T) {
+		res := laptop.sync(t)
+		if len(res.Mentions) != len(s.mentions) {
+			t.Fatalf("laptop got %d mentions, want %d: the phone's acks must not count for it", len(res.Mentions), len(s.mentions))
+		}
+		laptop.catchUp(t)
+		laptop.checkHoldsAll(t, s)
+	})
+
+	t.Run("a sixth device evicts the least recently used, which is told to resync", func(t *testing.T) {
+		var ack ackResponse
+		for _, d := range []string{"d3", "d4", "d5", "d6"} {
+			e.callOK(http.StatusOK, "POST", "/v1/ack", e.token(vip, d),
+				map[string]any{"acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
+		}
+		if fmt.Sprint(ack.EvictedDevices) != "[phone]" {
+			t.Fatalf("sixth device evicted %v, want [phone]", ack.EvictedDevices)
+		}
+		res := phone.sync(t)
+		if !res.Resync || len(res.Conversations) == 0 {
+			t.Fatalf("evicted device not told to resync: %+v", res)
+		}
+		for _, c := range res.Conversations {
+			if !c.Rebase || c.RebaseReason != "resync" {
+				t.Fatalf("%s answered without a resync rebase", c.ConvID)
+			}
+		}
+		e.callOK(http.StatusOK, "POST", "/v1/ack", phone.token,
+			map[string]any{"device_id": "phone", "acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
+		if !ack.Resync {
+			t.Fatal("the evicted device's ack did not say resync")
+		}
+	})
+
+	t.Run("reading on one device clears unread and mentions for all", func(t *testing.T) {
+		var rs []map[string]any
+		for _, c := range s.order {
+			rs = append(rs, map[string]any{"conv_id": c, "seq": len(s.convs[c])})
+		}
+		e.callOK(http.StatusAccepted, "POST", "/v1/read", laptop.token, map[string]any{"receipts": rs}, nil)
+		for _, dev := range []string{"phone", "laptop", "d6"} {
+			eventually(t, "unread cleared as seen by "+dev, func() (bool, string) {
+				var l conversationListJSON
+				e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, dev), nil, &l)
+				for _, c := range l.Conversations {
+					if c.Unread != 0 || c.Mentions != 0 {
+						return false, fmt.Sprintf("%s unread %d mentions %d", c.ConvID, c.Unread, c.Mentions)
+					}
+				}
+				return true, ""
+			})
+		}
+		fresh := newClient(e, vip, "d7", false)
+		if res := fresh.sync(t); len(res.Mentions) != 0 {
+			t.Fatalf("read mentions still pending: %+v", res.Mentions)
+		}
+	})
+
+	t.Run("another user can read none of it", func(t *testing.T) {
+		eve := e.token("eve", "eve-phone")
+		cases := []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", "/v1/conversations/noisy/messages?after=0", nil},
+			{"GET", "/v1/conversations/dm-u1/messages", nil},
+			{"POST", "/v1/ack", map[string]any{"acks": []map[string]any{{"conv_id": "noisy", "seq": 1}}}},
+			{"POST", "/v1/read", map[string]any{"receipts": []map[string]any{{"conv_id": "dm-u1", "seq": 1}}}},
+			{"POST", "/v1/messages", map[string]any{"client_msg_id": "x", "conv_id": "noisy", "conv_type": "group", "body": "aGk="}},
+			{"POST", "/v1/sync", map[string]any{"device_id": "other", "cursors": map[string]any{}}},
+		}
+		for _, tc := range cases {
+			if code, data := e.call(tc.method, tc.path, eve, tc.body); code != http.StatusForbidden {
+				t.Errorf("%s %s as eve: %d %s, want 403", tc.method, tc.path, code, data)
+			}
+		}
+		var res tSync
+		e.callOK(http.StatusOK, "POST", "/v1/sync", eve, map[string]any{"cursors": map[string]any{"noisy": map[string]any{"seq": 0}}}, &res)
+		var l conversationListJSON
+		e.callOK(http.StatusOK, "GET", "/v1/conversations", eve, nil, &l)
+		if len(res.Conversations)+len(res.Mentions)+len(res.Summaries)+len(l.Conversations) != 0 {
+			t.Fatalf("eve sees someone else's conversations: %+v %+v", res, l)
+		}
+	})
+}
+
+func (s *story) mentionCount(conv string) int {
+	n := 0
+	for k := range s.mentions {
+		if len(k) > len(conv) && k[:len(conv)+1] == conv+":" {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPriority: conversations with pending mentions first, then direct
+// ones, then the rest.
+func checkPriority(t *testing.T, r tSync, s *story) {
+	t.Helper()
+	rank := func(c tSyncConv) int {
+		switch {
+		case s.mentionCount(c.ConvID) > 0:
+			return 0
+		case c.Kind == "direct":
+			return 1
+		}
+		return 2
+	}
+	for i := 1; i < len(r.Conversations); i++ {
+		if rank(r.Conversations[i]) < rank(r.Conversations[i-1]) {
+			t.Fatalf("%s comes after %s", r.Conversations[i].ConvID, r.Conversations[i-1].ConvID)
+		}
+	}
+}
+
+func findConv(r tSync, conv string) *tSyncConv {
+	for i := range r.Conversations {
+		if r.Conversations[i].ConvID == conv {
+			return &r.Conversations[i]
+		}
+	}
+	return nil
+}
+
+func equalSets(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}

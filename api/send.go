@@ -1,0 +1,135 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// sendRequest is the body of POST /v1/messages. The sender is the
+// authenticated user.
+type sendRequest struct {
+	ClientMsgID string   `json:"client_msg_id"`
+	ConvID      string   `json:"conv_id"`
+	ConvType    string   `json:"conv_type"`
+	Kind        string   `json:"kind"`
+	Recipients  []string `json:"recipients"`
+	Mentions    []string `json:"mentions"`
+	MentionAll  bool     `json:"mention_all"`
+	QoS         string   `json:"qos"`
+	ContentType string   `json:"content_type"`
+	Body        []byte   `json:"body"`
+	SendTimeMS  int64    `json:"send_time_ms"`
+}
+
+type sendResponse struct {
+	ClientMsgID string `json:"client_msg_id"`
+	ConvID      string `json:"conv_id"`
+}
+
+// sendMessage answers POST /v1/messages: the message is validated, checked
+// against the conversation (the sender must be a member of an existing
+// one; a new group starts with a member_join naming its founders, the
+// sender among them) and produced to im.messages keyed by conversation.
+// 202: the pipeline sequences it; a resend with the same client_msg_id
+// gets the same seq.
+func (s *Server) sendMessage(r *http.Request, id auth.Identity) (int, any, error) {
+	data, aerr := readBody(r)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	var body sendRequest
+	if err := decodeJSON(data, &body, ""); err != nil {
+		return 0, nil, err
+	}
+	m, err := s.messageOf(body, id.User)
+	if err != nil {
+		return 0, nil, err
+	}
+	access, err := s.router.Main().ConversationAccess(r.Context(), id.User, []string{m.ConvId})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := mayPost(m, access[m.ConvId]); err != nil {
+		return 0, nil, err
+	}
+	v, err := proto.Marshal(m)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode message: %w", err)
+	}
+	rec := &kgo.Record{Topic: s.cfg.MessagesTopic, Key: []byte(m.ConvId), Value: v}
+	if err := s.produce(r, []*kgo.Record{rec}); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusAccepted, sendResponse{ClientMsgID: m.ClientMsgId, ConvID: m.ConvId}, nil
+}
+
+// messageOf builds and validates the Message of a send request.
+func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, error) {
+	m := &schemas.Message{
+		ClientMsgId: b.ClientMsgID, ConvId: b.ConvID, Sender: sender, Recipients: b.Recipients,
+		Mentions: b.Mentions, MentionAll: b.MentionAll, ContentType: b.ContentType, Body: b.Body, SendTimeMs: b.SendTimeMS,
+	}
+	var ok bool
+	if m.ConvType, ok = lookupName(convTypeNames, b.ConvType); !ok {
+		return nil, badRequest("conv_type", "%q is not one of direct, group", b.ConvType)
+	}
+	if m.Kind, ok = lookupName(kindNames, b.Kind); !ok && b.Kind != "" {
+		return nil, badRequest("kind", "%q is not one of message, member_join, member_leave", b.Kind)
+	}
+	if b.Kind == "" {
+		m.Kind = schemas.Kind_KIND_MESSAGE
+	}
+	if m.Qos, ok = lookupName(qosNames, b.QoS); !ok && b.QoS != "" {
+		return nil, badRequest("qos", "%q is not one of at_most_once, at_least_once", b.QoS)
+	}
+	if m.SendTimeMs == 0 {
+		m.SendTimeMs = s.cfg.Clock().UnixMilli()
+	}
+	if err := schemas.ValidateMessage(m, s.cfg.MaxMessageBytes); err != nil {
+		return nil, invalidField("", err)
+	}
+	if m.ConvType == schemas.ConvType_CONV_TYPE_DIRECT && m.Recipients[0] == sender {
+		return nil, badRequest("recipients", "a direct message goes to someone else")
+	}
+	return m, nil
+}
+
+// mayPost checks a message against its conversation as it stands.
+func mayPost(m *schemas.Message, a redisstore.ConvAccess) error {
+	if !a.Exists {
+		if m.ConvType == schemas.ConvType_CONV_TYPE_GROUP &&
+			(m.Kind != schemas.Kind_KIND_MEMBER_JOIN || !slices.Contains(m.Recipients, m.Sender)) {
+			return badRequest("kind", "a new group starts with a member_join naming its founders, the sender among them")
+		}
+		return nil
+	}
+	want := byte('g')
+	if m.ConvType == schemas.ConvType_CONV_TYPE_DIRECT {
+		want = 'd'
+	}
+	if a.Type != 0 && a.Type != want {
+		return badRequest("conv_type", "does not match the conversation")
+	}
+	if !a.Member {
+		return forbidden("not a member of this conversation")
+	}
+	return nil
+}
+
+func lookupName[K comparable](names map[K]string, v string) (K, bool) {
+	for k, n := range names {
+		if n == v {
+			return k, true
+		}
+	}
+	var zero K
+	return zero, false
+}

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+func TestSentMessagesGoThroughThePipelineAsTheAuthenticatedUser(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.runPipeline()
+	ann, bob, carol := e.token("ann", ""), e.token("bob", "bob-phone"), e.token("carol", "")
+	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
+		"client_msg_id": "create", "conv_id": "team", "conv_type": "group", "kind": "member_join", "recipients": []string{"ann", "bob"}}, nil)
+	var sent sendResponse
+	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
+		"client_msg_id": "hello", "conv_id": "team", "conv_type": "group", "body": []byte("hi @bob"),
+		"content_type": "text/plain", "mentions": []string{"bob"}}, &sent)
+	if sent.ClientMsgID != "hello" || sent.ConvID != "team" {
+		t.Fatalf("answer %+v", sent)
+	}
+	var r tSync
+	eventually(t, "bob is mentioned", func() (bool, string) {
+		e.callOK(http.StatusOK, "POST", "/v1/sync", bob, map[string]any{}, &r)
+		return len(r.Mentions) == 1, fmt.Sprintf("%+v", r)
+	})
+	m := r.Mentions[0].Message
+	if m.Sender != "ann" || string(m.Body) != "hi @bob" || m.Seq != 2 {
+		t.Fatalf("bob got %+v", m)
+	}
+	// A resend of the same message does not make a second one.
+	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
+		"client_msg_id": "hello", "conv_id": "team", "conv_type": "group", "body": []byte("hi @bob"),
+		"content_type": "text/plain", "mentions": []string{"bob"}}, nil)
+	e.callOK(http.StatusAccepted, "POST", "/v1/messages", bob, map[string]any{
+		"client_msg_id": "reply", "conv_id": "team", "conv_type": "group", "body": []byte("yes?")}, nil)
+	eventually(t, "the reply is sequenced", func() (bool, string) {
+		var p tPage
+		e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0", ann, nil, &p)
+		return p.MaxSeq == 3, fmt.Sprintf("%+v", p)
+	})
+	if code, data := e.call("POST", "/v1/messages", carol, map[string]any{
+		"client_msg_id": "x", "conv_id": "team", "conv_type": "group", "body": []byte("let me in")}); code != http.StatusForbidden {
+		t.Fatalf("a stranger posted to the group: %d %s", code, data)
+	}
+	if code, data := e.call("POST", "/v1/messages", carol, map[string]any{
+		"client_msg_id": "x", "conv_id": "team", "conv_type": "direct", "recipients": []string{"ann"}}); code != http.StatusBadRequest {
+		t.Fatalf("a direct message into a group: %d %s", code, data)
+	}
+}
+
+// memHistory is a history store holding the messages it was given.
+type memHistory []*schemas.Sequenced
+
+func (h memHistory) History(_ context.Context, conv string, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
+	var below []*schemas.Sequenced
+	for _, m := range h {
+		if m.GetMessage().GetConvId() == conv && (before == 0 || m.Seq < before) {
+			below = append(below, m)
+		}
+	}
+	if len(below) > limit {
+		return below[len(below)-limit:], true, nil
+	}
+	return below, false, nil
+}
+
+func TestHistoryIsForMembersFromWhenTheyJoined(t *testing.T) {
+	var h memHistory
+	for seq := uint64(1); seq <= 9; seq++ {
+		h = append(h, &schemas.Sequenced{Seq: seq, Epoch: 1, Message: textMsg("g", fmt.Sprint("m", seq), "bob")})
+	}
+	e := newEnv(t, envOptions{history: h})
+	smallGroup(t, e)
+	// Dan joins at seq 5 and sees only what came after.
+	e.produce(&schemas.Message{ClientMsgId: "dan-in", ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "bob", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"dan"}})
+	dan := e.token("dan", "")
+	eventually(t, "dan joined", func() (bool, string) {
+		code, data := e.call("GET", "/v1/conversations/g/history?before=9&limit=3", dan, nil)
+		return code == http.StatusOK, string(data)
+	})
+	var p struct {
+		HasMore  bool          `json:"has_more"`
+		Messages []messageJSON `json:"messages"`
+	}
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/history?before=9&limit=3", dan, nil, &p)
+	if len(p.Messages) != 3 || p.Messages[0].Seq != 6 || p.HasMore {
+		t.Fatalf("dan's first page (nothing older is his): %+v", p)
+	}
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/history?before=6&limit=3", dan, nil, &p)
+	if len(p.Messages) != 0 || p.HasMore {
+		t.Fatalf("dan reads from before he joined: %+v", p)
+	}
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/history?before=6&limit=10", e.token("ann", ""), nil, &p)
+	if len(p.Messages) != 5 {
+		t.Fatalf("ann (founder) reads %d of the 5 messages below 6", len(p.Messages))
+	}
+	if code, _ := e.call("GET", "/v1/conversations/g/history", e.token("eve", ""), nil); code != http.StatusForbidden {
+		t.Fatalf("a stranger read history: %d", code)
+	}
+
+	bare := newEnv(t, envOptions{})
+	if code, _ := bare.call("GET", "/v1/conversations/g/history", bare.token("ann", ""), nil); code != http.StatusNotImplemented {
+		t.Fatalf("no history store: %d, want 501", code)
+	}
+}

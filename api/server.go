@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+)
+
+// Deps are the parts the server talks to.
+type Deps struct {
+	// Router finds the store holding each user's keys; its main store holds
+	// the conversations. Required.
+	Router *redisstore.InboxRouter
+	// Keyring verifies bearer tokens. Required.
+	Keyring *auth.Keyring
+	// Producer sends sent messages and read receipts (a stream.NewProducer
+	// client). Required.
+	Producer *kgo.Client
+	// History serves pages older than the Redis window; nil answers 501.
+	History HistoryReader
+	// Logger (slog.Default when nil).
+	Logger *slog.Logger
+	// Metrics registers the server's metrics (none when nil).
+	Metrics prometheus.Registerer
+}
+
+// Server is the HTTP API. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	router   *redisstore.InboxRouter
+	keyring  *auth.Keyring
+	producer *kgo.Client
+	history  HistoryReader
+	log      *slog.Logger
+	metrics  *metrics
+	slots    chan struct{}
+	handler  http.Handler
+}
+
+// New returns a Server over deps.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case deps.Router == nil:
+		return nil, errors.New("api: Deps.Router is required")
+	case deps.Keyring == nil:
+		return nil, errors.New("api: Deps.Keyring is required")
+	case deps.Producer == nil:
+		return nil, errors.New("api: Deps.Producer is required")
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(deps.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
+		history: deps.History, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
+	}
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// handlerFunc answers one request: a status and a JSON body, or an error
+// (an *apiError is answered as is; any other is a 500 or a 503).
+type handlerFunc func(r *http.Request, id auth.Identity) (int, any, error)
+
+// route is one entry of the API; openapi.yaml documents the same list.
+type route struct {
+	method  string
+	pattern string
+	public  bool // no bearer token needed
+	h       handlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{method: "GET", pattern: "/healthz", public: true, h: s.healthz},
+		{method: "GET", pattern: "/v1/conversations", h: s.listConversations},
+		{method: "GET", pattern: "/v1/conversations/{conv}/messages", h: s.pageMessages},
+		{method: "GET", pattern: "/v1/conversations/{conv}/history", h: s.pageHistory},
+		{method: "POST", pattern: "/v1/sync", h: s.sync},
+		{method: "POST", pattern: "/v1/ack", h: s.ack},
+		{method: "POST", pattern: "/v1/read", h: s.read},
+		{method: "POST", pattern: "/v1/messages", h: s.sendMessage},
+	}
+}
+
+// wrap adds to a route what every request gets: the in-flight bound,
+// authentication, the body limit, the request timeout, error answers,
+// logs and metrics.
+func (s *Server) wrap(rt route) http.Handler {
+	name := rt.method + " " + rt.pattern
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status, size := s.serve(w, r, rt)
+		s.metrics.observe(name, status, size, time.Since(start))
+		lvl := slog.LevelDebug
+		if status >= 500 {
+			lvl = slog.LevelWarn
+		}
+		// The path names conversations, never bodies or tokens.
+		s.log.Log(r.Context(), lvl, "api request", "route", name, "path", r.URL.Path,
+			"status", status, "bytes", size, "duration", time.Since(start))
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, int) {
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+		return s.writeError(w, errOverloaded)
+	}
+	var id auth.Identity
+	if !rt.public {
+		tok, err := auth.FromRequest(r)
+		if err == nil {
+			id, err = s.keyring.Verify(tok)
+		}
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			return s.writeError(w, errUnauthorized)
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	status, body, err := rt.h(r.WithContext(ctx), id)
+	if err != nil {
+		return s.writeError(w, s.classify(r, err))
+	}
+	return writeJSON(w, status, body)
+}
+
+// classify maps a handler error to its answer.
+func (s *Server) classify(r *http.Request, err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, redisstore.ErrNotMember):
+		return forbidden("not a member of this conversation")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		s.log.Warn("api request timed out", "path", r.URL.Path, "err", err)
+		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the store did not answer in time; retry later"}
+	}
+	s.log.Error("api request failed", "path", r.URL.Path, "err", err)
+	return &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error"}
+}
+
+func (s *Server) writeError(w http.ResponseWriter, e *apiError) (int, int) {
+	if e.status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+	}
+	return writeJSON(w, e.status, errorBody{Error: errorDetail{Code: e.code, Field: e.field, Message: e.msg}})
+}
+
+// writeJSON answers status with body (pre-encoded when a []byte).
+func writeJSON(w http.ResponseWriter, status int, body any) (int, int) {
+	data, ok := body.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			status = http.StatusInternalServerError
+			data = []byte(`{"error":{"code":"internal","message":"could not encode the answer"}}`)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	n, _ := w.Write(data)
+	return status, n
+}

@@ -1,0 +1,271 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// syncRequest is the body of POST /v1/sync.
+type syncRequest struct {
+	DeviceID string `json:"device_id"`
+	// Cursors: conversation → what the client holds. Decoded one by one
+	// so that errors name the conversation.
+	Cursors  map[string]json.RawMessage `json:"cursors"`
+	Limit    *int                       `json:"limit"`
+	MaxBytes *int                       `json:"max_bytes"`
+}
+
+type cursorJSON struct {
+	Seq   uint64 `json:"seq"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// syncResponse is the answer of POST /v1/sync, in this order: mentions,
+// conversations by priority, summaries of what did not fit.
+type syncResponse struct {
+	DeviceID      string            `json:"device_id"`
+	Resync        bool              `json:"resync"`
+	Mentions      []json.RawMessage `json:"mentions"`
+	Conversations []json.RawMessage `json:"conversations"`
+	Summaries     []json.RawMessage `json:"summaries"`
+	// Omitted counts conversations with news not even summarised.
+	Omitted int `json:"omitted"`
+}
+
+type mentionJSON struct {
+	ConvID  string          `json:"conv_id"`
+	All     bool            `json:"all"`
+	Message json.RawMessage `json:"message"`
+}
+
+type gapJSON struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+}
+
+type syncConvJSON struct {
+	ConvID       string            `json:"conv_id"`
+	Kind         string            `json:"kind"`
+	Large        bool              `json:"large"`
+	Epoch        uint64            `json:"epoch"`
+	MaxSeq       uint64            `json:"max_seq"`
+	Unread       uint64            `json:"unread"`
+	HasMore      bool              `json:"has_more"`
+	Gap          *gapJSON          `json:"gap,omitempty"`
+	Rebase       bool              `json:"rebase"`
+	RebaseReason string            `json:"rebase_reason,omitempty"`
+	Incomplete   bool              `json:"incomplete"`
+	Messages     []json.RawMessage `json:"messages"`
+}
+
+type summaryJSON struct {
+	ConvID   string `json:"conv_id"`
+	Kind     string `json:"kind"`
+	Large    bool   `json:"large"`
+	Epoch    uint64 `json:"epoch"`
+	MaxSeq   uint64 `json:"max_seq"`
+	Unread   uint64 `json:"unread"`
+	Mentions int    `json:"mentions"`
+}
+
+// parseSync validates a sync body; nothing is read before it passes.
+func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncRequest, error) {
+	var body syncRequest
+	if err := decodeJSON(data, &body, ""); err != nil {
+		return redisstore.SyncRequest{}, err
+	}
+	dev, err := deviceOf(id, body.DeviceID, "device_id", true)
+	if err != nil {
+		return redisstore.SyncRequest{}, err
+	}
+	req := redisstore.SyncRequest{User: id.User, Device: dev, Limit: DefaultSyncLimit, MaxBytes: DefaultSyncBytes,
+		RebaseBacklog: s.cfg.RebaseBacklog, Cursors: make(map[string]redisstore.SyncCursor, len(body.Cursors))}
+	if body.Limit != nil {
+		if *body.Limit < 1 || *body.Limit > DefaultSyncLimit {
+			return req, badRequest("limit", "%d is outside 1..%d", *body.Limit, DefaultSyncLimit)
+		}
+		req.Limit = *body.Limit
+	}
+	if body.MaxBytes != nil {
+		if *body.MaxBytes < MinSyncBytes || *body.MaxBytes > MaxSyncBytes {
+			return req, badRequest("max_bytes", "%d is outside %d..%d", *body.MaxBytes, MinSyncBytes, MaxSyncBytes)
+		}
+		req.MaxBytes = *body.MaxBytes
+	}
+	if len(body.Cursors) > s.cfg.MaxCursors {
+		return req, badRequest("cursors", "holds %d cursors, more than %d", len(body.Cursors), s.cfg.MaxCursors)
+	}
+	for _, conv := range sortedKeys(body.Cursors) {
+		raw := body.Cursors[conv]
+		field := "cursors." + conv
+		if err := schemas.ValidID("conv_id", conv); err != nil {
+			return req, invalidField("cursors", err)
+		}
+		var c cursorJSON
+		if err := decodeJSON(raw, &c, field); err != nil {
+			return req, err
+		}
+		if c.Seq > 0 && c.Epoch == 0 {
+			return req, badRequest(field+".epoch", "is required with a seq above 0 (take it from the answer that brought the seq)")
+		}
+		req.Cursors[conv] = redisstore.SyncCursor{Seq: c.Seq, Epoch: c.Epoch}
+	}
+	return req, nil
+}
+
+// sync answers POST /v1/sync.
+func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
+	data, aerr := readBody(r)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	req, err := s.parseSync(data, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	sz := newSyncSizer(req.Device)
+	req.Sizer = sz
+	var res *redisstore.SyncResult
+	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
+		var err error
+		res, err = s.router.Main().Sync(r.Context(), users, req)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := sz.encode(res)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode sync answer: %w", err)
+	}
+	s.observeSync(res)
+	return http.StatusOK, out, nil
+}
+
+func (s *Server) observeSync(res *redisstore.SyncResult) {
+	n := len(res.Mentions)
+	for _, c := range res.Convs {
+		n += len(c.Messages)
+		if c.Rebase {
+			s.metrics.rebases.WithLabelValues(c.RebaseReason).Inc()
+		}
+	}
+	s.metrics.syncMsgs.Observe(float64(n))
+}
+
+// syncSizer measures the parts of the answer by encoding them, and keeps
+// the encodings so that the answer is assembled from them.
+type syncSizer struct {
+	device string
+	msgs   map[*schemas.Sequenced]json.RawMessage
+	err    error
+}
+
+func newSyncSizer(device string) *syncSizer {
+	return &syncSizer{device: device, msgs: map[*schemas.Sequenced]json.RawMessage{}}
+}
+
+// Envelope is the answer without any element, with room for its counters.
+func (z *syncSizer) Envelope() int {
+	b, _ := json.Marshal(syncResponse{DeviceID: z.device})
+	return len(b) + 16
+}
+
+func (z *syncSizer) Mention(m redisstore.SyncMention) int {
+	b, _ := json.Marshal(mentionJSON{ConvID: m.Conv, All: m.All, Message: z.message(m.Message)})
+	return len(b) + 1
+}
+
+// Conv is the block without messages, with room for a gap and the flags
+// that are decided once the messages are.
+func (z *syncSizer) Conv(c *redisstore.SyncConv) int {
+	b, _ := json.Marshal(convJSON(c, nil))
+	return len(b) + 1 + len(`,"gap":{"from":18446744073709551615,"to":18446744073709551615}`) + len(`,"rebase_reason":"retention"`)
+}
+
+func (z *syncSizer) Message(m *schemas.Sequenced) int { return len(z.message(m)) + 1 }
+
+func (z *syncSizer) Summary(sm redisstore.SyncSummary) int {
+	b, _ := json.Marshal(summaryOf(sm))
+	return len(b) + 1
+}
+
+func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
+	if b, ok := z.msgs[m]; ok {
+		return b
+	}
+	b, err := json.Marshal(toMessageJSON(m))
+	if err != nil && z.err == nil {
+		z.err = err
+	}
+	z.msgs[m] = b
+	return b
+}
+
+// encode assembles the answer from the encodings the budget was counted on.
+func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
+	out := syncResponse{DeviceID: z.device, Resync: res.Resync, Omitted: res.Omitted,
+		Mentions: []json.RawMessage{}, Conversations: []json.RawMessage{}, Summaries: []json.RawMessage{}}
+	for _, m := range res.Mentions {
+		b, err := json.Marshal(mentionJSON{ConvID: m.Conv, All: m.All, Message: z.message(m.Message)})
+		if err != nil {
+			return nil, err
+		}
+		out.Mentions = append(out.Mentions, b)
+	}
+	for i := range res.Convs {
+		c := &res.Convs[i]
+		msgs := make([]json.RawMessage, len(c.Messages))
+		for j, m := range c.Messages {
+			msgs[j] = z.message(m)
+		}
+		b, err := json.Marshal(convJSON(c, msgs))
+		if err != nil {
+			return nil, err
+		}
+		out.Conversations = append(out.Conversations, b)
+	}
+	for _, sm := range res.Summaries {
+		b, err := json.Marshal(summaryOf(sm))
+		if err != nil {
+			return nil, err
+		}
+		out.Summaries = append(out.Summaries, b)
+	}
+	if z.err != nil {
+		return nil, z.err
+	}
+	return json.Marshal(out)
+}
+
+func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
+	if msgs == nil {
+		msgs = []json.RawMessage{}
+	}
+	out := syncConvJSON{ConvID: c.Conv, Kind: c.Kind, Large: c.Large, Epoch: c.Epoch, MaxSeq: c.MaxSeq, Unread: c.Unread,
+		HasMore: c.HasMore, Rebase: c.Rebase, RebaseReason: c.RebaseReason, Incomplete: c.Incomplete, Messages: msgs}
+	if c.Gap != nil {
+		out.Gap = &gapJSON{From: c.Gap.From, To: c.Gap.To}
+	}
+	return out
+}
+
+func summaryOf(s redisstore.SyncSummary) summaryJSON {
+	return summaryJSON{ConvID: s.Conv, Kind: s.Kind, Large: s.Large, Epoch: s.Epoch, MaxSeq: s.MaxSeq, Unread: s.Unread, Mentions: s.Mentions}
+}
+
+// sortedKeys is for deterministic iteration in tests and logs.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
