@@ -350,3 +350,9 @@ func (c *redisCalls) reset() {
 	defer c.mu.Unlock()
 	c.sequence, c.inbox, c.maxInflight = 0, map[string]int{}, 0
 }
+
+// redisstoreConfigLarge is a store configuration with a small large-group
+// threshold.
+func redisstoreConfigLarge(threshold int) redisstore.Config {
+	return redisstore.Config{LargeGroupThreshold: threshold}
+}
