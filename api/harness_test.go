@@ -33,6 +33,7 @@ var testSecret = []byte("test-secret-of-at-least-32-bytes!")
 type env struct {
 	t        *testing.T
 	store    *redisstore.Store
+	hot      *redisstore.Store
 	router   *redisstore.InboxRouter
 	keyring  *auth.Keyring
 	producer *kgo.Client
@@ -46,6 +47,8 @@ type envOptions struct {
 	cfg       Config
 	history   HistoryReader
 	threshold int
+	// hot gives the API's router a hot store (same server, own prefix).
+	hot bool
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -66,7 +69,14 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	e := &env{t: t, store: store, router: redisstore.NewInboxRouter(store, nil, 0), keyring: kr,
+	var hot *redisstore.Store
+	if o.hot {
+		hotRDB, hotPrefix := testenv.Redis(t)
+		if hot, err = redisstore.New(hotRDB, redisstore.Config{Prefix: hotPrefix}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &env{t: t, store: store, hot: hot, router: redisstore.NewInboxRouter(store, hot, 0), keyring: kr,
 		producer: prod, addrs: addrs, storeCfg: storeCfg}
 	e.server, err = New(o.cfg, Deps{Router: e.router, Keyring: kr, Producer: prod, History: o.history, Logger: quietLogger(t)})
 	if err != nil {

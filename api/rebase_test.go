@@ -1,0 +1,115 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+func TestSyncRebasesCursorsItCannotContinueAndMarksLostRangesIncomplete(t *testing.T) {
+	e := newEnv(t, envOptions{cfg: Config{RebaseBacklog: 30}})
+	e.runPipeline()
+	msgs := []*schemas.Message{founding("g", "bob", "ann")}
+	for i := range 60 {
+		msgs = append(msgs, textMsg("g", fmt.Sprint("m", i), "bob"))
+	}
+	e.produce(msgs...)
+	ann := e.token("ann", "phone")
+	eventually(t, "g delivered", func() (bool, string) {
+		var p tPage
+		e.callOK(http.StatusOK, "GET", "/v1/conversations/g/messages?limit=1", ann, nil, &p)
+		return p.MaxSeq == 61, fmt.Sprint(p.MaxSeq)
+	})
+	epoch := e.epochOf(t, "ann", "g")
+	sync := func(cur map[string]any) tSyncConv {
+		t.Helper()
+		var r tSync
+		e.callOK(http.StatusOK, "POST", "/v1/sync", ann, map[string]any{"limit": 10, "cursors": map[string]any{"g": cur}}, &r)
+		if len(r.Conversations) != 1 {
+			t.Fatalf("want g alone: %+v", r)
+		}
+		c := r.Conversations[0]
+		if len(c.Messages) != 10 || c.Messages[9].Seq != 61 {
+			t.Fatalf("want the newest 10 of g: %+v", c)
+		}
+		return c
+	}
+	cases := []struct {
+		name       string
+		cur        map[string]any
+		reason     string
+		incomplete bool
+	}{
+		{"within the backlog", map[string]any{"seq": 40, "epoch": epoch}, "", false},
+		{"beyond the backlog", map[string]any{"seq": 20, "epoch": epoch}, "backlog", false},
+		{"of another epoch", map[string]any{"seq": 55, "epoch": epoch + 1}, "epoch", false},
+		{"ahead of the conversation", map[string]any{"seq": 90, "epoch": epoch}, "ahead", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := sync(tc.cur)
+			if c.RebaseReason != tc.reason || c.Rebase != (tc.reason != "") || c.Incomplete != tc.incomplete {
+				t.Fatalf("got rebase %q incomplete %v, want %q %v", c.RebaseReason, c.Incomplete, tc.reason, tc.incomplete)
+			}
+			if (c.Gap != nil) != (tc.reason == "") {
+				t.Fatalf("gap %+v on rebase %q", c.Gap, c.RebaseReason)
+			}
+		})
+	}
+	t.Run("older than the window", func(t *testing.T) {
+		popTimelineHead(t, e.store, "g", 45)
+		c := sync(map[string]any{"seq": 40, "epoch": epoch})
+		if c.RebaseReason != "retention" || !c.Incomplete {
+			t.Fatalf("got rebase %q incomplete %v", c.RebaseReason, c.Incomplete)
+		}
+		var p tPage
+		e.callOK(http.StatusOK, "GET", "/v1/conversations/g/messages?after=40&limit=5", ann, nil, &p)
+		if !p.Incomplete || p.FirstSeq != 46 || len(p.Messages) != 5 || p.Messages[0].Seq != 46 {
+			t.Fatalf("page from before the window: %+v", p)
+		}
+	})
+}
+
+// popTimelineHead drops the oldest n entries as expiry does.
+func popTimelineHead(t *testing.T, s *redisstore.Store, conv string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	k := s.Keys()
+	if err := s.Client().LPopCount(ctx, k.Timeline(conv), n).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().HIncrBy(ctx, k.ConvMeta(conv), "first", int64(n)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTheAPIFollowsAUserMovedToTheHotStore(t *testing.T) {
+	e := newEnv(t, envOptions{hot: true})
+	smallGroup(t, e)
+	// The API's router has loaded the hot set; another process moves ann.
+	if err := e.router.Refresh(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := redisstore.NewInboxRouter(e.store, e.hot, 0).MoveToHot(context.Background(), "ann"); err != nil {
+		t.Fatal(err)
+	}
+	ann := e.token("ann", "phone")
+	var r tSync
+	e.callOK(http.StatusOK, "POST", "/v1/sync", ann, map[string]any{}, &r)
+	if len(r.Conversations) != 1 || len(r.Conversations[0].Messages) != 4 {
+		t.Fatalf("sync of a moved user: %+v", r)
+	}
+	e.callOK(http.StatusOK, "POST", "/v1/ack", ann, map[string]any{"acks": []map[string]any{{"conv_id": "g", "seq": 4}}}, nil)
+	var l conversationListJSON
+	e.callOK(http.StatusOK, "GET", "/v1/conversations", ann, nil, &l)
+	if len(l.Conversations) != 1 || l.Conversations[0].AckedSeq != 4 {
+		t.Fatalf("list of a moved user: %+v", l)
+	}
+	if n := e.hot.Client().Exists(context.Background(), e.hot.Keys().Cursor("ann", "phone")).Val(); n != 1 {
+		t.Fatal("the ack did not land on the hot store")
+	}
+}
