@@ -151,147 +151,173 @@ func TestFoundingScenarioCatchUpAfterDaysAway(t *testing.T) {
 	s := foundingStory()
 	e.produce(s.msgs...)
 	e.waitForPipeline(s)
-
-	t.Run("the list shows every conversation by activity with its counters", func(t *testing.T) {
-		var l conversationListJSON
-		e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, ""), nil, &l)
-		for i, c := range l.Conversations {
-			if i > 0 && c.LastActiveMS > l.Conversations[i-1].LastActiveMS {
-				t.Fatalf("%s listed after a less recent conversation", c.ConvID)
-			}
-			if c.Unread != s.unread(c.ConvID) {
-				t.Errorf("%s unread %d, want %d", c.ConvID, c.Unread, s.unread(c.ConvID))
-			}
-			if want := s.mentionCount(c.ConvID); c.Mentions != want {
-				t.Errorf("%s mentions %d, want %d", c.ConvID, c.Mentions, want)
-			}
-		}
-	})
-
 	phone := newClient(e, vip, "phone", true)
-	t.Run("the first sync holds every mention, under the budget, by priority", func(t *testing.T) {
-		body := phone.syncBody()
-		data := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
-		if len(data) > DefaultSyncBytes {
-			t.Fatalf("first answer is %d bytes, over the budget of %d", len(data), DefaultSyncBytes)
-		}
-		first := decodeSync(t, data)
-		got := map[string]bool{}
-		for _, m := range first.Mentions {
-			got[fmt.Sprintf("%s:%d", m.ConvID, m.Message.Seq)] = true
-		}
-		if !equalSets(got, s.mentions) {
-			t.Fatalf("mentions %v, want %v", sortedKeys(got), sortedKeys(s.mentions))
-		}
-		checkPriority(t, first, s)
-		// The noisy group comes first (it has mentions) and is cut to its
-		// newest messages, a gap naming the rest; what did not fit after it
-		// is summarised.
-		noisy := findConv(first, "noisy")
-		if noisy == nil || len(noisy.Messages) == 0 || len(noisy.Messages) > 20 || noisy.Gap == nil ||
-			noisy.MaxSeq != uint64(len(s.convs["noisy"])) || noisy.Messages[len(noisy.Messages)-1].Seq != noisy.MaxSeq ||
-			noisy.Gap.From != 1 || noisy.Gap.To+1 != noisy.Messages[0].Seq {
-			t.Fatalf("noisy group not cut to its newest messages with a gap: %+v", noisy)
-		}
-		if len(first.Summaries) == 0 {
-			t.Fatal("the story is meant to overflow the first answer's budget, but nothing was summarised")
-		}
-		again := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
-		if string(again) != string(data) {
-			t.Fatal("the same request was answered differently")
-		}
-	})
-
-	t.Run("catching up page by page delivers every message once, in order", func(t *testing.T) {
-		phone.catchUp(t)
-		phone.checkHoldsAll(t, s)
-	})
-
 	laptop := newClient(e, vip, "laptop", false)
-	t.Run("a second device catches up on its own cursors", func(t *testing.T) {
-		res := laptop.sync(t)
-		if len(res.Mentions) != len(s.mentions) {
-			t.Fatalf("laptop got %d mentions, want %d: the phone's acks must not count for it", len(res.Mentions), len(s.mentions))
-		}
-		laptop.catchUp(t)
-		laptop.checkHoldsAll(t, s)
-	})
-
-	t.Run("a sixth device evicts the least recently used, which is told to resync", func(t *testing.T) {
-		var ack ackResponse
-		for _, d := range []string{"d3", "d4", "d5", "d6"} {
-			e.callOK(http.StatusOK, "POST", "/v1/ack", e.token(vip, d),
-				map[string]any{"acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
-		}
-		if fmt.Sprint(ack.EvictedDevices) != "[phone]" {
-			t.Fatalf("sixth device evicted %v, want [phone]", ack.EvictedDevices)
-		}
-		res := phone.sync(t)
-		if !res.Resync || len(res.Conversations) == 0 {
-			t.Fatalf("evicted device not told to resync: %+v", res)
-		}
-		for _, c := range res.Conversations {
-			if !c.Rebase || c.RebaseReason != "resync" {
-				t.Fatalf("%s answered without a resync rebase", c.ConvID)
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"the list shows every conversation by activity with its counters", func(t *testing.T) { checkList(t, e, s) }},
+		{"the first sync holds every mention, under the budget, by priority", func(t *testing.T) { checkFirstSync(t, e, s, phone) }},
+		{"catching up page by page delivers every message once, in order", func(t *testing.T) {
+			phone.catchUp(t)
+			phone.checkHoldsAll(t, s)
+		}},
+		{"a second device catches up on its own cursors", func(t *testing.T) {
+			if res := laptop.sync(t); len(res.Mentions) != len(s.mentions) {
+				t.Fatalf("laptop got %d mentions, want %d: the phone's acks must not count for it", len(res.Mentions), len(s.mentions))
 			}
+			laptop.catchUp(t)
+			laptop.checkHoldsAll(t, s)
+		}},
+		{"a sixth device evicts the least recently used, which is told to resync", func(t *testing.T) { checkEviction(t, e, phone) }},
+		{"reading on one device clears unread and mentions for all", func(t *testing.T) { checkReadClearsAll(t, e, s, laptop) }},
+		{"another user can read none of it", func(t *testing.T) { checkIsolation(t, e) }},
+	}
+	// Each step builds on the state the previous ones left.
+	for _, st := range steps {
+		if !t.Run(st.name, st.run) {
+			return
 		}
-		e.callOK(http.StatusOK, "POST", "/v1/ack", phone.token,
-			map[string]any{"device_id": "phone", "acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
-		if !ack.Resync {
-			t.Fatal("the evicted device's ack did not say resync")
-		}
-	})
+	}
+}
 
-	t.Run("reading on one device clears unread and mentions for all", func(t *testing.T) {
-		var rs []map[string]any
-		for _, c := range s.order {
-			rs = append(rs, map[string]any{"conv_id": c, "seq": len(s.convs[c])})
+// checkList: the list shows every conversation by activity with its counters.
+func checkList(t *testing.T, e *env, s *story) {
+	t.Helper()
+	var l conversationListJSON
+	e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, ""), nil, &l)
+	for i, c := range l.Conversations {
+		if i > 0 && c.LastActiveMS > l.Conversations[i-1].LastActiveMS {
+			t.Fatalf("%s listed after a less recent conversation", c.ConvID)
 		}
-		e.callOK(http.StatusAccepted, "POST", "/v1/read", laptop.token, map[string]any{"receipts": rs}, nil)
-		for _, dev := range []string{"phone", "laptop", "d6"} {
-			eventually(t, "unread cleared as seen by "+dev, func() (bool, string) {
-				var l conversationListJSON
-				e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, dev), nil, &l)
-				for _, c := range l.Conversations {
-					if c.Unread != 0 || c.Mentions != 0 {
-						return false, fmt.Sprintf("%s unread %d mentions %d", c.ConvID, c.Unread, c.Mentions)
-					}
+		if c.Unread != s.unread(c.ConvID) {
+			t.Errorf("%s unread %d, want %d", c.ConvID, c.Unread, s.unread(c.ConvID))
+		}
+		if want := s.mentionCount(c.ConvID); c.Mentions != want {
+			t.Errorf("%s mentions %d, want %d", c.ConvID, c.Mentions, want)
+		}
+	}
+}
+
+// checkFirstSync: the first sync holds every mention, stays under the
+// budget, orders conversations by priority and is repeatable.
+func checkFirstSync(t *testing.T, e *env, s *story, phone *client) {
+	t.Helper()
+	body := phone.syncBody()
+	data := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
+	if len(data) > DefaultSyncBytes {
+		t.Fatalf("first answer is %d bytes, over the budget of %d", len(data), DefaultSyncBytes)
+	}
+	first := decodeSync(t, data)
+	got := map[string]bool{}
+	for _, m := range first.Mentions {
+		got[fmt.Sprintf("%s:%d", m.ConvID, m.Message.Seq)] = true
+	}
+	if !equalSets(got, s.mentions) {
+		t.Fatalf("mentions %v, want %v", sortedKeys(got), sortedKeys(s.mentions))
+	}
+	checkPriority(t, first, s)
+	// The noisy group comes first (it has mentions) and is cut to its
+	// newest messages, a gap naming the rest; what did not fit after it
+	// is summarised.
+	noisy := findConv(first, "noisy")
+	if noisy == nil || len(noisy.Messages) == 0 || len(noisy.Messages) > 20 || noisy.Gap == nil ||
+		noisy.MaxSeq != uint64(len(s.convs["noisy"])) || noisy.Messages[len(noisy.Messages)-1].Seq != noisy.MaxSeq ||
+		noisy.Gap.From != 1 || noisy.Gap.To+1 != noisy.Messages[0].Seq {
+		t.Fatalf("noisy group not cut to its newest messages with a gap: %+v", noisy)
+	}
+	if len(first.Summaries) == 0 {
+		t.Fatal("the story is meant to overflow the first answer's budget, but nothing was summarised")
+	}
+	again := e.callOK(http.StatusOK, "POST", "/v1/sync", phone.token, body, nil)
+	if string(again) != string(data) {
+		t.Fatal("the same request was answered differently")
+	}
+}
+
+// checkEviction: a sixth device evicts the least recently used one (the
+// phone), which is told to resync when it returns.
+func checkEviction(t *testing.T, e *env, phone *client) {
+	t.Helper()
+	var ack ackResponse
+	for _, d := range []string{"d3", "d4", "d5", "d6"} {
+		e.callOK(http.StatusOK, "POST", "/v1/ack", e.token(vip, d),
+			map[string]any{"acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
+	}
+	if fmt.Sprint(ack.EvictedDevices) != "[phone]" {
+		t.Fatalf("sixth device evicted %v, want [phone]", ack.EvictedDevices)
+	}
+	res := phone.sync(t)
+	if !res.Resync || len(res.Conversations) == 0 {
+		t.Fatalf("evicted device not told to resync: %+v", res)
+	}
+	for _, c := range res.Conversations {
+		if !c.Rebase || c.RebaseReason != "resync" {
+			t.Fatalf("%s answered without a resync rebase", c.ConvID)
+		}
+	}
+	e.callOK(http.StatusOK, "POST", "/v1/ack", phone.token,
+		map[string]any{"device_id": "phone", "acks": []map[string]any{{"conv_id": "g0", "seq": 1}}}, &ack)
+	if !ack.Resync {
+		t.Fatal("the evicted device's ack did not say resync")
+	}
+}
+
+// checkReadClearsAll: a read on one device clears unread and mentions as
+// every device sees them.
+func checkReadClearsAll(t *testing.T, e *env, s *story, laptop *client) {
+	t.Helper()
+	var rs []map[string]any
+	for _, c := range s.order {
+		rs = append(rs, map[string]any{"conv_id": c, "seq": len(s.convs[c])})
+	}
+	e.callOK(http.StatusAccepted, "POST", "/v1/read", laptop.token, map[string]any{"receipts": rs}, nil)
+	for _, dev := range []string{"phone", "laptop", "d6"} {
+		eventually(t, "unread cleared as seen by "+dev, func() (bool, string) {
+			var l conversationListJSON
+			e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=200", e.token(vip, dev), nil, &l)
+			for _, c := range l.Conversations {
+				if c.Unread != 0 || c.Mentions != 0 {
+					return false, fmt.Sprintf("%s unread %d mentions %d", c.ConvID, c.Unread, c.Mentions)
 				}
-				return true, ""
-			})
-		}
-		fresh := newClient(e, vip, "d7", false)
-		if res := fresh.sync(t); len(res.Mentions) != 0 {
-			t.Fatalf("read mentions still pending: %+v", res.Mentions)
-		}
-	})
-
-	t.Run("another user can read none of it", func(t *testing.T) {
-		eve := e.token("eve", "eve-phone")
-		cases := []struct {
-			method, path string
-			body         any
-		}{
-			{"GET", "/v1/conversations/noisy/messages?after=0", nil},
-			{"GET", "/v1/conversations/dm-u1/messages", nil},
-			{"POST", "/v1/ack", map[string]any{"acks": []map[string]any{{"conv_id": "noisy", "seq": 1}}}},
-			{"POST", "/v1/read", map[string]any{"receipts": []map[string]any{{"conv_id": "dm-u1", "seq": 1}}}},
-			{"POST", "/v1/messages", map[string]any{"client_msg_id": "x", "conv_id": "noisy", "conv_type": "group", "body": "aGk="}},
-			{"POST", "/v1/sync", map[string]any{"device_id": "other", "cursors": map[string]any{}}},
-		}
-		for _, tc := range cases {
-			if code, data := e.call(tc.method, tc.path, eve, tc.body); code != http.StatusForbidden {
-				t.Errorf("%s %s as eve: %d %s, want 403", tc.method, tc.path, code, data)
 			}
+			return true, ""
+		})
+	}
+	fresh := newClient(e, vip, "d7", false)
+	if res := fresh.sync(t); len(res.Mentions) != 0 {
+		t.Fatalf("read mentions still pending: %+v", res.Mentions)
+	}
+}
+
+// checkIsolation: another user can read none of the VIP's conversations.
+func checkIsolation(t *testing.T, e *env) {
+	t.Helper()
+	eve := e.token("eve", "eve-phone")
+	cases := []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/v1/conversations/noisy/messages?after=0", nil},
+		{"GET", "/v1/conversations/dm-u1/messages", nil},
+		{"POST", "/v1/ack", map[string]any{"acks": []map[string]any{{"conv_id": "noisy", "seq": 1}}}},
+		{"POST", "/v1/read", map[string]any{"receipts": []map[string]any{{"conv_id": "dm-u1", "seq": 1}}}},
+		{"POST", "/v1/messages", map[string]any{"client_msg_id": "x", "conv_id": "noisy", "conv_type": "group", "body": "aGk="}},
+		{"POST", "/v1/sync", map[string]any{"device_id": "other", "cursors": map[string]any{}}},
+	}
+	for _, tc := range cases {
+		if code, data := e.call(tc.method, tc.path, eve, tc.body); code != http.StatusForbidden {
+			t.Errorf("%s %s as eve: %d %s, want 403", tc.method, tc.path, code, data)
 		}
-		var res tSync
-		e.callOK(http.StatusOK, "POST", "/v1/sync", eve, map[string]any{"cursors": map[string]any{"noisy": map[string]any{"seq": 0}}}, &res)
-		var l conversationListJSON
-		e.callOK(http.StatusOK, "GET", "/v1/conversations", eve, nil, &l)
-		if len(res.Conversations)+len(res.Mentions)+len(res.Summaries)+len(l.Conversations) != 0 {
-			t.Fatalf("eve sees someone else's conversations: %+v %+v", res, l)
-		}
-	})
+	}
+	var res tSync
+	e.callOK(http.StatusOK, "POST", "/v1/sync", eve, map[string]any{"cursors": map[string]any{"noisy": map[string]any{"seq": 0}}}, &res)
+	var l conversationListJSON
+	e.callOK(http.StatusOK, "GET", "/v1/conversations", eve, nil, &l)
+	if len(res.Conversations)+len(res.Mentions)+len(res.Summaries)+len(l.Conversations) != 0 {
+		t.Fatalf("eve sees someone else's conversations: %+v %+v", res, l)
+	}
 }
 
 func (s *story) mentionCount(conv string) int {
