@@ -198,6 +198,26 @@ func checkList(t *testing.T, e *env, s *story) {
 			t.Errorf("%s mentions %d, want %d", c.ConvID, c.Mentions, want)
 		}
 	}
+	// Pages of 3 list the same conversations in the same order.
+	var paged []string
+	next := ""
+	for range len(s.convs) {
+		var p conversationListJSON
+		e.callOK(http.StatusOK, "GET", "/v1/conversations?limit=3&cursor="+next, e.token(vip, ""), nil, &p)
+		for _, c := range p.Conversations {
+			paged = append(paged, c.ConvID)
+		}
+		if next = p.Next; next == "" {
+			break
+		}
+	}
+	var whole []string
+	for _, c := range l.Conversations {
+		whole = append(whole, c.ConvID)
+	}
+	if fmt.Sprint(paged) != fmt.Sprint(whole) || len(whole) != len(s.convs) {
+		t.Fatalf("paged list %v, whole list %v", paged, whole)
+	}
 }
 
 // checkFirstSync: the first sync holds every mention, stays under the
