@@ -93,10 +93,10 @@ func (b *bench) makeWorkload(size int) *workload {
 			ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
 			Sender: mem[0], Recipients: mem})
 	}
-	for i := range perGroup {
+	for range perGroup {
 		for _, conv := range w.convs {
 			mem := w.members[conv]
-			m := &schemas.Message{ClientMsgId: fmt.Sprintf("%s-m%d", conv, i), ConvId: conv,
+			m := &schemas.Message{ClientMsgId: b.bodies.UUID(), ConvId: conv,
 				ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MESSAGE,
 				Sender: mem[b.bodies.Intn(size)], ContentType: "text/plain", Body: b.bodies.Next(),
 				SendTimeMs: time.Now().UnixMilli()}

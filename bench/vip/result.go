@@ -57,6 +57,7 @@ type result struct {
 	BaselineBytesPerBodyByteExtrapolated float64 `json:"baseline_redis_bytes_per_body_byte_extrapolated"`
 
 	Memory   harness.Census  `json:"memory"`
+	Anatomy  *anatomy        `json:"memory_anatomy"`
 	Targets  map[string]bool `json:"targets_met"`
 	Embedded []string        `json:"embedded"`
 	Notes    []string        `json:"notes"`

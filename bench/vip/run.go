@@ -178,6 +178,10 @@ func (r *runner) measureMemory(ctx context.Context) error {
 	res.ConvBytesPerBodyByte = harness.Round(harness.Ratio(float64(conv), float64(r.sc.bodyBytes)), 3)
 	r.log.Printf("memory: %d keys, %d bytes, %.2f bytes per body byte (conversation keys alone %.2f)",
 		c.Keys, c.Bytes, res.RedisBytesPerBodyByte, res.ConvBytesPerBodyByte)
+	if res.Anatomy, err = r.measureAnatomy(ctx, c); err != nil {
+		return err
+	}
+	r.log.Printf("anatomy: %+v", *res.Anatomy)
 	for _, k := range c.Kinds {
 		r.log.Printf("  %-10s %7d keys %11d bytes %6.3f per body byte %v", k.Kind, k.Keys, k.Bytes,
 			float64(k.Bytes)/float64(r.sc.bodyBytes), k.Encodings)

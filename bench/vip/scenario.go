@@ -30,7 +30,7 @@ const (
 var mentionAt = []struct {
 	group int
 	at    float64
-}{{0, 0.02}, {0, 0.5}, {1, 0.1}, {2, 0.3}, {3, 0.6}}
+}{{0, 0.02}, {0, 0.5}, {1, 0.1}, {2, 0.3}, {3, 0.25}}
 
 // scenario is the generated workload.
 type scenario struct {
@@ -66,8 +66,8 @@ func buildScenario(f *harness.Flags) *scenario {
 	counts := sc.messageCounts(f)
 	for gi, g := range sc.groups {
 		mem := members[g]
-		for i := range counts[gi] {
-			m := newMessage(b, g, schemas.ConvType_CONV_TYPE_GROUP, mem[1+b.Intn(len(mem)-1)], i)
+		for range counts[gi] {
+			m := newMessage(b, g, schemas.ConvType_CONV_TYPE_GROUP, mem[1+b.Intn(len(mem)-1)])
 			if b.Intn(100) == 0 {
 				m.Mentions = []string{mem[1+b.Intn(len(mem)-1)]}
 			}
@@ -83,8 +83,8 @@ func buildScenario(f *harness.Flags) *scenario {
 	perDirect := max(1, f.Scaled(directMessages, directConvs)/directConvs)
 	for d := range directConvs {
 		conv := directID(d)
-		for i := range perDirect {
-			m := newMessage(b, conv, schemas.ConvType_CONV_TYPE_DIRECT, peerID(d), i)
+		for range perDirect {
+			m := newMessage(b, conv, schemas.ConvType_CONV_TYPE_DIRECT, peerID(d))
 			m.Recipients = []string{vip}
 			perConv[conv] = append(perConv[conv], m)
 			sc.direct++
@@ -147,8 +147,8 @@ func (sc *scenario) messageCounts(f *harness.Flags) []int {
 	return counts
 }
 
-func newMessage(b *harness.Bodies, conv string, t schemas.ConvType, sender string, i int) *schemas.Message {
-	return &schemas.Message{ClientMsgId: fmt.Sprintf("%s-m%d", conv, i), ConvId: conv, ConvType: t,
+func newMessage(b *harness.Bodies, conv string, t schemas.ConvType, sender string) *schemas.Message {
+	return &schemas.Message{ClientMsgId: b.UUID(), ConvId: conv, ConvType: t,
 		Kind: schemas.Kind_KIND_MESSAGE, Sender: sender, ContentType: "text/plain", Body: b.Next(),
 		Qos: schemas.QoS_QOS_AT_LEAST_ONCE}
 }

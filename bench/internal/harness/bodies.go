@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 )
@@ -58,6 +59,15 @@ func (b *Bodies) Next() []byte {
 		sb.WriteByte('.')
 	}
 	return []byte(sb.String())
+}
+
+// UUID is a repeatable random UUID (version 4 form), the client_msg_id a
+// real client generates: ids cost memory in timelines and dedupe maps, so
+// they are as long as real ones.
+func (b *Bodies) UUID() string {
+	r := b.rng
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", r.Uint32(), r.Uint32()&0xffff, r.Uint32()&0xfff,
+		0x8000|r.Uint32()&0x3fff, r.Uint64()&0xffffffffffff)
 }
 
 // Intn is a repeatable random number in [0, n) for workload choices.
