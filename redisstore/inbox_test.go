@@ -147,7 +147,9 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 func TestApplyInboxSkipsReceiveOnlyAndMovedUsers(t *testing.T) {
 	s := seqTestStore(t, 0)
 	ctx := context.Background()
-	s.rdb.HSet(ctx, s.keys.Profile("bot"), "ro", "1")
+	if err := s.SetReceiveOnly(ctx, "bot", true); err != nil {
+		t.Fatal(err)
+	}
 	s.rdb.HSet(ctx, s.keys.Profile("star"), "loc", "hot")
 	upd := func(user string) InboxUpdate {
 		return InboxUpdate{User: user, Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(InboxMentioned, 1)}}
@@ -166,5 +168,13 @@ func TestApplyInboxSkipsReceiveOnlyAndMovedUsers(t *testing.T) {
 		if got := readInbox(t, s, u); len(got.fields) != 0 || len(got.lane) != 0 {
 			t.Fatalf("%s got inbox writes: %+v", u, got)
 		}
+	}
+	// Once the mark is off, the account gets its inbox again.
+	if err := s.SetReceiveOnly(ctx, "bot", false); err != nil {
+		t.Fatal(err)
+	}
+	outs, errs = s.ApplyInboxes(ctx, []InboxUpdate{upd("bot")})
+	if outs[0] != InboxApplied || errs[0] != nil {
+		t.Fatalf("bot after the mark was removed: %v, %v", outs[0], errs[0])
 	}
 }

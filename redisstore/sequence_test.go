@@ -255,3 +255,30 @@ func TestSequenceDedupeBucketExpiresAfterTheWindow(t *testing.T) {
 		t.Fatalf("dedupe bucket expires at %v, want %v", at, want)
 	}
 }
+
+func TestSequenceDuplicateOfAnExpiredEntryCarriesNoEntry(t *testing.T) {
+	s := seqTestStore(t, 0)
+	ctx := context.Background()
+	var batch []*schemas.Message
+	for i := range 4 {
+		batch = append(batch, groupMsg("g", fmt.Sprint(i), "u1"))
+	}
+	if _, err := s.Sequence(ctx, "g", batch, nil, seqTestNow); err != nil {
+		t.Fatal(err)
+	}
+	// Expiry popped seqs 1 and 2 from the head.
+	s.rdb.LPop(ctx, s.keys.Timeline("g"))
+	s.rdb.LPop(ctx, s.keys.Timeline("g"))
+	s.rdb.HSet(ctx, s.keys.ConvMeta("g"), "first", 3)
+	res, err := s.Sequence(ctx, "g", []*schemas.Message{batch[0], batch[3]}, nil, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := res.Items[0]; it.Status != SeqDuplicate || it.Sequenced != nil {
+		t.Fatalf("resend of expired seq 1: %+v, want a duplicate without entry", it)
+	}
+	if it := res.Items[1]; it.Status != SeqDuplicate || it.Sequenced.GetSeq() != 4 ||
+		it.Sequenced.GetMessage().GetClientMsgId() != "3" {
+		t.Fatalf("resend of seq 4: %+v, want its own entry", it)
+	}
+}

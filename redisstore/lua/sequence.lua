@@ -96,7 +96,10 @@ for i = 0, n - 1 do
   local sender, users = ARGV[a + 5], split(ARGV[a + 6])
   local dup = lookup(cmid)
   if dup then
-    local e = redis.call('LINDEX', tl, dup - first)
+    -- below first, the entry expired (and a negative index would count
+    -- from the tail)
+    local e = false
+    if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
     out[#out + 1] = {1, dup, e or ''}
   else
     local why = reject(typ, kind, sender, users)
