@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -199,5 +202,22 @@ func TestReceiveOnlyAccountsGetNoInboxWrites(t *testing.T) {
 	}
 	if u := h.inboxField("a", "g", 'u'); u != "1" {
 		t.Errorf("a's unread in g is %q, want 1", u)
+	}
+}
+
+func TestRedisDownFailsTheBatchAndProducesNothing(t *testing.T) {
+	h := newHarness(t, Config{Store: redisstore.Config{CallTimeout: time.Second}})
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	dead, err := h.fanout(down).Handle(context.Background(), records(msg("d", "hi", "a", to("b"))))
+	if err == nil || len(dead) != 0 {
+		t.Fatalf("Handle with Redis down: dead %v, err %v; want an error so the runner retries", dead, err)
+	}
+	if got := h.sequencedOnTopic(); len(got) != 0 {
+		t.Fatalf("records reached im.sequenced while Redis was down: %v", got)
 	}
 }
