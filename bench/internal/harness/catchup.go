@@ -127,7 +127,7 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 {
 			break
 		}
-		if err := c.Ack(ctx, held.apply(resp)); err != nil {
+		if err := c.Ack(ctx, held.Apply(resp)); err != nil {
 			return st, err
 		}
 	}
@@ -140,8 +140,8 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 	return st, nil
 }
 
-// apply stores one sync answer and returns what to ack.
-func (h *Held) apply(resp SyncResponse) []AckItem {
+// Apply stores one sync answer and returns what to ack.
+func (h *Held) Apply(resp SyncResponse) []AckItem {
 	for i := range resp.Mentions {
 		h.store(&resp.Mentions[i].Message)
 	}

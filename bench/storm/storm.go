@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/api"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/workers/fanout"
+)
+
+type storm struct {
+	f     *harness.Flags
+	o     options
+	st    *harness.Stack
+	log   *harness.Log
+	users int
+	res   *result
+
+	producer *kgo.Client
+	fanout   *harness.Fanout
+	api      *harness.API
+	http     *http.Client
+	// mentions counts each user's pending mentions: a user who wrote in the
+	// conversation after being mentioned has read it (sending marks read).
+	mentions map[string]int
+}
+
+func userID(i int) string { return fmt.Sprintf("su%04d", i) }
+
+func (s *storm) stop() {
+	if s.api != nil {
+		s.api.Stop()
+	}
+	if s.fanout != nil {
+		s.fanout.Stop()
+	}
+	if s.producer != nil {
+		s.producer.Close()
+	}
+}
+
+// seed puts every user in o.groups groups and sends enough messages that
+// each has at least o.pending from others, through Kafka and the fanout.
+func (s *storm) seed(ctx context.Context) error {
+	msgs := s.workload()
+	var err error
+	if s.producer, err = harness.NewProducer(s.st); err != nil {
+		return err
+	}
+	if s.fanout, err = harness.StartFanout(s.st, "fanout", fanout.Config{Store: redisstore.Config{Prefix: s.f.Prefix}}); err != nil {
+		return err
+	}
+	s.log.Printf("seeding: %d users in %d groups, %d records", s.users, s.o.groups, len(msgs))
+	start := time.Now()
+	if err := harness.Produce(ctx, s.producer, msgs); err != nil {
+		return err
+	}
+	if err := s.fanout.WaitHandled(ctx, int64(len(msgs)), "seed", s.log); err != nil {
+		return err
+	}
+	s.res.SeedMS = harness.Millis(time.Since(start))
+	s.log.Printf("seeded in %s", time.Since(start).Round(time.Millisecond))
+	cfg := api.Config{}
+	s.res.APIMaxInFlight = api.DefaultMaxInFlight
+	if s.api, err = harness.StartAPI(s.st, harness.APIOptions{Prefix: s.f.Prefix, Config: cfg, RedisPool: 256}); err != nil {
+		return err
+	}
+	s.http = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4096, MaxIdleConns: 4096}}
+	return nil
+}
+
+// workload is the join records and the messages, round robin over groups.
+func (s *storm) workload() []*schemas.Message {
+	b := harness.NewBodies(s.f.Seed)
+	pending := map[string]map[string]int{} // conv → user → pending mentions
+	all := make([]string, s.users)
+	for i := range all {
+		all[i] = userID(i)
+	}
+	var msgs []*schemas.Message
+	for g := range s.o.groups {
+		conv := fmt.Sprintf("sg%02d", g)
+		for start := 0; start < len(all); start += 1000 {
+			part := all[start:min(start+1000, len(all))]
+			msgs = append(msgs, &schemas.Message{ClientMsgId: b.UUID(), ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+				Kind: schemas.Kind_KIND_MEMBER_JOIN, Sender: part[0], Recipients: part})
+		}
+	}
+	// Own messages are not pending: send enough that others' reach o.pending.
+	perGroup := int(float64(s.o.pending)/float64(s.o.groups)/(1-1/float64(s.users))) + 1
+	s.res.PendingPerUser, s.res.Conversations = s.o.pending, s.o.groups
+	for range perGroup {
+		for g := range s.o.groups {
+			conv := fmt.Sprintf("sg%02d", g)
+			if pending[conv] == nil {
+				pending[conv] = map[string]int{}
+			}
+			m := &schemas.Message{ClientMsgId: b.UUID(), ConvId: conv,
+				ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MESSAGE,
+				Sender: all[b.Intn(len(all))], ContentType: "text/plain", Body: b.Next()}
+			if b.Intn(100) == 0 {
+				if u := all[b.Intn(len(all))]; u != m.Sender {
+					m.Mentions = []string{u}
+					pending[conv][u]++
+				}
+			}
+			delete(pending[conv], m.Sender)
+			msgs = append(msgs, m)
+		}
+	}
+	s.mentions = map[string]int{}
+	for _, byUser := range pending {
+		for u, n := range byUser {
+			s.mentions[u] += n
+		}
+	}
+	s.res.SeedMessages = perGroup * s.o.groups
+	return msgs
+}
+
+// outcome is one user's reconnect.
+type outcome struct {
+	took            time.Duration
+	err             error
+	retries         int
+	firstBytes      int
+	mentionsMissing int
+}
+
+// level has n users reconnect at once on fresh devices.
+func (s *storm) level(ctx context.Context, n int, device string) (level, error) {
+	clients := make([]*harness.Client, n)
+	for i := range clients {
+		tok, err := s.api.Token(userID(i), device)
+		if err != nil {
+			return level{}, err
+		}
+		clients[i] = harness.NewClient(s.api.URL, tok, s.http)
+	}
+	s.log.Printf("%d users reconnect at once", n)
+	outs := make([]outcome, n)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			outs[i] = s.reconnect(ctx, clients[i], userID(i))
+		}()
+	}
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	wall := time.Since(start)
+	lv := summarise(n, outs, wall)
+	s.log.Printf("%d users: p50 %.0f ms, p99 %.0f ms, %d errors, %d retries after 503, %.1f catch-ups/s",
+		n, lv.P50MS, lv.P99MS, lv.Errors, lv.Retries503, lv.CatchupsPerSec)
+	return lv, nil
+}
+
+func summarise(n int, outs []outcome, wall time.Duration) level {
+	lv := level{Users: n, WallMS: harness.Millis(wall)}
+	var took []time.Duration
+	var bytes, ok int
+	for _, o := range outs {
+		lv.Retries503 += o.retries
+		if o.err != nil {
+			lv.Errors++
+			continue
+		}
+		ok++
+		took = append(took, o.took)
+		bytes += o.firstBytes
+		lv.MentionsMissing += o.mentionsMissing
+	}
+	lv.P50MS, lv.P99MS, lv.MaxMS = harness.Percentile(took, 50), harness.Percentile(took, 99), harness.Percentile(took, 100)
+	lv.CatchupsPerSec = harness.Round(float64(ok)/wall.Seconds(), 1)
+	lv.FirstBytesAvg = harness.Round(harness.Ratio(float64(bytes), float64(ok)), 0)
+	return lv
+}
+
+// reconnect is one user's list, first sync and ack, each retried after a
+// 503 as a client would.
+func (s *storm) reconnect(ctx context.Context, c *harness.Client, user string) outcome {
+	var o outcome
+	start := time.Now()
+	var resp harness.SyncResponse
+	steps := []func() error{
+		func() error { _, _, err := c.Conversations(ctx, 50); return err },
+		func() error {
+			var err error
+			resp, o.firstBytes, err = c.Sync(ctx, harness.SyncRequest{})
+			return err
+		},
+		func() error { return c.Ack(ctx, harness.NewHeld().Apply(resp)) },
+	}
+	for _, step := range steps {
+		if o.err = s.retry(ctx, step, &o.retries); o.err != nil {
+			return o
+		}
+	}
+	o.took = time.Since(start)
+	o.mentionsMissing = max(0, s.mentions[user]-len(resp.Mentions))
+	return o
+}
+
+func (s *storm) retry(ctx context.Context, step func() error, retries *int) error {
+	for attempt := 0; ; attempt++ {
+		err := step()
+		var se *harness.StatusError
+		if err == nil || !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || attempt == s.o.retries {
+			return err
+		}
+		*retries++
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
