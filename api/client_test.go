@@ -21,6 +21,8 @@ type client struct {
 	cursors     map[string]cursorJSON
 	held        map[string]map[uint64]bool
 	epochs      map[string]uint64
+	// gaps counts the gaps paged through.
+	gaps int
 }
 
 func newClient(e *env, user, device string, sendCursors bool) *client {
@@ -116,6 +118,7 @@ func (c *client) catchUp(t *testing.T) {
 // pageGap reads the seqs gap.From..gap.To in pages.
 func (c *client) pageGap(t *testing.T, conv string, epoch uint64, gap gapJSON) {
 	t.Helper()
+	c.gaps++
 	after := gap.From - 1
 	for range 1000 {
 		var p tPage
