@@ -214,6 +214,17 @@ func (c *Client) PageAfter(ctx context.Context, conv string, after, before uint6
 	return out, n, err
 }
 
+// PageBefore reads the newest messages of conv below before, inside the
+// Redis window (scrolling up).
+func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
+	q := url.Values{}
+	q.Set("before", strconv.FormatUint(before, 10))
+	q.Set("limit", strconv.Itoa(limit))
+	var out Page
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
+	return out, n, err
+}
+
 // History reads a roaming page of conv below before (0: the newest).
 func (c *Client) History(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
 	q := url.Values{}

@@ -194,21 +194,30 @@ func (f *Fanout) close() {
 // MergeSizes reads the fanout's merge-size histogram of one stage
 // ("sequence" or "inbox"): how many observations and their sum.
 func (f *Fanout) MergeSizes(stage string) (count uint64, sum float64, err error) {
-	mfs, err := f.Registry.Gather()
+	return Histogram(f.Registry, "offlinebox_fanout_merge_size", "stage", stage)
+}
+
+// Histogram sums the observations of the histogram name in g, over the
+// series whose label has the given value (every series when label is "").
+func Histogram(g prometheus.Gatherer, name, label, value string) (count uint64, sum float64, err error) {
+	mfs, err := g.Gather()
 	if err != nil {
-		return 0, 0, fmt.Errorf("gather fanout metrics: %w", err)
+		return 0, 0, fmt.Errorf("gather metrics: %w", err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "offlinebox_fanout_merge_size" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			match := label == ""
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "stage" && l.GetValue() == stage {
-					h := m.GetHistogram()
-					count += h.GetSampleCount()
-					sum += h.GetSampleSum()
+				if l.GetName() == label && l.GetValue() == value {
+					match = true
 				}
+			}
+			if h := m.GetHistogram(); match && h != nil {
+				count += h.GetSampleCount()
+				sum += h.GetSampleSum()
 			}
 		}
 	}
