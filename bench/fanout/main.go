@@ -44,6 +44,7 @@ type result struct {
 	Sizes             []sizeResult    `json:"sizes"`
 	SpeedupAt500      float64         `json:"speedup_at_500,omitempty"`
 	Embedded          []string        `json:"embedded"`
+	Table             []harness.Row   `json:"table"`
 	Notes             []string        `json:"notes"`
 }
 
@@ -103,7 +104,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		}
 	}
 	res.Notes = notes(res)
-	printTable(res)
+	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
 }
 
@@ -121,7 +122,7 @@ func notes(res result) []string {
 	}
 }
 
-func printTable(res result) {
+func printTable(res result) []harness.Row {
 	var rows []harness.Row
 	for _, s := range res.Sizes {
 		p := fmt.Sprintf("%d members: ", s.Members)
@@ -140,4 +141,5 @@ func printTable(res result) {
 	}
 	rows = append(rows, harness.Info("raw Redis writes/s (pipelined SET)", fmt.Sprintf("%.0f", res.RedisRawOpsPerSec), ""))
 	harness.PrintTable(fmt.Sprintf("fanout (scale %g)", res.Scale), rows)
+	return rows
 }

@@ -50,6 +50,7 @@ type result struct {
 	WindowPageP99MS    float64         `json:"redis_window_page_p99_ms"`
 	PagesIncomplete    int             `json:"roaming_pages_short"`
 	Embedded           []string        `json:"embedded"`
+	Table              []harness.Row   `json:"table"`
 	Notes              []string        `json:"notes"`
 }
 
@@ -100,11 +101,11 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 			"(membership checked in Redis, page read from ClickHouse); the Redis window page is the same read " +
 			"from /messages, for comparison",
 	}
-	printTable(res)
+	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
 }
 
-func printTable(r *result) {
+func printTable(r *result) []harness.Row {
 	rows := []harness.Row{
 		harness.Info("rows sunk", fmt.Sprint(r.Rows), fmt.Sprint(r.NaiveRows)),
 		harness.Info("rows/s into ClickHouse", fmt.Sprintf("%.0f", r.RowsPerSec), fmt.Sprintf("%.0f", r.NaiveRowsPerSec)),
@@ -118,4 +119,5 @@ func printTable(r *result) {
 		harness.Info("roaming page size avg", fmt.Sprintf("%.1f KB", r.RoamingPageBytes/1000), ""),
 	}
 	harness.PrintTable(fmt.Sprintf("history (scale %g)", r.Scale), rows)
+	return rows
 }

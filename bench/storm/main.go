@@ -57,6 +57,7 @@ type result struct {
 	Levels          []level         `json:"levels"`
 	CatchupsPerSec  float64         `json:"catchups_per_sec"`
 	Embedded        []string        `json:"embedded"`
+	Table           []harness.Row   `json:"table"`
 	Notes           []string        `json:"notes"`
 	ErrorsAllLevels int             `json:"errors"`
 }
@@ -123,11 +124,11 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 			"level is the largest level's",
 		"clients and server share the machine's cores",
 	}
-	printTable(res)
+	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
 }
 
-func printTable(r *result) {
+func printTable(r *result) []harness.Row {
 	var rows []harness.Row
 	for _, lv := range r.Levels {
 		p := fmt.Sprintf("%d users at once: ", lv.Users)
@@ -142,4 +143,5 @@ func printTable(r *result) {
 			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""))
 	}
 	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
+	return rows
 }

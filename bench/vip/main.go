@@ -68,6 +68,6 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		return err
 	}
 	r.res.finish()
-	printTable(r.res)
+	r.res.Table = printTable(r.res)
 	return harness.EmitJSON(f.JSON, r.res)
 }

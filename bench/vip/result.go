@@ -60,6 +60,7 @@ type result struct {
 	Anatomy  *anatomy        `json:"memory_anatomy"`
 	Targets  map[string]bool `json:"targets_met"`
 	Embedded []string        `json:"embedded"`
+	Table    []harness.Row   `json:"table"`
 	Notes    []string        `json:"notes"`
 }
 
@@ -90,7 +91,7 @@ func (r *result) finish() {
 	}
 }
 
-func printTable(r *result) {
+func printTable(r *result) []harness.Row {
 	kb := func(n int) string { return fmt.Sprintf("%.1f KB", float64(n)/1000) }
 	ms := func(v float64) string { return fmt.Sprintf("%.1f ms", v) }
 	rows := []harness.Row{
@@ -117,4 +118,5 @@ func printTable(r *result) {
 		harness.Info("pipeline drain (produce + fanout)", ms(r.PipelineDrainMS), ""),
 	}
 	harness.PrintTable(fmt.Sprintf("vip: the founding scenario (scale %g)", r.Scale), rows)
+	return rows
 }

@@ -65,12 +65,12 @@ func Ratio(a, b float64) float64 {
 // Row is one line of the result table: what, ours, the baseline (empty when
 // there is none), the target (empty when none) and whether it is met.
 type Row struct {
-	Metric   string
-	Ours     string
-	Baseline string
-	Target   string
+	Metric   string `json:"metric"`
+	Ours     string `json:"ours"`
+	Baseline string `json:"baseline,omitempty"`
+	Target   string `json:"target,omitempty"`
 	// Met is "yes", "NO" or "" (no target).
-	Met string
+	Met string `json:"met,omitempty"`
 }
 
 // Check builds a Row whose target is met when ok.
