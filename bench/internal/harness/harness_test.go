@@ -1,0 +1,194 @@
+package harness
+
+import (
+	"regexp"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestPercentileIsTheNearestRankInMilliseconds(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		p       float64
+		want    float64
+	}{
+		{"no samples", nil, 99, 0},
+		{"one sample", ms(7), 50, 7},
+		{"median of unsorted", ms(9, 1, 5, 3, 7), 50, 5},
+		{"p99 of 100 is the 99th", ms(seq(1, 100)...), 99, 99},
+		{"p100 is the largest", ms(4, 2, 8), 100, 8},
+		{"p0 is the smallest", ms(4, 2, 8), 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Percentile(tt.samples, tt.p); got != tt.want {
+				t.Fatalf("Percentile(%v, %g) = %g, want %g", tt.samples, tt.p, got, tt.want)
+			}
+		})
+	}
+}
+
+func seq(lo, hi int) []int {
+	var out []int
+	for i := lo; i <= hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func TestKindOfNamesKeysWithoutTheirIDs(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"bench:{c:g01}:tl", "{c}:tl"},
+		{"bench:{c:g01}:dd:20423", "{c}:dd"},
+		{"bench:{u:alice}:cur:phone", "{u}:cur"},
+		{"bench:{u:alice}:ib", "{u}:ib"},
+		{"bench:{hot}:users", "{hot}:users"},
+		{"bench:plain", "other"},
+	}
+	for _, tt := range tests {
+		if got := KindOf("bench:", tt.key); got != tt.want {
+			t.Errorf("KindOf(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestScaleAcceptsNamesAndFractionsOnly(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr bool
+	}{
+		{"small", ScaleSmall, false},
+		{"full", ScaleFull, false},
+		{"0.25", 0.25, false},
+		{"1", 1, false},
+		{"0", 0, true},
+		{"1.5", 0, true},
+		{"-0.1", 0, true},
+		{"big", 0, true},
+	}
+	for _, tt := range tests {
+		var v float64
+		err := scaleValue{&v}.Set(tt.in)
+		if (err != nil) != tt.wantErr || (!tt.wantErr && v != tt.want) {
+			t.Errorf("scale %q: got %g, %v; want %g, error %v", tt.in, v, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestScaledKeepsALowerBound(t *testing.T) {
+	f := &Flags{Scale: 0.05}
+	if got := f.Scaled(28000, 1); got != 1400 {
+		t.Errorf("Scaled(28000) at 0.05 = %d, want 1400", got)
+	}
+	if got := f.Scaled(100, 20); got != 20 {
+		t.Errorf("Scaled(100, lo 20) at 0.05 = %d, want 20", got)
+	}
+}
+
+func TestCheckLoopbackRefusesOtherHosts(t *testing.T) {
+	tests := []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:6379", true},
+		{"127.3.2.1:6379", true},
+		{"[::1]:9000", true},
+		{"localhost:9092", true},
+		{"10.0.0.5:6379", false},
+		{"192.168.1.2:6379", false},
+		{"redis.example:6379", false},
+		{"127.0.0.1", false},
+	}
+	for _, tt := range tests {
+		if err := CheckLoopback("redis", tt.addr); (err == nil) != tt.ok {
+			t.Errorf("CheckLoopback(%q) = %v, want ok %v", tt.addr, err, tt.ok)
+		}
+	}
+}
+
+func TestBodiesAreValidTextWithinTheSizeRange(t *testing.T) {
+	b := NewBodies(3)
+	var total int
+	const n = 2000
+	for range n {
+		body := b.Next()
+		if len(body) < BodyMinBytes || len(body) > BodyMaxBytes {
+			t.Fatalf("body of %d bytes is outside %d..%d", len(body), BodyMinBytes, BodyMaxBytes)
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("body is not UTF-8: %q", body)
+		}
+		total += len(body)
+	}
+	if mean := total / n; mean < 200 || mean > 250 {
+		t.Errorf("mean body %d bytes, want about 225", mean)
+	}
+	if a, c := NewBodies(9).Next(), NewBodies(9).Next(); string(a) != string(c) {
+		t.Errorf("the same seed gave different bodies")
+	}
+}
+
+func TestUUIDLooksLikeAVersion4UUID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	b := NewBodies(1)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := b.UUID()
+		if !re.MatchString(id) {
+			t.Fatalf("%q is not a version 4 UUID", id)
+		}
+		if seen[id] {
+			t.Fatalf("%q repeated", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestHeldApplyRecordsGapsRebasesAndAcks(t *testing.T) {
+	h := NewHeld()
+	h.conv("g").Cursor = 10
+	resp := SyncResponse{
+		Mentions: []SyncMention{{ConvID: "g", Message: Message{ConvID: "g", Seq: 15, ClientMsgID: "m15"}}},
+		Conversations: []SyncConv{
+			{ConvID: "g", Epoch: 7, Gap: &struct {
+				From uint64 `json:"from"`
+				To   uint64 `json:"to"`
+			}{11, 19}, Messages: []Message{{ConvID: "g", Seq: 20}, {ConvID: "g", Seq: 21}}},
+			{ConvID: "big", Epoch: 3, Rebase: true, Messages: []Message{{ConvID: "big", Seq: 500}}},
+			{ConvID: "g2", Epoch: 1, Messages: []Message{{ConvID: "g2", Seq: 1}}},
+		},
+	}
+	acks := h.Apply(resp)
+	want := map[string]uint64{"g": 21, "big": 500, "g2": 1}
+	if len(acks) != len(want) {
+		t.Fatalf("acks %v, want one per conversation %v", acks, want)
+	}
+	for _, a := range acks {
+		if want[a.ConvID] != a.Seq {
+			t.Errorf("ack %s at %d, want %d", a.ConvID, a.Seq, want[a.ConvID])
+		}
+	}
+	if g := h.Convs["g"].Gaps; len(g) != 1 || g[0] != [2]uint64{11, 19} {
+		t.Errorf("gaps of g = %v, want [[11 19]]", g)
+	}
+	if g := h.Convs["big"].Gaps; len(g) != 1 || g[0] != [2]uint64{1, 499} {
+		t.Errorf("gaps of the rebased conversation = %v, want [[1 499]]", g)
+	}
+	if len(h.Convs["g2"].Gaps) != 0 {
+		t.Errorf("a conversation given from its start has gaps %v", h.Convs["g2"].Gaps)
+	}
+	h.Apply(SyncResponse{Conversations: []SyncConv{{ConvID: "g", Epoch: 7, Messages: []Message{{ConvID: "g", Seq: 15}}}}})
+	if h.Redelivered != 1 {
+		t.Errorf("redelivered %d, want 1 (seq 15 came in the mention lane first)", h.Redelivered)
+	}
+}
