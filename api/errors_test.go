@@ -85,7 +85,6 @@ func TestRejectedRequestsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"send direct without peer", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"d","conv_type":"direct"}`, 400, "recipients"},
 		{"send body not base64", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","body":"***"}`, 400, "body"},
 		{"send body too large", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","body":"` + strings.Repeat("QUFB", 22<<10) + `"}`, 400, "body"},
-		{"new group without founders", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"new","conv_type":"group","body":"aGk="}`, 400, "kind"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

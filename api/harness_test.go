@@ -113,13 +113,14 @@ func (e *env) runPipeline() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	// Cleanups run last first: the runners stop before the pools close.
+	e.t.Cleanup(f.Close)
 	ix, err := convindex.New(convindex.Config{Logger: quietLogger(e.t)}, e.router)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.run(e.runnerConfig("fanout", schemas.TopicMessages), f)
 	e.run(e.runnerConfig("convindex", schemas.TopicSequenced, schemas.TopicReceipts), ix)
-	e.t.Cleanup(f.Close)
 }
 
 func (e *env) run(cfg stream.Config, h stream.Handler) {

@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
@@ -36,10 +35,13 @@ type sendResponse struct {
 
 // sendMessage answers POST /v1/messages: the message is validated, checked
 // against the conversation (the sender must be a member of an existing
-// one; a new group starts with a member_join naming its founders, the
-// sender among them) and produced to im.messages keyed by conversation.
-// 202: the pipeline sequences it; a resend with the same client_msg_id
-// gets the same seq.
+// one; a conversation that does not exist yet is new) and produced to
+// im.messages keyed by conversation. 202: the pipeline sequences it; a
+// resend with the same client_msg_id gets the same seq.
+//
+// A conversation created by an earlier request may not be sequenced yet
+// when the next one comes; it still counts as new then, and the records
+// keep their order because they share the conversation's partition.
 func (s *Server) sendMessage(r *http.Request, id auth.Identity) (int, any, error) {
 	data, aerr := readBody(r)
 	if aerr != nil {
@@ -105,10 +107,6 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 // mayPost checks a message against its conversation as it stands.
 func mayPost(m *schemas.Message, a redisstore.ConvAccess) error {
 	if !a.Exists {
-		if m.ConvType == schemas.ConvType_CONV_TYPE_GROUP &&
-			(m.Kind != schemas.Kind_KIND_MEMBER_JOIN || !slices.Contains(m.Recipients, m.Sender)) {
-			return badRequest("kind", "a new group starts with a member_join naming its founders, the sender among them")
-		}
 		return nil
 	}
 	want := byte('g')
