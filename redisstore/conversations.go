@@ -1,9 +1,8 @@
 package redisstore
 
 import (
-	_ "embed"
-
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"sort"
