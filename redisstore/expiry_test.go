@@ -293,3 +293,39 @@ func TestExpireDedupeDropsBucketsWhenSequencingStopsConsultingThem(t *testing.T)
 		}
 	}
 }
+
+func TestConcurrentExpiryRemovesEachEntryOnce(t *testing.T) {
+	s := expStore(t)
+	ctx := context.Background()
+	var entries []expEntry
+	for i := range 40 {
+		entries = append(entries, expEntry{time.Duration(60-i) * expDay, schemas.Kind_KIND_MESSAGE})
+	}
+	raw := expSeed(t, s, "c1", schemas.ConvType_CONV_TYPE_GROUP, entries) // 30 past the window
+	removed := make(chan int, 4)
+	for range 4 {
+		go func() {
+			total := 0
+			for range 100 { // bounded: a bug must fail the test, not hang it
+				got, err := s.ExpireConversation(ctx, "c1", expNow, Retention{}, 3)
+				if err != nil {
+					t.Error(err)
+					break
+				}
+				total += got.Timeline
+				if first, _ := s.rdb.HGet(ctx, s.keys.ConvMeta("c1"), "first").Int(); first >= 31 {
+					break
+				}
+			}
+			removed <- total
+		}()
+	}
+	sum := 0
+	for range 4 {
+		sum += <-removed
+	}
+	after, _ := s.rdb.LRange(ctx, s.keys.Timeline("c1"), 0, -1).Result()
+	if sum != 30 || !slices.Equal(after, raw[30:]) {
+		t.Fatalf("4 expirers together removed %d, %d entries left; want 30 removed and the newest 10 unchanged", sum, len(after))
+	}
+}

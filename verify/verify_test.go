@@ -24,7 +24,7 @@ type world struct {
 	now     time.Time
 }
 
-func newWorld(t *testing.T, rdb *redis.Client, prefix string) *world {
+func newWorld(t *testing.T, rdb redis.UniversalClient, prefix string) *world {
 	t.Helper()
 	s, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3})
 	if err != nil {
@@ -123,6 +123,11 @@ func (w *world) group(conv string, founders ...string) {
 func healthy(t *testing.T) *world {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
+	return fill(t, rdb, prefix)
+}
+
+func fill(t *testing.T, rdb redis.UniversalClient, prefix string) *world {
+	t.Helper()
 	w := newWorld(t, rdb, prefix)
 	ctx := context.Background()
 	w.group("g1", "alice", "bob", "carol")
@@ -293,5 +298,17 @@ func TestUsersMovedToTheHotStoreAreCheckedThere(t *testing.T) {
 	rep := check(t, w.s, hot)
 	if len(rep.Problems) != 1 || rep.Problems[0].User != "carol" || rep.Problems[0].Kind != KindUnread {
 		t.Fatalf("a broken hot copy: want one unread problem for carol, got:\n%s", rep)
+	}
+}
+
+func TestAHealthyClusterPassesAndABrokenOneFails(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	w := fill(t, rdb, prefix)
+	if rep := check(t, w.s, nil); !rep.OK() || rep.Conversations != 3 || rep.Users != 4 {
+		t.Fatalf("healthy cluster: want OK over 3 conversations and 4 users, got:\n%s", rep)
+	}
+	rdb.HSet(context.Background(), w.s.Keys().Cursor("bob", "phone"), "g1", 9)
+	if rep := check(t, w.s, nil); len(rep.Problems) != 1 || rep.Problems[0].Kind != KindCursor {
+		t.Fatalf("broken cluster: want one cursor problem, got:\n%s", rep)
 	}
 }
