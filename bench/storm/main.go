@@ -41,6 +41,9 @@ type level struct {
 	CatchupsPerSec  float64 `json:"catchups_per_sec"`
 	FirstBytesAvg   float64 `json:"first_response_bytes_avg"`
 	MentionsMissing int     `json:"mentions_missing"`
+	// RedisBytesOutPerReconnect: what Redis sent per reconnect (all its
+	// clients), to set against the answer's size.
+	RedisBytesOutPerReconnect float64 `json:"redis_bytes_out_per_reconnect"`
 }
 
 type result struct {
@@ -140,7 +143,8 @@ func printTable(r *result) []harness.Row {
 			harness.Check(p+"pending @mentions missing from first response", fmt.Sprint(lv.MentionsMissing), "", "0",
 				lv.MentionsMissing == 0),
 			harness.Info(p+"catch-ups/s", fmt.Sprintf("%.1f", lv.CatchupsPerSec), ""),
-			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""))
+			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""),
+			harness.Info(p+"Redis bytes sent per reconnect", fmt.Sprintf("%.1f KB", lv.RedisBytesOutPerReconnect/1000), ""))
 	}
 	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
 	return rows

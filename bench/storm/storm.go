@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,14 +160,37 @@ func (s *storm) level(ctx context.Context, n int, device string) (level, error) 
 			outs[i] = s.reconnect(ctx, clients[i], userID(i))
 		}()
 	}
+	out0, err := redisNetOut(ctx, s.st)
+	if err != nil {
+		return level{}, err
+	}
 	start := time.Now()
 	close(gate)
 	wg.Wait()
 	wall := time.Since(start)
 	lv := summarise(n, outs, wall)
+	out1, err := redisNetOut(ctx, s.st)
+	if err != nil {
+		return level{}, err
+	}
+	lv.RedisBytesOutPerReconnect = harness.Round(float64(out1-out0)/float64(n), 0)
 	s.log.Printf("%d users: p50 %.0f ms, p99 %.0f ms, %d errors, %d retries after 503, %.1f catch-ups/s",
 		n, lv.P50MS, lv.P99MS, lv.Errors, lv.Retries503, lv.CatchupsPerSec)
 	return lv, nil
+}
+
+// redisNetOut is how many bytes Redis has sent to all its clients.
+func redisNetOut(ctx context.Context, st *harness.Stack) (int64, error) {
+	info, err := st.Redis.Info(ctx, "stats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis info: %w", err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redis info: no total_net_output_bytes")
 }
 
 func summarise(n int, outs []outcome, wall time.Duration) level {
