@@ -32,6 +32,10 @@ var (
 	expiryEvictDevicesScript = redis.NewScript(expiryEvictDevicesLua)
 )
 
+// ErrMalformed marks a key whose content does not follow the data model;
+// expiry leaves it as it is (the checker reports it) rather than stopping.
+var ErrMalformed = errors.New("malformed data")
+
 // ConvExpiry counts what one ExpireConversation call removed.
 type ConvExpiry struct {
 	// Timeline entries popped from the head.
@@ -72,7 +76,7 @@ func (s *Store) ExpireConversation(ctx context.Context, conv string, now time.Ti
 	if len(head.Val()) == 1 {
 		latest := now.Add(-r.shortestWindow(ctype)).UnixMilli()
 		if _, wt, err := entryPrefix([]byte(head.Val()[0])); err != nil {
-			return out, fmt.Errorf("expire conversation %s: %w", conv, err)
+			return out, fmt.Errorf("expire conversation %s: %w: %w", conv, ErrMalformed, err)
 		} else if wt < latest {
 			if out.Timeline, err = s.popExpired(ctx, conv, epoch, first, ctype, now, r, max); err != nil {
 				return out, err
@@ -95,7 +99,7 @@ func (s *Store) ExpireConversation(ctx context.Context, conv string, now time.Ti
 func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype schemas.ConvType, now time.Time, r Retention, max int) (int, error) {
 	f, err := strconv.ParseUint(first, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("expire conversation %s: meta first %q: %w", conv, first, err)
+		return 0, fmt.Errorf("expire conversation %s: meta first %q: %w: %w", conv, first, ErrMalformed, err)
 	}
 	raw, err := s.rdb.LRange(ctx, s.keys.Timeline(conv), 0, int64(max)-1).Result()
 	if err != nil {
@@ -105,7 +109,7 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 	for i, e := range raw {
 		ent, err := DecodeEntry([]byte(e), 0)
 		if err != nil {
-			return 0, fmt.Errorf("expire conversation %s: %w", conv, err)
+			return 0, fmt.Errorf("expire conversation %s: %w: %w", conv, ErrMalformed, err)
 		}
 		if ent.Seq != f+uint64(i) || !r.Expired(ctype, ent.GetMessage().GetKind(), ent.WriteTimeMs, now) {
 			break

@@ -8,6 +8,9 @@ type metrics struct {
 	scanned prometheus.Counter
 	cycles  prometheus.Counter
 	errors  prometheus.Counter
+	// malformed counts keys expiry passed over because their content does
+	// not follow the data model.
+	malformed prometheus.Counter
 }
 
 // Values of the "what" label of offlinebox_expiry_removed_total.
@@ -37,12 +40,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_expiry_errors_total",
 			Help: "Sweep steps or partition drops that failed and will be retried.",
 		}),
+		malformed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_expiry_malformed_keys_total",
+			Help: "Keys expiry passed over because their content does not follow the data model (run offlinebox verify).",
+		}),
 	}
 	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions} {
 		m.removed.WithLabelValues(w)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.removed, m.scanned, m.cycles, m.errors} {
+		for _, c := range []prometheus.Collector{m.removed, m.scanned, m.cycles, m.errors, m.malformed} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -218,6 +219,12 @@ func (w *Worker) step(ctx context.Context, node redisstore.ScanNode, cursor uint
 	for _, k := range keys {
 		g.SubmitErr(func() error {
 			r, err := w.expireKey(g.Context(), k, now)
+			if errors.Is(err, redisstore.ErrMalformed) {
+				// No retry can fix it: leave the key to the checker.
+				w.m.malformed.Inc()
+				w.cfg.Logger.Warn("expiry passes over a malformed key", "key", k, "err", err)
+				err = nil
+			}
 			w.m.add(r)
 			mu.Lock()
 			total.Add(r)

@@ -286,3 +286,20 @@ func TestConfigValidateNamesTheBadField(t *testing.T) {
 		}
 	}
 }
+
+func TestAMalformedKeyIsPassedOverNotRetriedForever(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	k := f.store.Keys()
+	// A timeline whose head is no entry at all.
+	f.store.Client().HSet(ctx, k.ConvMeta("bad"), "seq", 1, "first", 1, "epoch", 1, "type", "g")
+	f.store.Client().RPush(ctx, k.Timeline("bad"), "garbage")
+	w := f.worker(t, nil)
+	if _, err := w.SweepOnce(ctx); err != nil {
+		t.Fatalf("sweep stopped at a malformed key: %v", err)
+	}
+	f.check(t)
+	if v := counterValue(t, w.m.malformed); v != 1 {
+		t.Fatalf("malformed keys counted %v, want 1", v)
+	}
+}
