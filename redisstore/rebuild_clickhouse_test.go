@@ -38,24 +38,11 @@ func readConv(t *testing.T, s *redisstore.Store, conv string) convState {
 	return st
 }
 
-func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
+// sequenceLife sequences a group's and a direct conversation's records
+// through the real script, at ages before now, and returns what the fanout
+// published for them.
+func sequenceLife(ctx context.Context, t *testing.T, rs *redisstore.Store, now time.Time) []*schemas.Sequenced {
+	t.Helper()
 	g, d := schemas.ConvType_CONV_TYPE_GROUP, schemas.ConvType_CONV_TYPE_DIRECT
 	type rec struct {
 		conv  string
@@ -86,6 +73,28 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 		}
 		published = append(published, res.Items[0].Sequenced)
 	}
+	return published
+}
+
+func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	published := sequenceLife(ctx, t, rs, now)
 	// The history sink stored what the fanout published; expiry then ran.
 	if err := ch.InsertBatch(ctx, published); err != nil {
 		t.Fatal(err)
