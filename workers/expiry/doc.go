@@ -35,6 +35,9 @@
 // guarded by the state it was planned on, so nothing is removed twice and
 // nothing within its window is removed at all.
 //
+// A hot store (users moved there from the main store) has keys of its
+// own and is swept by a Worker of its own, without a history store.
+//
 // All time comes from Config.Clock, so tests move a fake clock instead of
 // waiting.
 package expiry
