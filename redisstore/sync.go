@@ -10,11 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// syncWave is how many conversations' slices are read per round trip while
-// the budget lasts: enough to amortise the round trip, few enough not to
-// read many slices that will not fit.
-const syncWave = 16
-
 // syncUser is a snapshot of the user's slot as sync needs it.
 type syncUser struct {
 	inbox    map[string]string
@@ -216,33 +211,6 @@ func (s *Store) fillMentions(ctx context.Context, req SyncRequest, refs []mentio
 		m := SyncMention{Conv: refs[i].conv, All: refs[i].all, Message: sl.entries[0]}
 		res.Mentions = append(res.Mentions, m)
 		b.force(req.Sizer.Mention(m))
-	}
-	return nil
-}
-
-// fillConvs slices conversations in priority order, a wave per round trip,
-// until the budget is spent; the rest become summaries.
-func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
-	next := 0
-	for next < len(plans) && b.left() > 0 {
-		wave := plans[next:min(next+syncWave, len(plans))]
-		qs := make([]rangeQuery, len(wave))
-		for i, p := range wave {
-			qs[i] = rangeQuery{conv: p.conv, lo: p.lo, limit: req.Limit, fromTop: true, maxBytes: b.left()}
-		}
-		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		sls, err := s.readSlices(callCtx, req.User, qs)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", req.User, err)
-		}
-		for i, sl := range sls {
-			place(req, wave[i], sl, res, b)
-		}
-		next += len(wave)
-	}
-	for _, p := range plans[next:] {
-		summarise(req, p, res, b)
 	}
 	return nil
 }
