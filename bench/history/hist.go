@@ -11,6 +11,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
@@ -166,7 +167,7 @@ func (h *hist) roam(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := harness.NewClient(a.URL, tok, nil)
+	c := client.New(a.URL, tok, nil)
 	rng := rand.New(rand.NewPCG(uint64(h.f.Seed), 7))
 	var roam, window []time.Duration
 	var bytes int

@@ -14,6 +14,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/api"
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/workers/fanout"
@@ -140,13 +141,13 @@ type outcome struct {
 
 // level has n users reconnect at once on fresh devices.
 func (s *storm) level(ctx context.Context, n int, device string) (level, error) {
-	clients := make([]*harness.Client, n)
+	clients := make([]*client.Client, n)
 	for i := range clients {
 		tok, err := s.api.Token(userID(i), device)
 		if err != nil {
 			return level{}, err
 		}
-		clients[i] = harness.NewClient(s.api.URL, tok, s.http)
+		clients[i] = client.New(s.api.URL, tok, s.http)
 	}
 	s.log.Printf("%d users reconnect at once", n)
 	outs := make([]outcome, n)
@@ -216,18 +217,18 @@ func summarise(n int, outs []outcome, wall time.Duration) level {
 
 // reconnect is one user's list, first sync and ack, each retried after a
 // 503 as a client would.
-func (s *storm) reconnect(ctx context.Context, c *harness.Client, user string) outcome {
+func (s *storm) reconnect(ctx context.Context, c *client.Client, user string) outcome {
 	var o outcome
 	start := time.Now()
-	var resp harness.SyncResponse
+	var resp client.SyncResponse
 	steps := []func() error{
 		func() error { _, _, err := c.Conversations(ctx, 50); return err },
 		func() error {
 			var err error
-			resp, o.firstBytes, err = c.Sync(ctx, harness.SyncRequest{})
+			resp, o.firstBytes, err = c.Sync(ctx, client.SyncRequest{})
 			return err
 		},
-		func() error { return c.Ack(ctx, harness.NewHeld().Apply(resp)) },
+		func() error { return c.Ack(ctx, client.NewHeld().Apply(resp)) },
 	}
 	for _, step := range steps {
 		if o.err = s.retry(ctx, step, &o.retries); o.err != nil {
@@ -242,7 +243,7 @@ func (s *storm) reconnect(ctx context.Context, c *harness.Client, user string) o
 func (s *storm) retry(ctx context.Context, step func() error, retries *int) error {
 	for attempt := 0; ; attempt++ {
 		err := step()
-		var se *harness.StatusError
+		var se *client.StatusError
 		if err == nil || !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable || attempt == s.o.retries {
 			return err
 		}

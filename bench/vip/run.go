@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 )
@@ -28,8 +29,8 @@ type runner struct {
 	producer *kgo.Client
 	fanout   *harness.Fanout
 	api      *harness.API
-	client   *harness.Client
-	held     *harness.Held
+	client   *client.Client
+	held     *client.Held
 }
 
 func (r *runner) stop() {
@@ -62,15 +63,15 @@ func (r *runner) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.client = harness.NewClient(r.api.URL, tok, nil)
+	r.client = client.New(r.api.URL, tok, nil)
 	if err := harness.Produce(ctx, r.producer, r.sc.joins); err != nil {
 		return err
 	}
 	if err := r.fanout.WaitHandled(ctx, int64(len(r.sc.joins)), "memberships", r.log); err != nil {
 		return err
 	}
-	r.held = harness.NewHeld()
-	if _, err := r.client.CatchUp(ctx, r.held, harness.CatchUpOptions{}); err != nil {
+	r.held = client.NewHeld()
+	if _, err := r.client.CatchUp(ctx, r.held, client.CatchUpOptions{}); err != nil {
 		return fmt.Errorf("catch up before the trip: %w", err)
 	}
 	r.log.Printf("memberships done (%d join records); the VIP's %s is up to date; sending the 5 days", len(r.sc.joins), device)
@@ -102,14 +103,14 @@ func (r *runner) measureOurs(ctx context.Context) error {
 	cursors := r.held.Cursors()
 	for range r.o.samples {
 		t0 := time.Now()
-		if _, _, err := r.client.Sync(ctx, harness.SyncRequest{Cursors: cursors}); err != nil {
+		if _, _, err := r.client.Sync(ctx, client.SyncRequest{Cursors: cursors}); err != nil {
 			return err
 		}
 		first = append(first, time.Since(t0))
 	}
 	r.log.Printf("conversation list p99 %.1f ms, first sync p99 %.1f ms (%d samples each)",
 		harness.Percentile(list, 99), harness.Percentile(first, 99), r.o.samples)
-	stats, err := r.client.CatchUp(ctx, r.held, harness.CatchUpOptions{})
+	stats, err := r.client.CatchUp(ctx, r.held, client.CatchUpOptions{})
 	if err != nil {
 		return fmt.Errorf("catch-up: %w", err)
 	}
@@ -127,7 +128,7 @@ func (r *runner) measureOurs(ctx context.Context) error {
 }
 
 // check compares what the device holds with what was sent to the VIP.
-func (r *runner) check(first harness.SyncResponse) {
+func (r *runner) check(first client.SyncResponse) {
 	res, sc := r.res, r.sc
 	res.Messages, res.MentionsExpected, res.DirectExpected = len(sc.msgs), len(sc.mentions), sc.direct
 	for _, m := range first.Mentions {

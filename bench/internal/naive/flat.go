@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -75,9 +75,9 @@ func (f *Flat) Deliver(ctx context.Context, msgs []*schemas.Message, recipients 
 
 // BoxConv is one conversation of a pull.
 type BoxConv struct {
-	ConvID   string            `json:"conv_id"`
-	HasMore  bool              `json:"has_more"`
-	Messages []harness.Message `json:"messages"`
+	ConvID   string           `json:"conv_id"`
+	HasMore  bool             `json:"has_more"`
+	Messages []client.Message `json:"messages"`
 }
 
 // Box is the answer of one pull.
@@ -132,13 +132,13 @@ func (f *Flat) Pull(ctx context.Context, user string, after int64) (*Box, error)
 	return box, nil
 }
 
-func toMessage(sq *schemas.Sequenced) harness.Message {
+func toMessage(sq *schemas.Sequenced) client.Message {
 	m := sq.GetMessage()
 	ct := "group"
 	if m.GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT {
 		ct = "direct"
 	}
-	return harness.Message{ConvID: m.GetConvId(), Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), WriteTimeMS: sq.GetWriteTimeMs(),
+	return client.Message{ConvID: m.GetConvId(), Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), WriteTimeMS: sq.GetWriteTimeMs(),
 		ClientMsgID: m.GetClientMsgId(), ConvType: ct, Kind: "message", Sender: m.GetSender(),
 		Recipients: m.GetRecipients(), Mentions: m.GetMentions(), MentionAll: m.GetMentionAll(),
 		ContentType: m.GetContentType(), Body: m.GetBody(), SendTimeMS: m.GetSendTimeMs()}

@@ -1,4 +1,4 @@
-package harness
+package client
 
 import (
 	"bytes"
@@ -116,8 +116,8 @@ type Client struct {
 	HTTP  *http.Client
 }
 
-// NewClient is a client of base with a token pinned to a device.
-func NewClient(base, token string, hc *http.Client) *Client {
+// New is a client of base with a token pinned to a device.
+func New(base, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
