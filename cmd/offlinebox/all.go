@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+)
+
+// runAll runs every worker and the API in this process.
+func runAll(ctx context.Context, args []string, _ io.Writer) error {
+	c, _, err := parseStack("all", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(true); err != nil {
+		return err
+	}
+	return runPipeline(ctx, c, nil)
+}
+
+// runPipeline opens the stores, migrates, and runs every worker and the API
+// until ctx ends. ready, when not nil, is called once the API listens.
+func runPipeline(ctx context.Context, c *stackConfig, ready func()) error {
+	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	if err := p.ch.Migrate(ctx); err != nil {
+		return err
+	}
+	fan, closeFanout, err := p.fanoutWorker()
+	if err != nil {
+		return err
+	}
+	defer closeFanout()
+	idx, err := p.convindexWorker()
+	if err != nil {
+		return err
+	}
+	hist, err := p.historyWorker()
+	if err != nil {
+		return err
+	}
+	expirers, err := p.expiryWorkers()
+	if err != nil {
+		return err
+	}
+	srv, err := p.apiServer(c.JWTSecret)
+	if err != nil {
+		return err
+	}
+	tasks := []func(context.Context) error{
+		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
+		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
+		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
+		func(ctx context.Context) error {
+			ln, err := listen(c.Listen)
+			if err != nil {
+				return err
+			}
+			slog.Info("api listening", "addr", ln.Addr().String())
+			if ready != nil {
+				ready()
+			}
+			return serveListener(ctx, ln, withMetrics(srv.Handler(), p.registry))
+		},
+	}
+	for _, e := range expirers {
+		tasks = append(tasks, e.Run)
+	}
+	return runTogether(ctx, tasks...)
+}

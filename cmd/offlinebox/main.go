@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type subcommand struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+func subcommands() []subcommand {
+	return []subcommand{
+		{"all", "run every worker and the API in one process against the configured stores", runAll},
+		{"fanout", "run the fanout worker (im.messages -> Redis, im.sequenced)", runFanout},
+		{"convindex", "run the conversation index worker (previews, read receipts)", runConvindex},
+		{"history", "run the ClickHouse history sink; `history sql QUERY` runs a read-only query", runHistory},
+		{"expiry", "run the retention worker", runExpiry},
+		{"api", "serve the HTTP pull API", runAPI},
+		{"migrate", "create the topics and the ClickHouse schema (idempotent)", runMigrate},
+		{"token", "mint a development bearer token: token USER [-device D]", runToken},
+		{"verify", "check a live store against the invariants; exit 1 on a violation", runVerify},
+		{"rebuild", "restore Redis timelines from ClickHouse: rebuild -conv ID | -all", runRebuild},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: offlinebox SUBCOMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range subcommands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `offlinebox SUBCOMMAND -h` for its flags.")
+}
+
+// errVerifyFailed makes verify exit 1 without an extra error line.
+var errVerifyFailed = errors.New("invariants violated")
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage(os.Stderr)
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	name, args := os.Args[1], os.Args[2:]
+	for _, c := range subcommands() {
+		if c.name != name {
+			continue
+		}
+		err := c.run(ctx, args, os.Stdout)
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return
+		case errors.Is(err, errVerifyFailed):
+			os.Exit(1)
+		default:
+			fmt.Fprintf(os.Stderr, "offlinebox %s: %v\n", name, err)
+			os.Exit(1)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "offlinebox: unknown subcommand %q\n\n", name)
+	usage(os.Stderr)
+	os.Exit(2)
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+)
+
+// newRegistry is a Prometheus registry with the process and Go collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// openRedis connects to the configured Redis (standalone or cluster) and
+// waits until it answers: a store that is down is waited for.
+func openRedis(ctx context.Context, c *stackConfig) (redis.UniversalClient, error) {
+	opts := &redis.UniversalOptions{
+		Addrs:         c.redisAddrs(),
+		IsClusterMode: c.RedisCluster,
+		DialTimeout:   5 * time.Second,
+		ReadTimeout:   5 * time.Second,
+		WriteTimeout:  5 * time.Second,
+		PoolSize:      64,
+	}
+	rdb := redis.NewUniversalClient(opts)
+	if err := waitFor(ctx, "redis "+c.Redis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return rdb, nil
+}
+
+func storeConfig(c *stackConfig) redisstore.Config {
+	return redisstore.Config{Prefix: c.Prefix}
+}
+
+func openStore(ctx context.Context, c *stackConfig) (*redisstore.Store, error) {
+	rdb, err := openRedis(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	st, err := redisstore.New(rdb, storeConfig(c))
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// openClickHouse opens the history store and waits until it answers.
+func openClickHouse(ctx context.Context, c *stackConfig) (*chstore.Store, error) {
+	ch, err := chstore.Open(ctx, chstore.Config{
+		Addr: c.ClickHouse, Database: c.ClickHouseDB, Username: c.ClickHouseUser, Password: c.ClickHousePass,
+		Logger: slog.Default(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse %s: %w", c.ClickHouse, err)
+	}
+	if err := waitFor(ctx, "clickhouse "+c.ClickHouse, ch.Ping); err != nil {
+		_ = ch.Close()
+		return nil, err
+	}
+	return ch, nil
+}
+
+// waitFor retries check with backoff until it succeeds or ctx ends; each
+// attempt has its own timeout.
+func waitFor(ctx context.Context, what string, check func(context.Context) error) error {
+	delay := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := check(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			slog.Warn("waiting for a store", "store", what, "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w (last error: %v)", what, ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
+
+// ensureTopics creates the pipeline's topics when missing.
+func ensureTopics(ctx context.Context, c *stackConfig) error {
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions),
+		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
+}
+
+// workerSpec is one consumer group and its handler.
+type workerSpec struct {
+	group    string
+	topics   []string
+	handler  stream.Handler
+	maxPoll  int
+	extra    []kgo.Opt
+	registry prometheus.Registerer
+}
+
+// runWorker runs one consumer group until ctx ends.
+func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
+	r, err := stream.New(stream.Config{
+		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
+		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
+		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ExtraOpts: w.extra,
+	}, w.handler)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", w.group, err)
+	}
+	defer r.Close()
+	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", w.group, err)
+	}
+	return nil
+}
+
+// serveHTTP serves h on addr until ctx ends.
+func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := listen(addr)
+	if err != nil {
+		return err
+	}
+	return serveListener(ctx, ln, h)
+}
+
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveListener serves h on ln until ctx ends, then shuts down gracefully.
+func serveListener(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// serveMetrics exposes reg on addr (when set) until ctx ends.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	go func() {
+		if err := serveHTTP(ctx, addr, mux); err != nil {
+			slog.Warn("metrics server stopped", "addr", addr, "err", err)
+		}
+	}()
+}
+
+// runTogether runs tasks until all return; the first error cancels the
+// others and is returned.
+func runTogether(ctx context.Context, tasks ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(tasks))
+	for _, t := range tasks {
+		go func() {
+			err := t(ctx)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				cancel()
+			}
+			errc <- err
+		}()
+	}
+	var first error
+	for range tasks {
+		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// withMetrics serves reg on /metrics next to h.
+func withMetrics(h http.Handler, reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", h)
+	return mux
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/verify"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+	c, _, err := parseStack("migrate", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	ch, err := openClickHouse(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	if err := ch.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "topics %s, %s, %s, %s and ClickHouse database %s are ready\n",
+		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter, c.ClickHouseDB)
+	return nil
+}
+
+func runToken(_ context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("offlinebox token", flag.ContinueOnError)
+	device := fs.String("device", "", "pin the token to this device id")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
+	secret := fs.String("jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (env OFFLINEBOX_JWT_SECRET)")
+	// Flags may come before or after the user.
+	var user string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		user, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if user == "" && fs.NArg() > 0 {
+		user = fs.Arg(0)
+	}
+	if err := schemas.ValidID("user", user); err != nil {
+		return fmt.Errorf("usage: offlinebox token USER [-device D]: %w", err)
+	}
+	if *device != "" {
+		if err := schemas.ValidID("device", *device); err != nil {
+			return err
+		}
+	}
+	kr, err := auth.New(auth.Config{Secret: []byte(*secret)})
+	if err != nil {
+		return fmt.Errorf("-jwt-secret: %w", err)
+	}
+	tok, err := kr.Mint(user, *device, *ttl)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, tok)
+	return nil
+}
+
+func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
+	c, _, err := parseStack("verify", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, needs{redis: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	rep, err := verifyStore(ctx, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, rep.String())
+	if !rep.OK() {
+		return errVerifyFailed
+	}
+	return nil
+}
+
+func verifyStore(ctx context.Context, p *processes) (*verify.Report, error) {
+	checker, err := verify.New(verify.Config{}, p.store, p.hot)
+	if err != nil {
+		return nil, err
+	}
+	return checker.Run(ctx)
+}
+
+func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
+	var conv string
+	var all, force bool
+	c, _, err := parseStack("rebuild", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&conv, "conv", "", "the conversation to rebuild")
+		fs.BoolVar(&all, "all", false, "rebuild every conversation ClickHouse knows")
+		fs.BoolVar(&force, "force", false, "rebuild even when ClickHouse is behind the Redis counter")
+	})
+	if err != nil {
+		return err
+	}
+	if (conv == "") == !all {
+		return errors.New("give exactly one of -conv ID or -all")
+	}
+	if conv != "" {
+		if err := schemas.ValidID("-conv", conv); err != nil {
+			return err
+		}
+	}
+	p, err := open(ctx, c, needs{redis: true, clickhouse: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	opt := redisstore.RebuildOptions{Force: force}
+	if conv != "" {
+		res, err := p.store.RebuildConversation(ctx, p.ch, conv, opt)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, describeRebuild(res))
+		return nil
+	}
+	failed := 0
+	n, err := p.store.RebuildAll(ctx, p.ch, p.ch, opt, func(res redisstore.RebuildResult, err error) {
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "%s: %v\n", res.Conv, err)
+			return
+		}
+		fmt.Fprintln(stdout, describeRebuild(res))
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d conversations rebuilt, %d refused\n", n, failed)
+	if failed > 0 {
+		return fmt.Errorf("%d conversations were not rebuilt", failed)
+	}
+	return nil
+}
+
+func describeRebuild(r redisstore.RebuildResult) string {
+	s := fmt.Sprintf("%s: seq %d, timeline %d..%d (%d entries), epoch %d", r.Conv, r.Seq, r.First, r.Seq, r.Entries, r.Epoch)
+	if r.NewEpoch {
+		s += " (new: clients rebase)"
+	}
+	members := map[redisstore.MembersOutcome]string{
+		redisstore.MembersKept: "kept", redisstore.MembersRestored: "restored", redisstore.MembersUnknown: "UNKNOWN: restore them by hand",
+	}[r.Members]
+	return s + fmt.Sprintf(", members %s (%d)", members, r.MemberCount)
+}
+
+func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
+	c, fs, err := parseStack("history sql", args, nil)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New(`usage: offlinebox history sql "SELECT ..."`)
+	}
+	ch, err := openClickHouse(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	cols, rows, err := ch.Query(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "(%d rows)\n", len(rows))
+	return nil
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/api"
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/workers/convindex"
+	"github.com/offlinebox/offlinebox/workers/expiry"
+	"github.com/offlinebox/offlinebox/workers/fanout"
+	"github.com/offlinebox/offlinebox/workers/history"
+)
+
+// Consumer groups: every process of one worker kind joins the same group.
+const (
+	groupFanout    = "offlinebox-fanout"
+	groupConvindex = "offlinebox-convindex"
+	groupHistory   = "offlinebox-history"
+)
+
+// parseStack parses a subcommand's flags into a stackConfig.
+func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet("offlinebox "+name, flag.ContinueOnError)
+	c := &stackConfig{}
+	c.bind(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return c, fs, nil
+}
+
+// processes holds what one process opened, for the workers it runs.
+type processes struct {
+	cfg      *stackConfig
+	registry *prometheus.Registry
+	rdb      redis.UniversalClient
+	store    *redisstore.Store
+	hot      *redisstore.Store
+	ch       *chstore.Store
+	producer *kgo.Client
+}
+
+func (p *processes) close() {
+	if p.producer != nil {
+		p.producer.Close()
+	}
+	if p.ch != nil {
+		_ = p.ch.Close()
+	}
+	if p.hot != nil {
+		_ = p.hot.Client().Close()
+	}
+	if p.rdb != nil {
+		_ = p.rdb.Close()
+	}
+}
+
+type needs struct{ redis, clickhouse, producer bool }
+
+func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
+	p := &processes{cfg: c, registry: newRegistry()}
+	if n.redis {
+		st, err := openStore(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		p.store, p.rdb = st, st.Client()
+		if c.HotRedis != "" {
+			hc := *c
+			hc.Redis = c.HotRedis
+			hot, err := openStore(ctx, &hc)
+			if err != nil {
+				p.close()
+				return nil, fmt.Errorf("hot redis: %w", err)
+			}
+			p.hot = hot
+		}
+	}
+	if n.clickhouse {
+		ch, err := openClickHouse(ctx, c)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.ch = ch
+	}
+	if n.producer {
+		prod, err := stream.NewProducer(c.kafkaBrokers())
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.producer = prod
+	}
+	return p, nil
+}
+
+func (p *processes) router() *redisstore.InboxRouter {
+	return redisstore.NewInboxRouter(p.store, p.hot, 0)
+}
+
+func (p *processes) fanoutWorker() (workerSpec, func(), error) {
+	f, err := fanout.New(fanout.Config{
+		Store: storeConfig(p.cfg), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
+		Logger: slog.Default().With("worker", "fanout"), Metrics: p.registry,
+	}, p.rdb, p.producer)
+	if err != nil {
+		return workerSpec{}, nil, err
+	}
+	return workerSpec{group: groupFanout, topics: []string{schemas.TopicMessages}, handler: f,
+		maxPoll: fanout.RecommendedMaxPollRecords, registry: p.registry}, f.Close, nil
+}
+
+func (p *processes) convindexWorker() (workerSpec, error) {
+	ix, err := convindex.New(convindex.Config{Logger: slog.Default().With("worker", "convindex"), Metrics: p.registry}, p.router())
+	if err != nil {
+		return workerSpec{}, err
+	}
+	return workerSpec{group: groupConvindex, topics: []string{schemas.TopicSequenced, schemas.TopicReceipts},
+		handler: ix, registry: p.registry}, nil
+}
+
+func (p *processes) historyWorker() (workerSpec, error) {
+	h, err := history.New(history.Config{Logger: slog.Default().With("worker", "history"), Metrics: p.registry}, p.ch)
+	if err != nil {
+		return workerSpec{}, err
+	}
+	return workerSpec{group: groupHistory, topics: []string{schemas.TopicSequenced}, handler: h,
+		maxPoll: history.RecommendedMaxPollRecords, registry: p.registry,
+		extra: []kgo.Opt{kgo.FetchMinBytes(1 << 20), kgo.FetchMaxWait(time.Second)}}, nil
+}
+
+// expiryWorkers sweeps the main store (and drops old ClickHouse
+// partitions) and, when there is one, the hot store.
+func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
+	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.registry}, p.store, p.ch)
+	if err != nil {
+		return nil, err
+	}
+	workers := []*expiry.Worker{main}
+	if p.hot != nil {
+		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"),
+			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"store": "hot"}, p.registry)}, p.hot, nil)
+		if err != nil {
+			return nil, err
+		}
+		workers = append(workers, hot)
+	}
+	return workers, nil
+}
+
+func (p *processes) apiServer(secret string) (*api.Server, error) {
+	keyring, err := auth.New(auth.Config{Secret: []byte(secret)})
+	if err != nil {
+		return nil, err
+	}
+	deps := api.Deps{Router: p.router(), Keyring: keyring, Producer: p.producer,
+		Logger: slog.Default().With("component", "api"), Metrics: p.registry}
+	if p.ch != nil {
+		deps.History = p.ch
+	}
+	return api.New(api.Config{}, deps)
+}
+
+// runOne is the body of the single-worker subcommands.
+func runOne(ctx context.Context, name string, args []string, n needs, build func(p *processes) (workerSpec, func(), error)) error {
+	c, _, err := parseStack(name, args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, n)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	w, closeFn, err := build(p)
+	if err != nil {
+		return err
+	}
+	if closeFn != nil {
+		defer closeFn()
+	}
+	serveMetrics(ctx, c.MetricsListen, p.registry)
+	slog.Info("worker started", "worker", name, "kafka", c.Kafka)
+	return runWorker(ctx, c, w)
+}
+
+func runFanout(ctx context.Context, args []string, _ io.Writer) error {
+	return runOne(ctx, "fanout", args, needs{redis: true, producer: true}, (*processes).fanoutWorker)
+}
+
+func runConvindex(ctx context.Context, args []string, _ io.Writer) error {
+	return runOne(ctx, "convindex", args, needs{redis: true}, func(p *processes) (workerSpec, func(), error) {
+		w, err := p.convindexWorker()
+		return w, nil, err
+	})
+}
+
+func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "sql" {
+		return runHistorySQL(ctx, args[1:], stdout)
+	}
+	return runOne(ctx, "history", args, needs{clickhouse: true}, func(p *processes) (workerSpec, func(), error) {
+		if err := p.ch.Migrate(ctx); err != nil {
+			return workerSpec{}, nil, err
+		}
+		w, err := p.historyWorker()
+		return w, nil, err
+	})
+}
+
+func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
+	c, _, err := parseStack("expiry", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, needs{redis: true, clickhouse: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	workers, err := p.expiryWorkers()
+	if err != nil {
+		return err
+	}
+	serveMetrics(ctx, c.MetricsListen, p.registry)
+	var tasks []func(context.Context) error
+	for _, w := range workers {
+		tasks = append(tasks, w.Run)
+	}
+	return runTogether(ctx, tasks...)
+}
+
+func runAPI(ctx context.Context, args []string, _ io.Writer) error {
+	c, _, err := parseStack("api", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(true); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	srv, err := p.apiServer(c.JWTSecret)
+	if err != nil {
+		return err
+	}
+	slog.Info("api listening", "addr", c.Listen)
+	return serveHTTP(ctx, c.Listen, withMetrics(srv.Handler(), p.registry))
+}
