@@ -42,7 +42,11 @@ const (
 
 // SequencedItem is the outcome for one record, in input order.
 type SequencedItem struct {
-	Status    SeqStatus
+	Status SeqStatus
+	// Seq is the record's seq (new or original; 0 when rejected). A
+	// duplicate of an entry expiry already removed has its Seq but no
+	// Sequenced.
+	Seq       uint64
 	Sequenced *schemas.Sequenced
 	// Reason is set for SeqRejected: a *schemas.InvalidError.
 	Reason error
@@ -188,6 +192,9 @@ func parseSequenceReply(raw []any, n int, probes []string) (*SequenceResult, err
 	for i := range n {
 		st, seq, data := seqReplyInt(raw[4+3*i]), seqReplyInt(raw[5+3*i]), seqReplyString(raw[6+3*i])
 		it := &res.Items[i]
+		if st != 2 {
+			it.Seq = uint64(seq)
+		}
 		switch st {
 		case 0:
 			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: uint64(seq)}

@@ -256,6 +256,9 @@ func TestSequenceDedupeBucketExpiresAfterTheWindow(t *testing.T) {
 	}
 }
 
+// The dedupe window (7 days) outlives the shortest timeline window (3
+// days): a resend can name a seq that expiry already removed, below the
+// floor. Its LINDEX index would be negative and count from the tail.
 func TestSequenceDuplicateOfAnExpiredEntryCarriesNoEntry(t *testing.T) {
 	s := seqTestStore(t, 0)
 	ctx := context.Background()
@@ -263,22 +266,29 @@ func TestSequenceDuplicateOfAnExpiredEntryCarriesNoEntry(t *testing.T) {
 	for i := range 4 {
 		batch = append(batch, groupMsg("g", fmt.Sprint(i), "u1"))
 	}
-	if _, err := s.Sequence(ctx, "g", batch, nil, seqTestNow); err != nil {
+	old := seqTestNow - (4 * 24 * time.Hour).Milliseconds()
+	if _, err := s.Sequence(ctx, "g", batch[:2], nil, old); err != nil {
 		t.Fatal(err)
 	}
-	// Expiry popped seqs 1 and 2 from the head.
-	s.rdb.LPop(ctx, s.keys.Timeline("g"))
-	s.rdb.LPop(ctx, s.keys.Timeline("g"))
-	s.rdb.HSet(ctx, s.keys.ConvMeta("g"), "first", 3)
+	if _, err := s.Sequence(ctx, "g", batch[2:], nil, seqTestNow); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ExpireConversation(ctx, "g", time.UnixMilli(seqTestNow), Retention{Window: MinRetention}, 10)
+	if err != nil || got.Timeline != 2 {
+		t.Fatalf("expiry removed %d entries (err %v), want seqs 1 and 2", got.Timeline, err)
+	}
 	res, err := s.Sequence(ctx, "g", []*schemas.Message{batch[0], batch[3]}, nil, seqTestNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it := res.Items[0]; it.Status != SeqDuplicate || it.Sequenced != nil {
-		t.Fatalf("resend of expired seq 1: %+v, want a duplicate without entry", it)
+	if it := res.Items[0]; it.Status != SeqDuplicate || it.Seq != 1 || it.Sequenced != nil {
+		t.Fatalf("resend of expired seq 1: %+v, want a duplicate of seq 1 without entry", it)
 	}
-	if it := res.Items[1]; it.Status != SeqDuplicate || it.Sequenced.GetSeq() != 4 ||
+	if it := res.Items[1]; it.Status != SeqDuplicate || it.Seq != 4 || it.Sequenced.GetSeq() != 4 ||
 		it.Sequenced.GetMessage().GetClientMsgId() != "3" {
 		t.Fatalf("resend of seq 4: %+v, want its own entry", it)
+	}
+	if n, _ := s.rdb.LLen(ctx, s.keys.Timeline("g")).Result(); n != 2 {
+		t.Fatalf("timeline holds %d entries after the resends, want 2", n)
 	}
 }
