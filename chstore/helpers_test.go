@@ -46,6 +46,8 @@ func fixture(conv string, from, to uint64, writeAt func(seq uint64) time.Time) [
 			ContentType: "text/plain",
 			Body:        []byte(fmt.Sprintf("body %d of %s \x00\xff", seq, conv)),
 			SendTimeMs:  writeAt(seq).UnixMilli() - 5,
+			// every QoS, so reads that drop it fail proto.Equal
+			Qos: schemas.QoS(seq % 3),
 		}
 		if seq%4 == 0 {
 			m.Mentions = []string{fmt.Sprintf("u%d", (seq+1)%3)}

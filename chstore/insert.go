@@ -12,7 +12,7 @@ import (
 // messageColumns is the explicit column list of every INSERT and SELECT of
 // the messages table, in the order rowOf appends them.
 const messageColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-	"mention_all, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms"
+	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms"
 
 // maxDateTimeSec is the last second a ClickHouse DateTime (UInt32) holds.
 const maxDateTimeSec = math.MaxUint32
@@ -38,6 +38,9 @@ func CheckInsertable(m *schemas.Sequenced) error {
 	}
 	if kindName(msg.GetKind()) == "" {
 		return invalidf("kind %d has no value in the messages table", msg.GetKind())
+	}
+	if qosName(msg.GetQos()) == "" {
+		return invalidf("qos %d has no value in the messages table", msg.GetQos())
 	}
 	return nil
 }
@@ -85,7 +88,7 @@ func rowOf(m *schemas.Sequenced) []any {
 		msg.GetConvId(), m.GetSeq(), m.GetEpoch(),
 		convTypeName(msg.GetConvType()), kindName(msg.GetKind()),
 		msg.GetSender(), nonNil(msg.GetRecipients()), nonNil(msg.GetMentions()), mentionAll,
-		msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
+		qosName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
 		dateTimeOf(msg.GetSendTimeMs()), msg.GetSendTimeMs(),
 		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(),
 	}
@@ -157,6 +160,28 @@ func kindOf(name string) schemas.Kind {
 		return schemas.Kind_KIND_MEMBER_LEAVE
 	}
 	return schemas.Kind_KIND_UNSPECIFIED
+}
+
+func qosName(q schemas.QoS) string {
+	switch q {
+	case schemas.QoS_QOS_UNSPECIFIED:
+		return "unspecified"
+	case schemas.QoS_QOS_AT_MOST_ONCE:
+		return "at_most_once"
+	case schemas.QoS_QOS_AT_LEAST_ONCE:
+		return "at_least_once"
+	}
+	return ""
+}
+
+func qosOf(name string) schemas.QoS {
+	switch name {
+	case "at_most_once":
+		return schemas.QoS_QOS_AT_MOST_ONCE
+	case "at_least_once":
+		return schemas.QoS_QOS_AT_LEAST_ONCE
+	}
+	return schemas.QoS_QOS_UNSPECIFIED
 }
 
 func invalidf(format string, args ...any) error {

@@ -29,6 +29,8 @@ func TestCheckInsertableRefusesRecordsTheTableCannotHold(t *testing.T) {
 		{"bad conv id", func(m *schemas.Sequenced) { m.Message.ConvId = "a:b" }, false},
 		{"unknown conv type", func(m *schemas.Sequenced) { m.Message.ConvType = 9 }, false},
 		{"unknown kind", func(m *schemas.Sequenced) { m.Message.Kind = 4 }, false},
+		{"at-least-once", func(m *schemas.Sequenced) { m.Message.Qos = schemas.QoS_QOS_AT_LEAST_ONCE }, true},
+		{"unknown qos", func(m *schemas.Sequenced) { m.Message.Qos = 3 }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +69,11 @@ func TestEnumNamesRoundTrip(t *testing.T) {
 	for v := range schemas.Kind_name {
 		if k := schemas.Kind(v); kindOf(kindName(k)) != k {
 			t.Errorf("kind %v does not survive the table", k)
+		}
+	}
+	for v := range schemas.QoS_name {
+		if q := schemas.QoS(v); qosOf(qosName(q)) != q {
+			t.Errorf("qos %v does not survive the table", q)
 		}
 	}
 }

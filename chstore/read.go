@@ -23,7 +23,7 @@ const (
 // copies that landed in different monthly partitions, which no merge does.
 const (
 	readColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-		"mention_all, content_type, client_msg_id, body, send_time_ms, write_time_ms"
+		"mention_all, qos, content_type, client_msg_id, body, send_time_ms, write_time_ms"
 	selectDesc = "SELECT " + readColumns + " FROM messages" +
 		" WHERE conv_id = ? AND seq >= ? AND seq < ?" +
 		" ORDER BY seq DESC, write_time_ms DESC LIMIT 1 BY seq LIMIT ?"
@@ -158,7 +158,7 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 	var (
 		m                             schemas.Sequenced
 		msg                           schemas.Message
-		convType, kind, body          string
+		convType, kind, qos, body     string
 		mentionAll                    uint8
 		recipients, mentions          []string
 		convID, sender, ctype, client string
@@ -166,12 +166,12 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 		sendMs, writeMs               int64
 	)
 	err := rows.Scan(&convID, &seq, &epoch, &convType, &kind, &sender, &recipients, &mentions,
-		&mentionAll, &ctype, &client, &body, &sendMs, &writeMs)
+		&mentionAll, &qos, &ctype, &client, &body, &sendMs, &writeMs)
 	if err != nil {
 		return nil, fmt.Errorf("scan message: %w", err)
 	}
 	msg.ConvId, msg.ConvType, msg.Kind, msg.Sender = convID, convTypeOf(convType), kindOf(kind), sender
-	msg.Recipients, msg.Mentions, msg.MentionAll = recipients, mentions, mentionAll != 0
+	msg.Recipients, msg.Mentions, msg.MentionAll, msg.Qos = recipients, mentions, mentionAll != 0, qosOf(qos)
 	msg.ContentType, msg.ClientMsgId, msg.Body, msg.SendTimeMs = ctype, client, []byte(body), sendMs
 	m.Message, m.Seq, m.Epoch, m.WriteTimeMs = &msg, seq, epoch, writeMs
 	return &m, nil

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -42,8 +44,8 @@ func TestMembershipChangesListsJoinsAndLeavesOnceInSeqOrder(t *testing.T) {
 		var seqs []uint64
 		for _, r := range got {
 			seqs = append(seqs, r.Seq)
-			if r.Message.Recipients[0] != fmt.Sprint("u", r.Seq) {
-				t.Fatalf("record %d names %v", r.Seq, r.Message.Recipients)
+			if !proto.Equal(r, recs[r.Seq-1]) {
+				t.Fatalf("record %d read back as %v, want %v", r.Seq, r, recs[r.Seq-1])
 			}
 		}
 		if !slices.Equal(seqs, tc.want) {

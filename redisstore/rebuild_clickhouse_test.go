@@ -142,3 +142,49 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 		}
 	}
 }
+
+func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var published []*schemas.Sequenced
+	for i, q := range []schemas.QoS{schemas.QoS_QOS_AT_LEAST_ONCE, schemas.QoS_QOS_UNSPECIFIED, schemas.QoS_QOS_AT_LEAST_ONCE} {
+		m := &schemas.Message{ClientMsgId: fmt.Sprint("q", i), ConvId: "d1", ConvType: schemas.ConvType_CONV_TYPE_DIRECT,
+			Sender: "alice", Recipients: []string{"bob"}, Kind: schemas.Kind_KIND_MESSAGE, Qos: q,
+			ContentType: "text/plain", Body: fmt.Appendf(nil, "body %d", i), SendTimeMs: now.UnixMilli() - 9}
+		res, err := rs.Sequence(ctx, "d1", []*schemas.Message{m}, nil, now.UnixMilli()+int64(i))
+		if err != nil || res.Items[0].Status != redisstore.SeqNew {
+			t.Fatalf("sequence record %d: %+v (err %v)", i, res, err)
+		}
+		published = append(published, res.Items[0].Sequenced)
+	}
+	if err := ch.InsertBatch(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	before := readConv(t, rs, "d1")
+	keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is lost
+		t.Fatal(err)
+	}
+	if _, err := rs.RebuildConversation(ctx, ch, "d1", redisstore.RebuildOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	after := readConv(t, rs, "d1")
+	if len(before.timeline) != 3 || !slices.Equal(after.timeline, before.timeline) {
+		t.Fatalf("rebuilt timeline\n%q\nwant the entries sequencing wrote\n%q", after.timeline, before.timeline)
+	}
+}

@@ -11,6 +11,10 @@
 -- lands in and when retention drops it, does not depend on the server's time
 -- zone. The *_ms columns keep the exact milliseconds. Types are limited to
 -- what ClickHouse 18.16 knows (no DateTime64, LowCardinality or TTL).
+--
+-- Every field of the Message is a column (qos too, though only stored QoS
+-- values reach the table): a Redis timeline rebuilt from these rows must
+-- encode byte for byte as sequencing wrote it.
 CREATE TABLE IF NOT EXISTS messages (
     conv_id       String,
     seq           UInt64,
@@ -21,6 +25,7 @@ CREATE TABLE IF NOT EXISTS messages (
     recipients    Array(String),
     mentions      Array(String),
     mention_all   UInt8,
+    qos           Enum8('unspecified' = 0, 'at_most_once' = 1, 'at_least_once' = 2),
     content_type  String,
     client_msg_id String,
     body          String,
