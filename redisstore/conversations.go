@@ -58,7 +58,8 @@ type ConvList struct {
 
 // ListConversations reads one page of user's conversation list: one script
 // on the user's slot, plus one pipelined read of the user's large groups
-// (whose order and counters are derived from the groups themselves).
+// (the inbox fields C:t = L; their order and counters are derived from the
+// groups themselves).
 // device may be empty; then Acked is 0. s holds the conversations, users
 // the user's keys (see InboxRouter; the same store without a hot store);
 // ErrUserMoved means users is no longer the right one.
@@ -74,8 +75,7 @@ func (s *Store) ListConversations(ctx context.Context, users *Store, user, devic
 	}
 	k := users.keys
 	keys := []string{
-		k.ConvList(user), k.LargeGroups(user), k.Inbox(user),
-		k.Previews(user), k.Mentions(user), k.Cursor(user, device), k.Profile(user),
+		k.ConvList(user), k.Inbox(user), k.Previews(user), k.Mentions(user), k.Cursor(user, device), k.Profile(user),
 	}
 	vals, err := conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
 	if err != nil {

@@ -165,7 +165,7 @@ func inboxOutcome(c *redis.Cmd, u InboxUpdate) (InboxOutcome, error) {
 
 func (s *Store) inboxKeys(user string) []string {
 	k := s.keys
-	return []string{k.Inbox(user), k.ConvList(user), k.Mentions(user), k.LargeGroups(user), k.Profile(user)}
+	return []string{k.Inbox(user), k.ConvList(user), k.Mentions(user), k.Profile(user)}
 }
 
 func inboxArgs(u InboxUpdate) []any {

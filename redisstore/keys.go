@@ -55,9 +55,6 @@ func (k Keys) CursorPrefix(user string) string { return k.user(user, "cur:") }
 // Evicted is the set of the user's devices evicted from Devices.
 func (k Keys) Evicted(user string) string { return k.user(user, "ev") }
 
-// LargeGroups is the set of large groups the user belongs to.
-func (k Keys) LargeGroups(user string) string { return k.user(user, "lg") }
-
 // Profile holds account flags such as receive-only.
 func (k Keys) Profile(user string) string { return k.user(user, "prof") }
 

@@ -80,14 +80,12 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUse
 	var (
 		ib, cur *redis.MapStringStringCmd
 		cl, mn  *redis.ZSliceCmd
-		lg      *redis.StringSliceCmd
 		ev      *redis.BoolCmd
 		loc     *redis.StringCmd
 	)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		ib = p.HGetAll(ctx, s.keys.Inbox(user))
 		cl = p.ZRangeWithScores(ctx, s.keys.ConvList(user), 0, -1)
-		lg = p.SMembers(ctx, s.keys.LargeGroups(user))
 		mn = p.ZRangeWithScores(ctx, s.keys.Mentions(user), 0, -1)
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
@@ -103,15 +101,12 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUse
 	us := &syncUser{
 		inbox:    ib.Val(),
 		activity: make(map[string]int64, len(cl.Val())),
-		large:    make(map[string]bool, len(lg.Val())),
+		large:    largeGroupsOf(ib.Val()),
 		cursors:  deviceCursors(cur.Val()),
 		evicted:  ev.Val(),
 	}
 	for _, z := range cl.Val() {
 		us.activity[z.Member.(string)] = int64(z.Score)
-	}
-	for _, c := range lg.Val() {
-		us.large[c] = true
 	}
 	for _, z := range mn.Val() {
 		conv, seq, ok := strings.Cut(z.Member.(string), ":")
@@ -120,6 +115,18 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUse
 		}
 	}
 	return us, nil
+}
+
+// largeGroupsOf finds the user's large groups in the inbox: the
+// conversations whose form C:t is L.
+func largeGroupsOf(inbox map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for f, v := range inbox {
+		if v == string(InboxLarge) && strings.HasSuffix(f, ":"+string(rune(FieldType))) {
+			out[f[:len(f)-2]] = true
+		}
+	}
+	return out
 }
 
 // syncConvs lists the user's conversations, sorted for a stable answer.

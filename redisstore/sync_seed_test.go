@@ -93,7 +93,7 @@ func (rs *readSeed) deliver(u string, m *schemas.Message, seq, joined uint64) {
 		typ = "d"
 	}
 	p := rs.s.rdb.TxPipeline()
-	if rs.s.rdb.SIsMember(ctx, k.LargeGroups(u), c).Val() {
+	if rs.s.rdb.HGet(ctx, k.Inbox(u), InboxField(c, FieldType)).Val() == string(InboxLarge) {
 		typ = "L"
 	} else {
 		p.ZAdd(ctx, k.ConvList(u), zmember(c, rs.now))
@@ -127,7 +127,6 @@ func (rs *readSeed) makeLarge(conv string) {
 	members := rs.s.rdb.HGetAll(ctx, k.Members(conv)).Val()
 	rs.s.rdb.HSet(ctx, k.ConvMeta(conv), "large", 1)
 	for u := range members {
-		rs.s.rdb.SAdd(ctx, k.LargeGroups(u), conv)
 		rs.s.rdb.ZRem(ctx, k.ConvList(u), conv)
 		rs.s.rdb.HSet(ctx, k.Inbox(u), InboxField(conv, FieldType), "L")
 	}

@@ -69,6 +69,8 @@ type ConvHead struct {
 	Type              string
 	// Members is the member hash's size and NMem the meta's count of it.
 	Members, NMem int64
+	// Large: the meta's `large` flag (read by ConvHeads only).
+	Large bool
 }
 
 // ConvHeads reads the heads of several conversations in one round trip.
@@ -79,7 +81,7 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 	mems := make([]*redis.IntCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "first", "epoch", "type", "nmem")
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "first", "epoch", "type", "nmem", "large")
 			mems[i] = p.HLen(ctx, s.keys.Members(c))
 		}
 		return nil
@@ -95,6 +97,7 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 		h.First, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
 		h.Epoch, _ = strconv.ParseUint(hashString(v[2]), 10, 64)
 		h.NMem, _ = strconv.ParseInt(hashString(v[4]), 10, 64)
+		h.Large = hashString(v[5]) == "1"
 		out[c] = h
 	}
 	return out, nil

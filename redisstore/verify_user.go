@@ -12,10 +12,9 @@ import (
 // InboxEntry is one conversation of a user's inbox index.
 type InboxEntry struct {
 	Last, Unread, Read, Joined uint64
-	// Form is the `C:t` field: 'd', 'g' or 'L'.
+	// Form is the `C:t` field: 'd', 'g' or 'L' (the user is in the large
+	// group: its unread is derived from the group's seq).
 	Form byte
-	// InLarge: the conversation is in the user's large-group set.
-	InLarge bool
 }
 
 // UserInbox is a user's inbox index as the checker reads it.
@@ -28,16 +27,14 @@ type UserInbox struct {
 	Malformed []string
 }
 
-// ReadInbox reads a user's inbox index and large-group set together.
+// ReadInbox reads a user's inbox index.
 func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var ib *redis.MapStringStringCmd
-	var lg *redis.StringSliceCmd
 	var loc *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		ib = p.HGetAll(ctx, s.keys.Inbox(user))
-		lg = p.SMembers(ctx, s.keys.LargeGroups(user))
 		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
 		return nil
 	})
@@ -76,11 +73,6 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 			e.Joined = n
 		}
 		out.Convs[conv] = e
-	}
-	for _, c := range lg.Val() {
-		e := out.Convs[c]
-		e.InLarge = true
-		out.Convs[c] = e
 	}
 	return out, nil
 }

@@ -3,13 +3,16 @@
 -- guard, so a replayed batch changes nothing:
 --   C:l  last seq delivered: a delivery or mention at or below it is old;
 --   C:j  seq of the user's current join: an older join or leave is old;
---   lg   membership of a large group: a leave applies once.
+--   C:t  the conversation's form: L while the user is in the large group,
+--        so a leave applies once and a conversion once.
+-- C:t is the one record of large-group membership (readers find a user's
+-- large groups by it): it is written once, after every event, so that a
+-- join and a leave in one batch leave it as the last of them says.
 -- Own messages mark the conversation read for their sender, so for small
 -- conversations C:u = C:l - C:r always holds; like a read receipt, a rise
 -- of C:r takes the conversation's mentions up to it out of the lane.
 --
--- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:lg
--- KEYS[5] P{u:U}:prof
+-- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:prof
 -- ARGV[1] conversation id
 -- ARGV[2] conversation form: d (direct), g (group), L (large group: unread
 --         and order are derived at read time, only reads, mentions and
@@ -26,7 +29,7 @@
 -- account (nothing written). Fails with OBMOVED when the user's keys were
 -- moved to the hot store (see schemas/redis-keys.md).
 
-local ib, cl, mn, lg, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local ib, cl, mn, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local conv, form = ARGV[1], ARGV[2]
 local pf = redis.call('HMGET', prof, 'ro', 'loc')
 if pf[2] == 'hot' then
@@ -35,13 +38,12 @@ end
 if pf[1] == '1' then return -1 end
 
 local fl, fr, fj, fu, ft = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t'
-local v = redis.call('HMGET', ib, fl, fr, fj)
-local l0, r0, j0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
-local l, r, j = l0, r0, j0
+local v = redis.call('HMGET', ib, fl, fr, fj, ft)
+local l0, r0, j0, t0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4]
+local l, r, j, t = l0, r0, j0, t0
 local large = form == 'L'
 local active = 0
 local changed = false
-local toform = nil
 
 local function mention(s, w)
   if s > r and redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
@@ -92,20 +94,20 @@ for i = 3, #ARGV, 3 do
       j = s
       if s > r then r = s end
       if large then
-        redis.call('SADD', lg, conv)
-        toform = 'L'
+        t = 'L'
       elseif s > l then
         l, active = s, w
       end
     end
   elseif k == 'x' then
-    if s > j and redis.call('SREM', lg, conv) == 1 then
+    if s > j and t == 'L' then
       l = math.max(l, s - 1)
-      redis.call('HSET', ib, fl, l, fu, math.max(0, l - r), ft, 'g')
+      t = 'g'
+      redis.call('HSET', ib, fl, l, fu, math.max(0, l - r))
       changed = true
     end
   elseif k == 'c' then
-    if redis.call('SADD', lg, conv) == 1 then toform = 'L' end
+    t = 'L'
   end
 end
 
@@ -115,11 +117,12 @@ if l ~= l0 or r ~= r0 or j ~= j0 then
   if large then
     redis.call('HSET', ib, fr, r, fj, j)
   else
-    redis.call('HSET', ib, fl, l, fr, r, fj, j, fu, math.max(0, l - r), ft, form)
+    t = form
+    redis.call('HSET', ib, fl, l, fr, r, fj, j, fu, math.max(0, l - r))
   end
 end
-if toform then
-  redis.call('HSET', ib, ft, toform)
+if t ~= t0 then
+  redis.call('HSET', ib, ft, t)
   changed = true
 end
 if active > 0 then
