@@ -172,6 +172,21 @@ func (e *env) token(user, device string) string {
 // []byte (sent as is).
 func (e *env) call(method, path, token string, body any) (int, []byte) {
 	e.t.Helper()
+	resp, err := http.DefaultClient.Do(e.request(method, path, token, body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// request builds one request as call sends it.
+func (e *env) request(method, path, token string, body any) *http.Request {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -193,16 +208,7 @@ func (e *env) call(method, path, token string, body any) (int, []byte) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return resp.StatusCode, data
+	return req
 }
 
 // callOK sends a request, requires want, and decodes the answer into out.

@@ -3,8 +3,10 @@ package convindex
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -177,5 +179,40 @@ func TestReceiptsOfAUserMovedToTheHotStoreLandThere(t *testing.T) {
 	}
 	if n := s.Client().Exists(ctx, s.Keys().Inbox("ann"), s.Keys().Previews("ann")).Val(); n != 0 {
 		t.Fatalf("%d of ann's keys written on the main store after the move", n)
+	}
+}
+
+// A receipt that arrives while the user's keys are being moved (the main
+// copy is marked, the hot set does not list the user yet) fails the batch
+// instead of landing on the copy about to be dropped; the runner retries
+// it, and once the move is done it lands on the hot store.
+func TestReceiptsDuringAMoveFailTheBatchAndLandAfterIt(t *testing.T) {
+	s := testStore(t)
+	rdbHot, hotPrefix := testenv.Redis(t)
+	hot, err := redisstore.New(rdbHot, redisstore.Config{Prefix: hotPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := group(t, s, "g", 3)
+	top := sq[len(sq)-1].Seq
+	ctx := context.Background()
+	s.Client().HSet(ctx, s.Keys().Profile("ann"), "loc", "hot")
+	before := s.Client().HGetAll(ctx, s.Keys().Inbox("ann")).Val()
+	ix := newIndexer(t, redisstore.NewInboxRouter(s, hot, 0))
+	recs := []*kgo.Record{receipt(t, "ann", "g", top)}
+	if _, err := ix.Handle(ctx, recs); !errors.Is(err, redisstore.ErrUserMoved) {
+		t.Fatalf("receipt during the move: %v, want ErrUserMoved", err)
+	}
+	if after := s.Client().HGetAll(ctx, s.Keys().Inbox("ann")).Val(); !maps.Equal(before, after) {
+		t.Fatalf("the main copy changed during the move: %v then %v", before, after)
+	}
+	if err := redisstore.NewInboxRouter(s, hot, 0).MoveToHot(ctx, "ann"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Handle(ctx, recs); err != nil {
+		t.Fatalf("the retried batch: %v", err)
+	}
+	if r := hot.Client().HGet(ctx, hot.Keys().Inbox("ann"), "g:r").Val(); r != fmt.Sprint(top) {
+		t.Fatalf("read seq on the hot store %q, want %d", r, top)
 	}
 }
