@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/verify"
+)
+
+// historyCheck compares the history store with the log's truth: every
+// seq of every conversation is there, once (replayed inserts collapse).
+type historyCheck struct {
+	Missing int `json:"missing"`
+	// Extra: seqs the history holds beyond the log's (never allowed).
+	Extra int `json:"extra"`
+	// ReplayRows: rows beyond one per seq, not merged yet (allowed: reads
+	// collapse them).
+	ReplayRows int `json:"replay_rows"`
+}
+
+func (h historyCheck) ok() bool { return h.Missing == 0 && h.Extra == 0 }
+
+// checkHistory counts, per conversation, the distinct seqs and the rows
+// the messages table holds against the log's max seq.
+func (e *env) checkHistory(ctx context.Context, want map[string]uint64) (historyCheck, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, rows, err := e.ch.Query(ctx, "SELECT conv_id, uniqExact(seq), max(seq), count() FROM messages GROUP BY conv_id")
+	if err != nil {
+		return historyCheck{}, fmt.Errorf("count history: %w", err)
+	}
+	var h historyCheck
+	got := map[string][3]uint64{}
+	for _, r := range rows {
+		var v [3]uint64
+		for i := range v {
+			v[i], _ = strconv.ParseUint(r[i+1], 10, 64)
+		}
+		got[unquote(r[0])] = v
+	}
+	for conv, n := range want {
+		g := got[conv]
+		if g[0] < n {
+			h.Missing += int(n - g[0])
+		}
+		if g[1] > n {
+			h.Extra += int(g[1] - n)
+		}
+		h.ReplayRows += int(g[2] - g[0])
+		delete(got, conv)
+	}
+	for _, g := range got {
+		h.Extra += int(g[0])
+	}
+	return h, nil
+}
+
+// unquote undoes the quoting chstore.Query applies to strings.
+func unquote(s string) string {
+	if u, err := strconv.Unquote(s); err == nil {
+		return u
+	}
+	if len(s) >= 2 && s[0] == '\'' && s[len(s)-1] == '\'' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// verifyStore runs the invariant checker on the scenario's key space.
+func (e *env) verifyStore(ctx context.Context) (*verify.Report, error) {
+	c, err := verify.New(verify.Config{}, e.store, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return c.Run(ctx)
+}
+
+// deadLetters reads im.deadletter: distinct source records parked there,
+// and how many of them carry no reason.
+func (e *env) deadLetters(ctx context.Context) (distinct, noReason int, err error) {
+	recs, err := readTopic(ctx, e.brokers, schemas.TopicDeadLetter)
+	if err != nil {
+		return 0, 0, err
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		src := h[schemas.HeaderDeadTopic] + "/" + h[schemas.HeaderDeadPartition] + "/" + h[schemas.HeaderDeadOffset]
+		if !seen[src] {
+			seen[src] = true
+			if h[schemas.HeaderDeadReason] == "" {
+				noReason++
+			}
+		}
+	}
+	return len(seen), noReason, nil
+}
+
+// readTopic reads every record of topic up to its end now.
+func readTopic(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ends, err := checker.EndOffsets(ctx, brokers, topic)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	next := map[int32]int64{}
+	for !caughtUp(next, ends) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read %s: %w", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < ends[r.Partition] {
+				out = append(out, r)
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return out, nil
+}
+
+func caughtUp(next, ends map[int32]int64) bool {
+	for p, end := range ends {
+		if next[p] < end {
+			return false
+		}
+	}
+	return true
+}

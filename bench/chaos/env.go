@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/api"
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/workers/convindex"
+	"github.com/offlinebox/offlinebox/workers/history"
+)
+
+// Consumer groups of the in-process stages; the fanout processes use the
+// binary's own group.
+const (
+	groupFanout    = "offlinebox-fanout"
+	groupConvindex = "chaos-convindex"
+	groupHistory   = "chaos-history"
+	partitions     = 8
+	jwtSecret      = "chaos-suite-secret-0123456789abcdef"
+)
+
+// env is one scenario's system: its own kfake broker, Redis key prefix and
+// ClickHouse database on the suite's servers; convindex, history and the
+// API in this process; fanout workers as child processes.
+type env struct {
+	name    string
+	dir     string
+	prefix  string
+	kafka   *kfake.Cluster
+	brokers []string
+	rdb     *redis.Client
+	store   *redisstore.Store
+	ch      *chstore.Store
+	stages  []*harness.Stage
+	keyring *auth.Keyring
+	apiURL  string
+	srv     *http.Server
+	prod    *kgo.Client
+	fanouts []*worker
+	bin     string
+	redis   string
+	log     *slog.Logger
+}
+
+// envOptions are the servers and binary a scenario's system runs on.
+type envOptions struct {
+	name, dir, bin    string
+	redisAddr, chAddr string
+	fanouts           int
+	logger            *slog.Logger
+	apiConfig         api.Config
+}
+
+func newEnv(ctx context.Context, o envOptions) (*env, error) {
+	e := &env{name: o.name, dir: filepath.Join(o.dir, o.name), prefix: "chaos-" + o.name + ":", bin: o.bin,
+		redis: o.redisAddr, log: o.logger}
+	if e.log == nil {
+		e.log = harness.QuietLogger()
+	}
+	if err := e.start(ctx, o); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) start(ctx context.Context, o envOptions) error {
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	topics := []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter}
+	if e.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...)); err != nil {
+		return fmt.Errorf("start kfake: %w", err)
+	}
+	e.brokers = e.kafka.ListenAddrs()
+	e.rdb = redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 32, DialTimeout: 2 * time.Second,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolTimeout: 10 * time.Second})
+	if e.store, err = redisstore.New(e.rdb, redisstore.Config{Prefix: e.prefix}); err != nil {
+		return err
+	}
+	if e.ch, err = chstore.Open(ctx, chstore.Config{Addr: o.chAddr, Database: "chaos_" + sanitize(o.name),
+		InsertTimeout: 10 * time.Second, Logger: e.log}); err != nil {
+		return err
+	}
+	if err := e.ch.Migrate(ctx); err != nil {
+		return fmt.Errorf("clickhouse schema: %w", err)
+	}
+	if err := e.startStages(); err != nil {
+		return err
+	}
+	if err := e.startAPI(o.apiConfig); err != nil {
+		return err
+	}
+	for i := range o.fanouts {
+		if err := e.addFanout(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sanitize keeps letters, digits and '_' (a ClickHouse database name).
+func sanitize(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}
+
+func (e *env) startStages() error {
+	router := redisstore.NewInboxRouter(e.store, nil, 0)
+	ix, err := convindex.New(convindex.Config{Logger: e.log}, router)
+	if err != nil {
+		return err
+	}
+	hist, err := history.New(history.Config{Logger: e.log, InsertTimeout: 10 * time.Second}, e.ch)
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		group   string
+		topics  []string
+		h       stream.Handler
+		maxPoll int
+	}{
+		{groupConvindex, []string{schemas.TopicSequenced, schemas.TopicReceipts}, ix, 0},
+		{groupHistory, []string{schemas.TopicSequenced}, hist, 2000},
+	} {
+		st, err := harness.StartStage(stream.Config{Brokers: e.brokers, Group: s.group, Topics: s.topics,
+			MaxPollRecords: s.maxPoll, RetryMax: 2 * time.Second, Logger: e.log}, s.h)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.group, err)
+		}
+		e.stages = append(e.stages, st)
+	}
+	return nil
+}
+
+func (e *env) startAPI(cfg api.Config) error {
+	var err error
+	if e.keyring, err = auth.New(auth.Config{Secret: []byte(jwtSecret), TTL: time.Hour}); err != nil {
+		return err
+	}
+	if e.prod, err = stream.NewProducer(e.brokers); err != nil {
+		return err
+	}
+	srv, err := api.New(cfg, api.Deps{Router: redisstore.NewInboxRouter(e.store, nil, 0), Keyring: e.keyring,
+		Producer: e.prod, History: e.ch, Logger: e.log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen for the API: %w", err)
+	}
+	e.apiURL = "http://" + ln.Addr().String()
+	e.srv = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: time.Minute}
+	go func() {
+		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("api server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// addFanout starts fanout process number i.
+func (e *env) addFanout(i int) error {
+	w := newWorker(e.bin, fmt.Sprintf("fanout-%d", i), e.dir, "fanout",
+		"-kafka", e.brokers[0], "-redis", e.redis, "-prefix", e.prefix, "-metrics-listen", "")
+	e.fanouts = append(e.fanouts, w)
+	return w.start()
+}
+
+func (e *env) token(user, device string) (string, error) {
+	return e.keyring.Mint(user, device, time.Hour)
+}
+
+// drain waits until fanout, convindex and history have committed
+// everything produced so far, in pipeline order.
+func (e *env) drain(ctx context.Context) error {
+	return checker.WaitCaughtUp(ctx, e.brokers,
+		checker.GroupTopics{Group: groupFanout, Topics: []string{schemas.TopicMessages}},
+		checker.GroupTopics{Group: groupConvindex, Topics: []string{schemas.TopicSequenced, schemas.TopicReceipts}},
+		checker.GroupTopics{Group: groupHistory, Topics: []string{schemas.TopicSequenced}})
+}
+
+// stop takes the scenario's system down, workers first.
+func (e *env) stop() {
+	for _, w := range e.fanouts {
+		w.stop(10 * time.Second)
+	}
+	if e.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = e.srv.Shutdown(ctx)
+		cancel()
+	}
+	for _, s := range e.stages {
+		s.Stop()
+	}
+	if e.prod != nil {
+		e.prod.Close()
+	}
+	if e.ch != nil {
+		_ = e.ch.Close()
+	}
+	if e.rdb != nil {
+		_ = e.rdb.Close()
+	}
+	if e.kafka != nil {
+		e.kafka.Close()
+	}
+}

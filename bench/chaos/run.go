@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/offlinebox/offlinebox/checker"
+)
+
+// result is one scenario's line of the JSON.
+type result struct {
+	Name  string `json:"name"`
+	About string `json:"about"`
+	Fault string `json:"fault"`
+	// What producers sent (distinct stored records in im.messages) and
+	// what every device stored, as the checker counts it.
+	Sent        int `json:"sent"`
+	Expected    int `json:"expected"`
+	Delivered   int `json:"delivered"`
+	Lost        int `json:"lost"`
+	Duplicates  int `json:"duplicates"`
+	OutOfOrder  int `json:"out_of_order"`
+	Unexpected  int `json:"unexpected"`
+	Redelivered int `json:"redelivered"`
+	// Traffic details.
+	Records          int   `json:"records"`
+	Resends          int   `json:"resends"`
+	AtMostOnce       int   `json:"at_most_once"`
+	Poison           int   `json:"poison"`
+	DeadLetters      int   `json:"dead_letters"`
+	DeadNoReason     int   `json:"dead_letters_without_reason"`
+	APISent          int   `json:"api_sent"`
+	APIResent        int   `json:"api_resent"`
+	ProduceRetries   int64 `json:"produce_retries"`
+	Devices          int   `json:"devices"`
+	Syncs            int   `json:"syncs"`
+	CrashBeforeStore int   `json:"crash_before_store"`
+	CrashBeforeAck   int   `json:"crash_before_ack"`
+	Overloaded       int   `json:"overloaded_503"`
+	// Invariant checker on Redis after the scenario.
+	VerifyOK       bool     `json:"verify_ok"`
+	VerifyProblems []string `json:"verify_problems,omitempty"`
+	// History store against the log.
+	History   historyCheck `json:"history"`
+	HistoryOK bool         `json:"history_ok"`
+	OK        bool         `json:"ok"`
+	Seconds   float64      `json:"seconds"`
+	Error     string       `json:"error,omitempty"`
+	Problems  []string     `json:"problems,omitempty"`
+}
+
+// runScenario brings up a system, plays a workload, breaks things while it
+// flows, and checks everything after.
+func (s *suite) runScenario(ctx context.Context, sc scenario) result {
+	start := time.Now()
+	res := result{Name: sc.name, About: sc.about}
+	err := s.play(ctx, sc, &res)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	res.Seconds = float64(time.Since(start).Milliseconds()) / 1000
+	res.OK = err == nil && res.Lost == 0 && res.Duplicates == 0 && res.OutOfOrder == 0 && res.Unexpected == 0 &&
+		res.VerifyOK && res.HistoryOK && res.DeadLetters == res.Poison && res.DeadNoReason == 0
+	return res
+}
+
+func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
+	wc, b := s.workloadConfig(sc.name)
+	if sc.tune != nil {
+		sc.tune(&wc, &b)
+	}
+	w, err := checker.Generate(wc)
+	if err != nil {
+		return err
+	}
+	s.workload = w
+	e, err := newEnv(ctx, envOptions{name: sc.name, dir: s.dir, bin: s.bin, redisAddr: s.redis.Addr(),
+		chAddr: s.ch.Addr(), fanouts: sc.fanouts, logger: s.opts.logger})
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	run, err := checker.Start(ctx, checker.RunConfig{Workload: w, Brokers: e.brokers, APIURL: e.apiURL,
+		Token: e.token, Duration: s.opts.duration, Behaviour: b, Drain: e.drain,
+		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }})
+	if err != nil {
+		return err
+	}
+	fault, ferr := sc.fault(ctx, s, e, run)
+	res.Fault = fault
+	rep, err := run.Finish(ctx)
+	if ferr != nil {
+		return fmt.Errorf("fault: %w", ferr)
+	}
+	if err != nil {
+		return err
+	}
+	res.ProduceRetries = run.ProduceRetries()
+	fill(res, rep, len(w.Devices))
+	return s.after(ctx, e, rep, res)
+}
+
+// fill copies the checker's counts.
+func fill(res *result, rep *checker.Report, devices int) {
+	res.Sent, res.Expected, res.Delivered, res.Lost = rep.Sent, rep.Expected, rep.Delivered, rep.Lost
+	res.Duplicates, res.OutOfOrder, res.Unexpected, res.Redelivered = rep.Duplicates, rep.OutOfOrder, rep.Unexpected, rep.Redelivered
+	res.Records, res.Resends, res.AtMostOnce, res.Poison = rep.Records, rep.Resends, rep.AtMostOnce, rep.Invalid
+	res.APISent, res.APIResent, res.Devices, res.Syncs = rep.APISent, rep.APIResent, devices, rep.Syncs
+	res.CrashBeforeStore, res.CrashBeforeAck, res.Overloaded = rep.CrashBeforeStore, rep.CrashBeforeAck, rep.Overloaded
+	res.Problems = rep.Problems
+	if rep.NotInLog > 0 {
+		res.Lost += rep.NotInLog
+	}
+}
+
+// after runs verify, the history check and the dead-letter count.
+func (s *suite) after(ctx context.Context, e *env, rep *checker.Report, res *result) error {
+	vr, err := e.verifyStore(ctx)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	res.VerifyOK = vr.OK()
+	for i, p := range vr.Problems {
+		if i == 20 {
+			break
+		}
+		res.VerifyProblems = append(res.VerifyProblems, p.String())
+	}
+	if res.History, err = e.checkHistory(ctx, rep.MaxSeq); err != nil {
+		return err
+	}
+	res.HistoryOK = res.History.ok()
+	if res.DeadLetters, res.DeadNoReason, err = e.deadLetters(ctx); err != nil {
+		return fmt.Errorf("dead letters: %w", err)
+	}
+	s.log.Printf("%s: sent %d, delivered %d of %d, lost %d, duplicates %d, out of order %d, verify ok %v, history missing %d",
+		res.Name, res.Sent, res.Delivered, res.Expected, res.Lost, res.Duplicates, res.OutOfOrder, res.VerifyOK, res.History.Missing)
+	return nil
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/offlinebox/offlinebox/checker"
+)
+
+// scenario is one fault, injected while a checker run is in flight.
+type scenario struct {
+	name  string
+	about string
+	// fanouts: fanout processes at the start.
+	fanouts int
+	// tune adjusts the workload and device behaviour.
+	tune func(w *checker.Config, b *checker.Behaviour)
+	// fault breaks the system while traffic flows and returns once it is
+	// healed, saying what it did.
+	fault func(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error)
+}
+
+func scenarios() []scenario {
+	return []scenario{
+		{name: "baseline", about: "no fault: the yardstick", fanouts: 1,
+			fault: func(context.Context, *suite, *env, *checker.Run) (string, error) { return "none", nil }},
+		{name: "fanout-kill", about: "kill -9 the fanout process mid-stream, three times, and start it again", fanouts: 1, fault: killFanout},
+		{name: "fanout-rebalance", about: "two fanout processes; each leaves and rejoins in turn, moving partitions back and forth", fanouts: 2, fault: rebalanceFanouts},
+		{name: "redis-restart", about: "restart redis-server (SIGTERM, AOF on) twice while traffic flows", fanouts: 1, fault: restartRedis},
+		{name: "clickhouse-outage", about: "stop clickhouse-server for the outage, then start it again; history must hold every message once", fanouts: 1, fault: clickhouseOutage},
+		{name: "broker-faults", about: "kfake answers produce, fetch and commit requests with errors and delays for a while", fanouts: 1, fault: brokerFaults},
+		{name: "poison", about: "undecodable records in the middle of partitions: dead-lettered with a reason, the rest flows", fanouts: 1,
+			tune: func(w *checker.Config, _ *checker.Behaviour) { w.Poison = 6 },
+			fault: func(context.Context, *suite, *env, *checker.Run) (string, error) {
+				return "6 poison records in the stream", nil
+			}},
+		{name: "resend", about: "producers and clients resend the same client_msg_id; a producer replays a fifth of the stream", fanouts: 1,
+			tune: func(w *checker.Config, b *checker.Behaviour) {
+				w.ResendPercent, b.ResendPercent, b.CrashBeforeAckPercent = 30, 60, 25
+			},
+			fault: replayStream},
+	}
+}
+
+// at waits until share of the stream is produced, or ctx ends.
+func at(ctx context.Context, run *checker.Run, share float64) error {
+	return run.WaitProduced(ctx, share)
+}
+
+func killFanout(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	w := e.fanouts[0]
+	kills := 0
+	for _, share := range []float64{0.2, 0.45, 0.7} {
+		if err := at(ctx, run, share); err != nil {
+			return "", err
+		}
+		// A random instant inside whatever batch the worker is on.
+		_ = wait(ctx, time.Duration(rand.IntN(200))*time.Millisecond)
+		w.kill()
+		kills++
+		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream", e.name, w.name, run.Produced()*100)
+		_ = wait(ctx, time.Second)
+		if err := w.start(); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("kill -9 of the fanout process %d times, restarted after 1 s", kills), nil
+}
+
+func rebalanceFanouts(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	moves := 0
+	for i := 0; run.Produced() < 0.85 && ctx.Err() == nil; i++ {
+		w := e.fanouts[i%2]
+		if err := wait(ctx, 1500*time.Millisecond); err != nil {
+			return "", err
+		}
+		if i == 3 {
+			w.kill() // one leaves without a word: its session must expire
+		} else {
+			w.stop(20 * time.Second)
+		}
+		moves++
+		if err := wait(ctx, 1500*time.Millisecond); err != nil {
+			return "", err
+		}
+		if err := w.start(); err != nil {
+			return "", err
+		}
+		moves++
+	}
+	s.log.Printf("%s: %d membership changes of the fanout group", e.name, moves)
+	return fmt.Sprintf("%d leaves and rejoins of two fanout processes (one kill -9)", moves), nil
+}
+
+func restartRedis(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	for _, share := range []float64{0.35, 0.7} {
+		if err := at(ctx, run, share); err != nil {
+			return "", err
+		}
+		start := time.Now()
+		if err := s.redis.Restart(ctx); err != nil {
+			return "", fmt.Errorf("restart redis: %w", err)
+		}
+		s.log.Printf("%s: redis-server restarted in %s", e.name, time.Since(start).Round(time.Millisecond))
+	}
+	return "redis-server restarted twice (SIGTERM, AOF appendfsync everysec)", nil
+}
+
+func clickhouseOutage(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	if err := at(ctx, run, 0.25); err != nil {
+		return "", err
+	}
+	if err := s.ch.Stop(ctx); err != nil {
+		return "", fmt.Errorf("stop clickhouse: %w", err)
+	}
+	s.log.Printf("%s: clickhouse-server stopped for %s", e.name, s.opts.outage)
+	if err := wait(ctx, s.opts.outage); err != nil {
+		return "", err
+	}
+	if err := s.ch.Restart(ctx); err != nil {
+		return "", fmt.Errorf("start clickhouse again: %w", err)
+	}
+	s.log.Printf("%s: clickhouse-server is back", e.name)
+	return fmt.Sprintf("clickhouse-server stopped for %s", s.opts.outage), nil
+}
+
+// brokerFaults fails a share of produce, fetch and offset-commit requests
+// and delays others, for a window in the middle of the stream.
+func brokerFaults(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	if err := at(ctx, run, 0.2); err != nil {
+		return "", err
+	}
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(uint64(s.opts.seed), 7))
+	chance := func(p int) func(kmsg.Request) bool {
+		return func(kmsg.Request) bool { mu.Lock(); defer mu.Unlock(); return rng.IntN(100) < p }
+	}
+	h := e.kafka.Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotLeaderForPartition, Count: -1, When: chance(15)},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.RequestTimedOut, Count: -1, When: chance(10)},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Err: kerr.NotLeaderForPartition, Count: -1, When: chance(15)},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Err: kerr.CoordinatorNotAvailable, Count: -1, When: chance(30)},
+	)
+	var slowOn sync.Mutex
+	active := true
+	slow := func(key int16, p int, d time.Duration) {
+		e.kafka.ControlKey(key, func(kmsg.Request) (kmsg.Response, error, bool) {
+			e.kafka.KeepControl()
+			slowOn.Lock()
+			on := active
+			slowOn.Unlock()
+			if !on {
+				e.kafka.DropControl()
+				return nil, nil, false
+			}
+			if chance(p)(nil) {
+				e.kafka.SleepControl(func() { time.Sleep(d) })
+			}
+			return nil, nil, false
+		})
+	}
+	slow(int16(kmsg.Produce), 20, 300*time.Millisecond)
+	slow(int16(kmsg.Fetch), 20, 400*time.Millisecond)
+	window := max(3*time.Second, s.opts.duration/3)
+	s.log.Printf("%s: broker faults on for %s", e.name, window)
+	err := wait(ctx, window)
+	h.Remove()
+	slowOn.Lock()
+	active = false
+	slowOn.Unlock()
+	s.log.Printf("%s: broker faults off: %d requests failed", e.name, h.Hits())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d produce/fetch/commit requests failed, 20%% of produce and fetch delayed 300-400 ms, for %s", h.Hits(), window), nil
+}
+
+// replayStream produces the first fifth of the stream again at half-time,
+// as a producer restarted from an old checkpoint would.
+func replayStream(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	if err := at(ctx, run, 0.5); err != nil {
+		return "", err
+	}
+	items := s.workload.Stream[:len(s.workload.Stream)/5]
+	n, err := replay(ctx, e, items)
+	if err != nil {
+		return "", err
+	}
+	s.log.Printf("%s: replayed %d records", e.name, n)
+	return fmt.Sprintf("%d records of the stream produced a second time at half-time; resends by producers and devices", n), nil
+}
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

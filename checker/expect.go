@@ -1,0 +1,182 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Truth is what the fanout must have made of the records in im.messages:
+// each conversation's seqs in partition order, a resend taking the seq of
+// its first copy, and who is entitled to which seqs.
+type Truth struct {
+	Convs map[string]*ConvTruth
+	// Records in the log; Stored are the distinct records that get a seq;
+	// Resends are later copies of a client_msg_id; AtMostOnce are QoS 0
+	// records; Invalid are records the fanout must dead-letter.
+	Records, Stored, Resends, AtMostOnce, Invalid int
+}
+
+// ConvTruth is one conversation as the log defines it.
+type ConvTruth struct {
+	// IDs[s-1] is the client_msg_id of seq s.
+	IDs []string
+	// Seq of each client_msg_id.
+	Seq map[string]uint64
+	// Members: user → the seq after which they receive (0 for founders
+	// and direct participants); Left: user → seq of their leave.
+	Members map[string]uint64
+	Left    map[string]Span
+}
+
+// Span is a range of seqs (From, To): exclusive on both ends.
+type Span struct{ From, To uint64 }
+
+// ReadTruth reads im.messages from the start to its current end and
+// derives the truth. maxBody is the fanout's body limit (0: the default).
+func ReadTruth(ctx context.Context, brokers []string, maxBody int) (*Truth, error) {
+	ends, err := EndOffsets(ctx, brokers, schemas.TopicMessages)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(schemas.TopicMessages),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("truth: kafka client: %w", err)
+	}
+	defer cl.Close()
+	t := &Truth{Convs: map[string]*ConvTruth{}}
+	next := map[int32]int64{}
+	for !reached(next, ends) {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("truth: read %s: %w", schemas.TopicMessages, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < ends[r.Partition] {
+				t.add(r.Value, maxBody)
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return t, nil
+}
+
+func reached(next, ends map[int32]int64) bool {
+	for p, end := range ends {
+		if next[p] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// EndOffsets are the high watermarks of topic's partitions.
+func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	var ferr error
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil && ferr == nil {
+			ferr = fmt.Errorf("end offset of %s/%d: %w", topic, o.Partition, o.Err)
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out, ferr
+}
+
+// add applies one record of the log, in partition order.
+func (t *Truth) add(value []byte, maxBody int) {
+	t.Records++
+	m, err := schemas.DecodeMessage(value, maxBody)
+	if err != nil {
+		t.Invalid++
+		return
+	}
+	if !m.Stored() {
+		t.AtMostOnce++
+		return
+	}
+	c := t.Convs[m.GetConvId()]
+	if c == nil {
+		c = &ConvTruth{Seq: map[string]uint64{}, Members: map[string]uint64{}, Left: map[string]Span{}}
+		t.Convs[m.GetConvId()] = c
+	}
+	if _, dup := c.Seq[m.GetClientMsgId()]; dup {
+		t.Resends++
+		return
+	}
+	t.Stored++
+	c.IDs = append(c.IDs, m.GetClientMsgId())
+	s := uint64(len(c.IDs))
+	c.Seq[m.GetClientMsgId()] = s
+	c.member(m, s)
+}
+
+// member applies the membership effect of the record of seq s, as the
+// sequencing script does.
+func (c *ConvTruth) member(m *schemas.Message, s uint64) {
+	switch {
+	case m.GetKind() == schemas.Kind_KIND_MESSAGE && m.GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT && len(c.Members) == 0:
+		c.Members[m.GetSender()] = 0
+		c.Members[m.GetRecipients()[0]] = 0
+	case m.GetKind() == schemas.Kind_KIND_MEMBER_JOIN:
+		at := s
+		if s == 1 {
+			at = 0
+		}
+		for _, u := range m.GetRecipients() {
+			if _, ok := c.Members[u]; !ok {
+				c.Members[u] = at
+			}
+		}
+	case m.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE:
+		for _, u := range m.GetRecipients() {
+			if j, ok := c.Members[u]; ok {
+				c.Left[u] = Span{From: j, To: s}
+				delete(c.Members, u)
+			}
+		}
+	}
+}
+
+// Entitlement says what one user must hold of one conversation: every seq
+// in Required (exclusive) while a member; a user who left may hold what
+// lies in Optional but is not owed it (a non-member cannot sync it).
+type Entitlement struct {
+	Required *Span
+	Optional *Span
+}
+
+// For lists the conversations user is or was in and what they are owed.
+func (t *Truth) For(user string) map[string]Entitlement {
+	out := map[string]Entitlement{}
+	for id, c := range t.Convs {
+		var e Entitlement
+		if j, ok := c.Members[user]; ok {
+			e.Required = &Span{From: j, To: uint64(len(c.IDs)) + 1}
+		}
+		if l, ok := c.Left[user]; ok {
+			e.Optional = &l
+		}
+		if e.Required != nil || e.Optional != nil {
+			out[id] = e
+		}
+	}
+	return out
+}
