@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 )
 
 // runAll runs every worker and the API in this process.
@@ -20,7 +21,7 @@ func runAll(ctx context.Context, args []string, _ io.Writer) error {
 
 // runPipeline opens the stores, migrates, and runs every worker and the API
 // until ctx ends. ready, when not nil, is called once the API listens.
-func runPipeline(ctx context.Context, c *stackConfig, ready func()) error {
+func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) error {
 	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
@@ -64,7 +65,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func()) error {
 			}
 			slog.Info("api listening", "addr", ln.Addr().String())
 			if ready != nil {
-				ready()
+				ready(ln.Addr())
 			}
 			return serveListener(ctx, ln, withMetrics(srv.Handler(), p.registry))
 		},

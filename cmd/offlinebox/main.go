@@ -20,6 +20,7 @@ type subcommand struct {
 
 func subcommands() []subcommand {
 	return []subcommand{
+		{"demo", "run everything on an embedded stack, seed a scenario, catch up as a user", runDemo},
 		{"all", "run every worker and the API in one process against the configured stores", runAll},
 		{"fanout", "run the fanout worker (im.messages -> Redis, im.sequenced)", runFanout},
 		{"convindex", "run the conversation index worker (previews, read receipts)", runConvindex},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -73,12 +74,25 @@ func openClickHouse(ctx context.Context, c *stackConfig) (*chstore.Store, error)
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %s: %w", c.ClickHouse, err)
 	}
-	if err := waitFor(ctx, "clickhouse "+c.ClickHouse, ch.Ping); err != nil {
+	// Before the first migration the database does not exist yet; the
+	// server answering that is up.
+	up := func(ctx context.Context) error {
+		err := ch.Ping(ctx)
+		var ex *clickhouse.Exception
+		if errors.As(err, &ex) && ex.Code == chUnknownDatabase {
+			return nil
+		}
+		return err
+	}
+	if err := waitFor(ctx, "clickhouse "+c.ClickHouse, up); err != nil {
 		_ = ch.Close()
 		return nil, err
 	}
 	return ch, nil
 }
+
+// chUnknownDatabase is ClickHouse's error code UNKNOWN_DATABASE.
+const chUnknownDatabase = 81
 
 // waitFor retries check with backoff until it succeeds or ctx ends; each
 // attempt has its own timeout.

@@ -1,0 +1,35 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// Outgoing is a message to send (POST /v1/messages); the sender is the
+// token's user.
+type Outgoing struct {
+	ClientMsgID string   `json:"client_msg_id"`
+	ConvID      string   `json:"conv_id"`
+	ConvType    string   `json:"conv_type"`
+	Kind        string   `json:"kind,omitempty"`
+	Recipients  []string `json:"recipients,omitempty"`
+	Mentions    []string `json:"mentions,omitempty"`
+	MentionAll  bool     `json:"mention_all,omitempty"`
+	ContentType string   `json:"content_type,omitempty"`
+	Body        []byte   `json:"body,omitempty"`
+}
+
+// Send hands a message to the pipeline. The answer (202) means it was
+// accepted for sequencing; a resend with the same ClientMsgID gets the
+// same seq.
+func (c *Client) Send(ctx context.Context, m Outgoing) error {
+	_, err := c.do(ctx, http.MethodPost, "/v1/messages", m, nil)
+	return err
+}
+
+// Read marks conversations read up to the given seqs, for all of the
+// user's devices.
+func (c *Client) Read(ctx context.Context, items []AckItem) error {
+	_, err := c.do(ctx, http.MethodPost, "/v1/read", map[string]any{"receipts": items}, nil)
+	return err
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/embedded"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// demoOptions are the demo's own flags.
+type demoOptions struct {
+	once    bool
+	dataDir string
+	listen  string
+	secret  string
+}
+
+// runDemo runs the whole pipeline on an embedded stack, seeds a scenario,
+// catches up as one user through the API and prints what happened.
+func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("offlinebox demo", flag.ContinueOnError)
+	var o demoOptions
+	fs.BoolVar(&o.once, "once", false, "exit after the summary instead of serving")
+	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
+	fs.StringVar(&o.secret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (a random one when empty)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.secret == "" {
+		o.secret = randomSecret()
+	}
+	if err := embedded.EnsurePackages(ctx, slog.Default()); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return err
+	}
+	// The servers outlive the pipeline: they stop after it drained.
+	cfg, stopServers, err := startEmbeddedStack(ctx, dir, o)
+	defer stopServers()
+	if err != nil {
+		return err
+	}
+	pctx, stopPipeline := context.WithCancel(ctx)
+	defer stopPipeline()
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- runPipeline(pctx, cfg, func(a net.Addr) { ready <- a }) }()
+	var base string
+	select {
+	case a := <-ready:
+		base = "http://" + a.String()
+	case err := <-done:
+		return fmt.Errorf("pipeline: %w", err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	keyring, err := auth.New(auth.Config{Secret: []byte(cfg.JWTSecret)})
+	if err != nil {
+		return err
+	}
+	d := &demo{base: base, keyring: keyring, out: stdout, cfg: cfg}
+	result, err := d.play(ctx)
+	if err != nil {
+		return err
+	}
+	if !o.once {
+		tok, _ := keyring.Mint(demoUser, "", 24*time.Hour)
+		fmt.Fprintf(stdout, "\nServing on %s until interrupted. Try:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", base, tok, base)
+		select {
+		case <-ctx.Done():
+		case err := <-done:
+			return fmt.Errorf("pipeline: %w", err)
+		}
+	}
+	stopPipeline()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	return result.broken()
+}
+
+// startEmbeddedStack starts redis-server, clickhouse-server and kfake with
+// their data under dir. stop stops whatever was started, and returns once
+// it has; it is safe to call after a failed start.
+func startEmbeddedStack(ctx context.Context, dir string, o demoOptions) (cfg *stackConfig, stop func(), err error) {
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		stops = nil
+		cancel()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, stop, fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	stopProcess := func(p *embedded.Process) func() {
+		return func() {
+			sctx, done := context.WithTimeout(context.Background(), 30*time.Second)
+			defer done()
+			_ = p.Stop(sctx)
+		}
+	}
+	rds, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: filepath.Join(dir, "redis"), AppendOnly: true})
+	if err != nil {
+		return nil, stop, fmt.Errorf("start redis-server: %w", err)
+	}
+	stops = append(stops, stopProcess(rds))
+	ch, err := embedded.StartClickHouse(life, embedded.ClickHouseOptions{Dir: filepath.Join(dir, "clickhouse")})
+	if err != nil {
+		return nil, stop, fmt.Errorf("start clickhouse-server: %w", err)
+	}
+	stops = append(stops, stopProcess(ch))
+	const partitions = 4
+	kf, err := embedded.StartKafka(filepath.Join(dir, "kafka"), partitions,
+		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
+	if err != nil {
+		return nil, stop, fmt.Errorf("start kfake: %w", err)
+	}
+	stops = append(stops, kf.Close)
+	slog.Info("embedded stack up", "redis", rds.Addr(), "clickhouse", ch.Addr(), "kafka", kf.ListenAddrs(), "data", dir)
+	return &stackConfig{
+		Kafka: kf.ListenAddrs()[0], Redis: rds.Addr(), ClickHouse: ch.Addr(), ClickHouseDB: "offlinebox",
+		ClickHouseUser: "default", Prefix: "ob:", Listen: o.listen, JWTSecret: o.secret, Partitions: partitions,
+	}, stop, ctx.Err()
+}
+
+func randomSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// demoClient is a client of user on device.
+func (d *demo) client(user, device string) (*client.Client, error) {
+	tok, err := d.keyring.Mint(user, device, time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(d.base, tok, nil), nil
+}
