@@ -153,4 +153,3 @@ func TestUUIDLooksLikeAVersion4UUID(t *testing.T) {
 		seen[id] = true
 	}
 }
-
