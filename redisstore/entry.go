@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// EncodeEntry renders a timeline entry: "SEQ:WRITE_MS:" + protobuf Message.
+// EncodeEntry renders a timeline entry: "SEQ:WRITE_MS:" + entryBody.
 // The sequencing script builds the same prefix in Lua; this function exists
 // for rebuilds and tests.
 func EncodeEntry(seq uint64, writeMS int64, msg *schemas.Message) ([]byte, error) {
-	body, err := proto.Marshal(msg)
+	body, err := entryBody(msg)
 	if err != nil {
 		return nil, fmt.Errorf("encode entry %d: %w", seq, err)
 	}
@@ -51,3 +52,35 @@ func DecodeEntry(raw []byte, epoch uint64) (*schemas.Sequenced, error) {
 	}
 	return &schemas.Sequenced{Message: &msg, Seq: seq, Epoch: epoch, WriteTimeMs: wt}, nil
 }
+
+// entryBody is the protobuf encoding of msg with client_msg_id (field 1)
+// first, whatever order the marshaller picks: the sequencing script reads
+// the id there to tell a resend from another id with the same dedupe
+// digest.
+func entryBody(msg *schemas.Message) ([]byte, error) {
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(raw)+2)
+	out = protowire.AppendTag(out, entryFieldClientMsgID, protowire.BytesType)
+	out = protowire.AppendString(out, msg.GetClientMsgId())
+	for b := raw; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		if num != entryFieldClientMsgID {
+			out = append(out, b[:n+m]...)
+		}
+		b = b[n+m:]
+	}
+	return out, nil
+}
+
+// entryFieldClientMsgID is Message.client_msg_id's field number.
+const entryFieldClientMsgID = 1

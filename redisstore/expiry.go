@@ -128,20 +128,31 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 	return popped, nil
 }
 
-// ExpireDedupe deletes the conversation's dedupe bucket of the given day
-// once sequencing no longer consults it: at the same instant its Redis
-// expiry falls due (the end of its day plus the dedupe window in whole
-// days), but by the caller's clock, so buckets whose expiry was lost go too.
-// It reports whether the bucket went.
+// ExpireDedupe deletes the conversation's dedupe keys of the given day
+// (every bucket, and the exact map) once sequencing no longer consults
+// them: at the same instant their Redis expiry falls due (the end of the day
+// plus the dedupe window in whole days), but by the caller's clock, so keys
+// whose expiry was lost go too. It reports whether bucket 0 went; the
+// other keys are found through it.
 func (s *Store) ExpireDedupe(ctx context.Context, conv string, day int64, now time.Time) (bool, error) {
 	if day+1+s.dedupeDays() > DayOf(now.UnixMilli()) {
 		return false, nil
 	}
+	keys, err := s.dedupeDayKeys(ctx, conv, day)
+	if err != nil {
+		return false, fmt.Errorf("expire dedupe %s day %d: %w", conv, day, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	// UNLINK: a busy conversation's day can hold many thousands of ids;
-	// freeing them must not block the server.
-	n, err := s.rdb.Unlink(ctx, s.keys.Dedupe(conv, day)).Result()
+	// freeing them must not block the server. Bucket 0 goes last: until
+	// then it names the others, should this stop half-way.
+	if len(keys) > 1 {
+		if err := s.rdb.Unlink(ctx, keys[1:]...).Err(); err != nil {
+			return false, fmt.Errorf("expire dedupe %s day %d: %w", conv, day, err)
+		}
+	}
+	n, err := s.rdb.Unlink(ctx, keys[0]).Result()
 	if err != nil {
 		return false, fmt.Errorf("expire dedupe %s day %d: %w", conv, day, err)
 	}

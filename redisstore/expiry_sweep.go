@@ -53,12 +53,14 @@ func (k Keys) ParseKey(key string) (ref KeyRef, ok bool) {
 	return KeyRef{}, false
 }
 
-// DedupeDay returns the day of a dedupe bucket's Part ("dd:DAY").
+// DedupeDay returns the day of a dedupe key's Part ("dd:DAY", or
+// "dd:DAY:BUCKET" and "dd:DAY:x" of the same day).
 func (r KeyRef) DedupeDay() (int64, bool) {
 	d, ok := strings.CutPrefix(r.Part, "dd:")
 	if !ok || r.Conv == "" {
 		return 0, false
 	}
+	d, _, _ = strings.Cut(d, ":")
 	day, err := strconv.ParseInt(d, 10, 64)
 	return day, err == nil
 }

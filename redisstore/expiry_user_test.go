@@ -160,8 +160,11 @@ func TestParseKeyTakesApartTheStoresKeys(t *testing.T) {
 			t.Fatalf("ParseKey(%q) = %+v, %v; want %+v, %v", tc.key, got, ok, tc.want, tc.ok)
 		}
 	}
-	if day, ok := (KeyRef{Conv: "c1", Part: "dd:20000"}).DedupeDay(); !ok || day != 20000 {
-		t.Fatalf("DedupeDay = %d, %v", day, ok)
+	for _, key := range []string{k.Dedupe("c1", 20000), k.DedupeBucket("c1", 20000, 7), k.DedupeExact("c1", 20000)} {
+		ref, _ := k.ParseKey(key)
+		if day, ok := ref.DedupeDay(); !ok || day != 20000 {
+			t.Fatalf("DedupeDay of %s = %d, %v; want 20000", key, day, ok)
+		}
 	}
 }
 

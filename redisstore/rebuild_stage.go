@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -67,28 +66,15 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 	return out, nil
 }
 
-// dedupeRestore is one client_msg_id to put back in its day's bucket.
-type dedupeRestore struct {
-	day  int64
-	cmid string
-	seq  uint64
-}
-
 // stagePage appends one page to the staging list and restores its dedupe
-// ids (without overwriting ids already there), in one round trip; it
-// returns how many ids it restored.
+// ids (without overwriting ids already there); it returns how many ids it
+// restored.
 func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedupe []dedupeRestore) (int, error) {
 	staging := s.keys.RebuildTimeline(conv)
-	var added []*redis.BoolCmd
 	err := s.rebuildCall(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 			pl.RPush(ctx, staging, entries...)
 			pl.PExpire(ctx, staging, rebuildStagingTTL)
-			for _, d := range dedupe {
-				key := s.keys.Dedupe(conv, d.day)
-				added = append(added, pl.HSetNX(ctx, key, d.cmid, d.seq))
-				pl.ExpireAt(ctx, key, rebuildDayStart(d.day+1+s.dedupeDays()))
-			}
 			return nil
 		})
 		return err
@@ -96,11 +82,9 @@ func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedup
 	if err != nil {
 		return 0, fmt.Errorf("rebuild %s: stage %d entries: %w", conv, len(entries), err)
 	}
-	n := 0
-	for _, a := range added {
-		if a.Val() {
-			n++
-		}
+	n, err := s.restoreDedupe(ctx, conv, dedupe)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild %s: %w", conv, err)
 	}
 	return n, nil
 }
@@ -145,7 +129,3 @@ func (s *Store) rebuildCall(ctx context.Context, f func(context.Context) error) 
 	defer cancel()
 	return f(ctx)
 }
-
-// rebuildDayStart is the first instant of a day (as DayOf counts days),
-// where sequencing sets a dedupe bucket's expiry.
-func rebuildDayStart(day int64) time.Time { return time.Unix(day*86_400, 0) }

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -19,7 +18,7 @@ import (
 var (
 	//go:embed lua/sequence.lua
 	sequenceLua    string
-	sequenceScript = redis.NewScript(sequenceLua)
+	sequenceScript = redis.NewScript(dedupeLibLua + sequenceLua)
 )
 
 // SequencePreviewBytes bounds the preview text kept in a conversation's meta.
@@ -117,18 +116,17 @@ func (s *Store) sequenceKeys(conv string, writeMS int64) []string {
 }
 
 func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
-	expireAt := (DayOf(writeMS) + 1 + s.dedupeDays()) * 86_400
-	args := make([]any, 0, 5+len(probes)+8*len(msgs))
-	args = append(args, writeMS, s.cfg.LargeGroupThreshold, expireAt, len(msgs), len(probes))
+	args := make([]any, 0, 5+len(probes)+9*len(msgs))
+	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
 	}
 	for _, m := range msgs {
-		body, err := proto.Marshal(m)
+		body, err := entryBody(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
 		}
-		args = append(args, m.GetClientMsgId(), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
+		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
 			sequencePreview(m), body)
 	}

@@ -70,6 +70,9 @@ type Store struct {
 	rdb  redis.UniversalClient
 	keys Keys
 	cfg  Config
+	// digest keys client_msg_ids in the dedupe buckets (dedupeDigest;
+	// tests swap it to force digest collisions).
+	digest func(cmid string) string
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -78,7 +81,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg}, nil
+	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

@@ -3,18 +3,27 @@
 -- allocation, timeline append and membership changes happen together, so a
 -- seq never exists without its body and a replay changes nothing.
 --
+-- Dedupe: an id is looked up by its digest in the dedupe buckets of every
+-- day of the window (dedupe_lib.lua, prepended). A digest found names a
+-- seq; it is the record's own only if the entry at that seq starts with the
+-- same client_msg_id (Go encodes it first, see entryBody): otherwise two
+-- ids share the digest, and the newer one is kept in full in the day's
+-- exact map. An entry below the floor has expired: the record is an old
+-- replay (the dedupe window outlives the timeline's).
+--
 -- KEYS[1]  P{c:C}:meta   KEYS[2] P{c:C}:tl   KEYS[3] P{c:C}:mem
--- KEYS[4]  P{c:C}:ma     KEYS[5..] P{c:C}:dd:DAY, today first, then the
---          older days of the dedupe window (new ids go to KEYS[5])
+-- KEYS[4]  P{c:C}:ma     KEYS[5..] P{c:C}:dd:DAY (bucket 0), today first,
+--          then the older days of the dedupe window (new ids go to today);
+--          a day's other buckets are named after its bucket 0
 -- ARGV[1]  write time, ms (the worker's clock; never Redis TIME)
 -- ARGV[2]  large-group threshold (members)
--- ARGV[3]  expire-at of KEYS[5], unix seconds
+-- ARGV[3]  expire-at of today's dedupe keys, unix seconds
 -- ARGV[4]  n records      ARGV[5] p probe users
 -- ARGV[6 .. 5+p]          probe user ids (their member seq is returned)
--- then 8 fields per record: client_msg_id, conv type (d|g),
---          kind (m message | j join | l leave), mention_all (1|0), sender,
---          users (newline-separated: the direct peer, or who joins/leaves),
---          preview text, the protobuf Message
+-- then 9 fields per record: client_msg_id, its dedupe digest (8 bytes),
+--          conv type (d|g), kind (m message | j join | l leave),
+--          mention_all (1|0), sender, users (newline-separated: the direct
+--          peer, or who joins/leaves), preview text, the entry body
 --
 -- Returns { epoch, large_from_seq, large_converted (0|1), nmem,
 --           per record {status, seq, data}..., members (flat, only while
@@ -35,7 +44,7 @@ local mver = tonumber(m[8]) or 0
 local seq0, lgs0 = seq, lgs
 local created = false
 if not epoch then
-  epoch, first, ctype, created = wt, 1, ARGV[base + 2], true
+  epoch, first, ctype, created = wt, 1, ARGV[base + 3], true
 end
 
 local function split(s)
@@ -44,10 +53,38 @@ local function split(s)
   return out
 end
 
-local function lookup(cmid)
-  for i = 5, #KEYS do
-    local v = redis.call('HGET', KEYS[i], cmid)
-    if v then return tonumber(v) end
+local days = {}
+for i = 5, #KEYS do days[#days + 1] = dd_day(KEYS[i]) end
+
+-- idField is the protobuf field 1 (client_msg_id) an entry body starts
+-- with; ids are at most 128 bytes, so the length takes one or two bytes.
+local function idField(cmid)
+  local n = #cmid
+  if n < 128 then return '\10' .. string.char(n) .. cmid end
+  return '\10' .. string.char(n % 128 + 128, math.floor(n / 128)) .. cmid
+end
+
+-- holds reports whether the entry "SEQ:WRITE_MS:" .. body is of the id.
+local function holds(e, field)
+  local a = string.find(e, ':', 1, true)
+  local b = a and string.find(e, ':', a + 1, true)
+  return b ~= nil and string.sub(e, b + 1, b + #field) == field
+end
+
+-- lookup returns the seq a record's id already has, or nil.
+local function lookup(cmid, dig)
+  local field = idField(cmid)
+  for _, d in ipairs(days) do
+    local s = dd_find(d, dig)
+    if s then
+      if s < first then return s end
+      local e = redis.call('LINDEX', tl, s - first)
+      if not e or holds(e, field) then return s end
+    end
+  end
+  for _, d in ipairs(days) do
+    local s = dd_find_exact(d, cmid)
+    if s then return s end
   end
   return nil
 end
@@ -91,10 +128,10 @@ end
 local out = {}
 local newest = nil
 for i = 0, n - 1 do
-  local a = base + i * 8
-  local cmid, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local sender, users = ARGV[a + 5], split(ARGV[a + 6])
-  local dup = lookup(cmid)
+  local a = base + i * 9
+  local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local sender, users = ARGV[a + 6], split(ARGV[a + 7])
+  local dup = lookup(cmid, dig)
   if dup then
     -- below first, the entry expired (and a negative index would count
     -- from the tail)
@@ -107,13 +144,13 @@ for i = 0, n - 1 do
       out[#out + 1] = {2, 0, why}
     else
       seq = seq + 1
-      redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 8])
-      redis.call('HSET', KEYS[5], cmid, seq)
+      redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
+      if dd_add(days[1], dig, seq) then dd_add_exact(days[1], cmid, seq) end
       if members(kind, seq, users, sender) then mver = mver + 1 end
       if all == '1' and lgs > 0 and seq >= lgs then
         redis.call('ZADD', ma, wt, seq)
       end
-      if kind == 'm' then newest = {sender, ARGV[a + 7]} end
+      if kind == 'm' then newest = {sender, ARGV[a + 8]} end
       out[#out + 1] = {0, seq, ''}
     end
   end
@@ -124,8 +161,8 @@ if seq ~= seq0 or created then
     'nmem', nmem, 'mver', mver)
   if lgs ~= lgs0 then redis.call('HSET', meta, 'lgs', lgs, 'large', 1) end
   if newest then redis.call('HSET', meta, 'lsender', newest[1], 'lts', wt, 'lprev', newest[2]) end
-  redis.call('EXPIREAT', KEYS[5], ARGV[3])
 end
+dd_save(days[1], ARGV[3])
 
 local res = {tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem}
 for _, r in ipairs(out) do

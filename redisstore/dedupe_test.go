@@ -1,0 +1,235 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// collidingDigest gives the ids named the same digest; others keep theirs.
+func collidingDigest(ids ...string) func(string) string {
+	return func(cmid string) string {
+		if slices.Contains(ids, cmid) {
+			return dedupeDigest(ids[0])
+		}
+		return dedupeDigest(cmid)
+	}
+}
+
+func TestSequenceGivesIdsSharingADigestTheirOwnSeqs(t *testing.T) {
+	day := int64(24 * time.Hour / time.Millisecond)
+	cases := []struct {
+		name    string
+		batches [][]string // client_msg_ids; batch i is written i days ago when spread
+		spread  bool
+		want    [][]string
+	}{
+		{
+			name:    "in one batch",
+			batches: [][]string{{"a", "b", "a", "b"}, {"b", "a"}},
+			want:    [][]string{{"new 1", "new 2", "dup 1", "dup 2"}, {"dup 2", "dup 1"}},
+		},
+		{
+			name:    "in later batches, with a third id",
+			batches: [][]string{{"a"}, {"b"}, {"c", "b", "a"}, {"a", "b", "c"}},
+			want:    [][]string{{"new 1"}, {"new 2"}, {"new 3", "dup 2", "dup 1"}, {"dup 1", "dup 2", "dup 3"}},
+		},
+		{
+			name:    "on different days",
+			batches: [][]string{{"a"}, {"b"}, {"a", "b"}},
+			spread:  true,
+			want:    [][]string{{"new 1"}, {"new 2"}, {"dup 1", "dup 2"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seqTestStore(t, 0)
+			s.digest = collidingDigest("a", "b", "c")
+			ctx := context.Background()
+			for i, ids := range tc.batches {
+				var msgs []*schemas.Message
+				for _, id := range ids {
+					msgs = append(msgs, groupMsg("g", id, "u1"))
+				}
+				at := seqTestNow
+				if tc.spread {
+					at -= int64(len(tc.batches)-1-i) * day
+				}
+				res, err := s.Sequence(ctx, "g", msgs, nil, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := seqs(res.Items); !slices.Equal(got, tc.want[i]) {
+					t.Fatalf("batch %d %v: got %q, want %q", i, ids, got, tc.want[i])
+				}
+			}
+			var ids []string
+			for _, e := range timeline(t, s, "g") {
+				ids = append(ids, e.GetMessage().GetClientMsgId())
+			}
+			if want := slices.Compact(slices.Sorted(slices.Values(slices.Concat(tc.batches...)))); !slices.Equal(slices.Sorted(slices.Values(ids)), want) {
+				t.Fatalf("timeline holds %q, want each of %q once", ids, want)
+			}
+		})
+	}
+}
+
+// dedupeKeysOf lists the dedupe keys of a conversation's day.
+func dedupeKeysOf(t *testing.T, s *Store, conv string, day int64) []string {
+	t.Helper()
+	keys, err := s.rdb.Keys(context.Background(), s.keys.Dedupe(conv, day)+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestSequenceDedupeBucketsSplitAsTheDayFillsAndStayListpacks(t *testing.T) {
+	s := seqTestStore(t, 0)
+	ctx := context.Background()
+	const n, batch = 400, 20
+	for resend := range 2 {
+		for start := 0; start < n; start += batch {
+			var msgs []*schemas.Message
+			for i := start; i < start+batch; i++ {
+				msgs = append(msgs, groupMsg("g", fmt.Sprint("id-", i), "u1"))
+			}
+			res, err := s.Sequence(ctx, "g", msgs, nil, seqTestNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, it := range res.Items {
+				want := SeqStatus(resend) // SeqNew, then SeqDuplicate
+				if it.Status != want || it.Seq != uint64(start+i+1) {
+					t.Fatalf("pass %d, id-%d: status %d seq %d; want status %d seq %d", resend, start+i, it.Status, it.Seq, want, start+i+1)
+				}
+			}
+		}
+	}
+	day := DayOf(seqTestNow)
+	buckets, _ := s.rdb.HGet(ctx, s.keys.Dedupe("g", day), "n").Int()
+	keys := dedupeKeysOf(t, s, "g", day)
+	if buckets < 2 || len(keys) != buckets {
+		t.Fatalf("%d buckets recorded, keys %v; want several, each a key", buckets, keys)
+	}
+	held := 0
+	for _, k := range keys {
+		enc, _ := s.rdb.ObjectEncoding(ctx, k).Result()
+		if enc != "listpack" {
+			t.Fatalf("%s is encoded %s, want listpack", k, enc)
+		}
+		fields, _ := s.rdb.HKeys(ctx, k).Result()
+		for _, f := range fields {
+			if len(f) == DedupeDigestBytes {
+				held++
+			}
+		}
+	}
+	if held != n {
+		t.Fatalf("buckets hold %d digests, want %d", held, n)
+	}
+}
+
+func TestRebuildRestoresIdsSharingADigest(t *testing.T) {
+	s := seqTestStore(t, 0)
+	s.digest = collidingDigest("a", "b")
+	ctx := context.Background()
+	now := time.UnixMilli(seqTestNow)
+	h := &rbHistory{recs: map[string]map[uint64]*schemas.Sequenced{}}
+	msgs := []*schemas.Message{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1"), groupMsg("g", "c", "u1")}
+	res, err := s.Sequence(ctx, "g", msgs, nil, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range res.Items {
+		h.add(it.Sequenced)
+	}
+	keys, _ := s.rdb.Keys(ctx, s.keys.Prefix+"*").Result()
+	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := s.RebuildConversation(ctx, h, "g", RebuildOptions{Now: now})
+	if err != nil || rb.Dedupe != 3 {
+		t.Fatalf("rebuild restored %d dedupe ids (err %v), want 3", rb.Dedupe, err)
+	}
+	res, err = s.Sequence(ctx, "g", []*schemas.Message{msgs[1], msgs[0], msgs[2], groupMsg("g", "d", "u1")}, nil, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := seqs(res.Items), []string{"dup 2", "dup 1", "dup 3", "new 4"}; !slices.Equal(got, want) {
+		t.Fatalf("resends after the rebuild: %q, want %q", got, want)
+	}
+}
+
+func TestExpireDedupeDropsEveryKeyOfTheDay(t *testing.T) {
+	s := seqTestStore(t, 0)
+	s.digest = collidingDigest("id-0", "id-1")
+	ctx := context.Background()
+	var msgs []*schemas.Message
+	for i := range 100 {
+		msgs = append(msgs, groupMsg("g", fmt.Sprint("id-", i), "u1"))
+	}
+	for start := 0; start < len(msgs); start += 20 {
+		if _, err := s.Sequence(ctx, "g", msgs[start:start+20], nil, seqTestNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := DayOf(seqTestNow)
+	keys := dedupeKeysOf(t, s, "g", day)
+	if len(keys) < 3 || !slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, ":x") }) {
+		t.Fatalf("seeded dedupe keys %v, want several buckets and an exact map", keys)
+	}
+	end := time.Unix(s.dedupeExpireAt(day), 0)
+	if gone, err := s.ExpireDedupe(ctx, "g", day, end); err != nil || !gone {
+		t.Fatalf("expire at the end of the window: gone %v, err %v", gone, err)
+	}
+	if left := dedupeKeysOf(t, s, "g", day); len(left) != 0 {
+		t.Fatalf("keys left after expiry: %v", left)
+	}
+}
+
+// The scripts name a day's other buckets after its bucket 0: on a Redis
+// Cluster they must land in the conversation's slot.
+func TestDedupeBucketsAndExactMapWorkOnRedisCluster(t *testing.T) {
+	rdb, prefix := testenv.RedisCluster(t)
+	s, err := New(rdb, Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.digest = collidingDigest("id-0", "id-1")
+	ctx := context.Background()
+	var msgs []*schemas.Message
+	for i := range 100 {
+		msgs = append(msgs, groupMsg("g", fmt.Sprint("id-", i), "u1"))
+	}
+	for pass := range 2 {
+		for start := 0; start < len(msgs); start += 20 {
+			res, err := s.Sequence(ctx, "g", msgs[start:start+20], nil, seqTestNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, it := range res.Items {
+				if it.Status != SeqStatus(pass) || it.Seq != uint64(start+i+1) {
+					t.Fatalf("pass %d, id-%d: status %d seq %d", pass, start+i, it.Status, it.Seq)
+				}
+			}
+		}
+	}
+	day := DayOf(seqTestNow)
+	if n, _ := rdb.HGet(ctx, s.keys.Dedupe("g", day), "n").Int(); n < 2 {
+		t.Fatalf("%d buckets, want the day split", n)
+	}
+	if gone, err := s.ExpireDedupe(ctx, "g", day, time.Unix(s.dedupeExpireAt(day), 0)); err != nil || !gone {
+		t.Fatalf("expire: gone %v, err %v", gone, err)
+	}
+	if n, _ := rdb.Exists(ctx, s.keys.DedupeBucket("g", day, 1), s.keys.DedupeExact("g", day)).Result(); n != 0 {
+		t.Fatalf("%d dedupe keys left after expiry", n)
+	}
+}

@@ -1,0 +1,122 @@
+-- dedupe_lib.lua: the dedupe buckets of one conversation-day, shared by the
+-- scripts that read or fill them. It is prepended to sequence.lua and
+-- dedupe_restore.lua (see dedupe.go) and does nothing on its own.
+--
+-- A day's ids are keyed by an 8-byte digest of the client_msg_id (computed
+-- by the caller), spread over n buckets by linear hashing: bucket 0 is
+-- P{c:C}:dd:DAY, bucket b > 0 is P{c:C}:dd:DAY:b. Bucket 0 also holds the
+-- fields 'n' (buckets; absent: 1), 'c' (digests held) and 'x' ('1' once
+-- P{c:C}:dd:DAY:x exists: the full ids whose digest the day already held
+-- for another id). Buckets are split one at a time, in order, while the day
+-- holds more than DD_LOAD digests per bucket, so that every bucket stays far
+-- below hash-max-listpack-entries (128) and keeps Redis's compact listpack
+-- encoding. Every key of a day expires at the same instant.
+
+local DD_LOAD = 32
+local DD_MAX_BUCKETS = 65536
+
+-- dd_day reads the state of the day whose bucket 0 is key.
+local function dd_day(key)
+  local v = redis.call('HMGET', key, 'n', 'c', 'x')
+  return {key = key, n = tonumber(v[1]) or 1, c = tonumber(v[2]) or 0, x = v[3] == '1',
+    dirty = false, touched = {}}
+end
+
+-- dd_hash takes 24 bits of a digest: enough to address DD_MAX_BUCKETS.
+local function dd_hash(dig)
+  local a, b, c = string.byte(dig, 1, 3)
+  return a * 65536 + b * 256 + c
+end
+
+-- dd_low is the largest power of two not above n.
+local function dd_low(n)
+  local lo = 1
+  while lo * 2 <= n do lo = lo * 2 end
+  return lo
+end
+
+-- dd_addr is the bucket of a hash among n buckets: the buckets below
+-- n - lo were split this round and are addressed with one more bit.
+local function dd_addr(h, n)
+  local lo = dd_low(n)
+  local b = h % (lo * 2)
+  if b >= n then b = h % lo end
+  return b
+end
+
+local function dd_bucket(day, b)
+  if b == 0 then return day.key end
+  return day.key .. ':' .. b
+end
+
+-- dd_find returns the seq the day holds for a digest, or nil.
+local function dd_find(day, dig)
+  local v = redis.call('HGET', dd_bucket(day, dd_addr(dd_hash(dig), day.n)), dig)
+  if v then return tonumber(v) end
+  return nil
+end
+
+-- dd_split splits bucket n - lo into itself and the new bucket n.
+local function dd_split(day)
+  local n = day.n
+  local lo = dd_low(n)
+  local src, dst = dd_bucket(day, n - lo), dd_bucket(day, n)
+  local all = redis.call('HGETALL', src)
+  local moved, fields = {}, {}
+  for i = 1, #all, 2 do
+    local f = all[i]
+    -- bucket 0's own fields ('n', 'c', 'x') are not digests
+    if #f == 8 and dd_hash(f) % (lo * 2) == n then
+      moved[#moved + 1] = f
+      moved[#moved + 1] = all[i + 1]
+      fields[#fields + 1] = f
+    end
+  end
+  if #fields > 0 then
+    redis.call('HSET', dst, unpack(moved))
+    redis.call('HDEL', src, unpack(fields))
+    day.touched[dst] = true
+  end
+  day.n, day.dirty = n + 1, true
+end
+
+-- dd_add stores digest -> seq unless the day holds the digest already; it
+-- returns nil when stored, else the seq held.
+local function dd_add(day, dig, seq)
+  local key = dd_bucket(day, dd_addr(dd_hash(dig), day.n))
+  if redis.call('HSETNX', key, dig, seq) == 0 then
+    return tonumber(redis.call('HGET', key, dig))
+  end
+  day.touched[key] = true
+  day.c, day.dirty = day.c + 1, true
+  while day.c > DD_LOAD * day.n and day.n < DD_MAX_BUCKETS do dd_split(day) end
+  return nil
+end
+
+-- dd_add_exact stores the full id of a record whose digest the day holds
+-- for another id; it returns 1 when stored, 0 when the id was there.
+local function dd_add_exact(day, cmid, seq)
+  local key = day.key .. ':x'
+  day.touched[key] = true
+  if not day.x then day.x, day.dirty = true, true end
+  return redis.call('HSETNX', key, cmid, seq)
+end
+
+-- dd_find_exact returns the seq of a full id the day holds, or nil.
+local function dd_find_exact(day, cmid)
+  if not day.x then return nil end
+  local v = redis.call('HGET', day.key .. ':x', cmid)
+  if v then return tonumber(v) end
+  return nil
+end
+
+-- dd_save writes the day's counters back and makes every key it wrote
+-- expire at `at` (unix seconds).
+local function dd_save(day, at)
+  if day.dirty then
+    redis.call('HSET', day.key, 'n', day.n, 'c', day.c)
+    if day.x then redis.call('HSET', day.key, 'x', '1') end
+    day.touched[day.key] = true
+  end
+  for k in pairs(day.touched) do redis.call('EXPIREAT', k, at) end
+end
