@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sort"
 )
 
 // Filling the answer: conversations are sliced in priority order, a wave of
@@ -10,6 +11,13 @@ import (
 // each conversation's size is estimated first (its news, capped by the
 // limit, times the bytes per message seen so far in this answer) and a
 // conversation estimated not to fit is summarised without being read.
+//
+// Two passes keep the budget fair without changing the order. In the
+// first, a group's slice is capped (SyncRequest.GroupSliceBytes): its
+// mentions are already in the lane, and a noisy group would otherwise
+// spend the budget before any direct conversation. In the second
+// (sync_extend.go), what is left extends the capped slices, in priority
+// order, towards the limit.
 const (
 	// syncWave bounds the slices read per round trip.
 	syncWave = 16
@@ -47,12 +55,16 @@ type syncEstimate struct{ bytes, msgs int }
 
 func (e *syncEstimate) observe(bytes, msgs int) { e.bytes, e.msgs = e.bytes+bytes, e.msgs+msgs }
 
-func (e *syncEstimate) slice(limit int, p convPlan) int {
+func (e *syncEstimate) slice(req SyncRequest, p convPlan) int {
 	per := syncGuessMessageBytes
 	if e.msgs > 0 {
 		per = e.bytes / e.msgs
 	}
-	return int(min(uint64(limit), subFloor(p.maxSeq, p.lo))) * per
+	n := int(min(uint64(req.Limit), subFloor(p.maxSeq, p.lo))) * per
+	if c := req.groupCap(p); c > 0 {
+		return min(n, c)
+	}
+	return n
 }
 
 // placement is what became of one planned conversation.
@@ -64,35 +76,26 @@ const (
 	placeGone                     // nothing to say after all (left, expired)
 )
 
-// fillConvs places conversations while the budget lasts, then summarises
-// the others in priority order.
+// fillConvs places conversations while the budget lasts, extends the
+// capped ones with what is left, then summarises the others in priority
+// order.
 func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
 	outcome := make([]placement, len(plans))
 	b.reserved = min(summariesBytes(req, plans), b.max/8)
-	est := &syncEstimate{}
-	for _, m := range res.Mentions {
-		est.observe(req.Sizer.Message(m.Message), 1)
+	fs, err := s.placeConvs(ctx, req, plans, outcome, res, b)
+	if err != nil {
+		return err
 	}
-	for next := 0; next < len(plans) && b.left() > 0; {
-		wave, scanned := pickWave(req, plans, next, len(res.Convs) == 0, b.left(), est)
-		next = scanned
-		if len(wave) == 0 {
-			continue
+	// Now the summaries to come are known exactly; the extension may have
+	// the rest.
+	b.reserved = 0
+	for j, p := range plans {
+		if outcome[j] == placeSummary {
+			b.reserved += req.Sizer.Summary(summaryOf(p))
 		}
-		qs := make([]rangeQuery, len(wave))
-		for i, j := range wave {
-			p := plans[j]
-			qs[i] = rangeQuery{conv: p.conv, lo: p.lo, limit: req.Limit, fromTop: true, maxBytes: b.left()}
-		}
-		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		sls, err := s.readSlices(callCtx, req.User, qs)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", req.User, err)
-		}
-		for i, j := range wave {
-			outcome[j] = place(req, plans[j], sls[i], res, b, est)
-		}
+	}
+	if err := s.extendSlices(ctx, req, plans, fs.extensions(), res, b); err != nil {
+		return err
 	}
 	b.reserved = 0
 	for j, p := range plans {
@@ -103,20 +106,99 @@ func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan
 	return nil
 }
 
-// pickWave chooses, from plans[from:], the conversations to read next: in
-// order, those estimated to fit in room (the first conversation of the
-// answer always). It returns their indexes and where the scan stopped.
-func pickWave(req SyncRequest, plans []convPlan, from int, first bool, room int, est *syncEstimate) ([]int, int) {
+// firstSlices records, for each block of SyncResult.Convs, the plan it
+// answers and whether its cap cut it.
+type firstSlices struct {
+	plan   []int
+	capped []bool
+}
+
+// extensions lists the capped blocks in answer order.
+func (f firstSlices) extensions() []extension {
+	var out []extension
+	for i, c := range f.capped {
+		if c {
+			out = append(out, extension{plan: f.plan[i], conv: i})
+		}
+	}
+	return out
+}
+
+// placeConvs is the first pass: a wave of conversations per round trip,
+// those estimated to fit, until the budget is spent or nothing left is
+// estimated to fit. Each measured wave sharpens the estimate, so a
+// conversation passed over by an early guess gets another look. The
+// blocks are put back in priority order at the end.
+func (s *Store) placeConvs(ctx context.Context, req SyncRequest, plans []convPlan, outcome []placement, res *SyncResult, b *syncBudget) (firstSlices, error) {
+	var fs firstSlices
+	decided := make([]bool, len(plans))
+	est := &syncEstimate{}
+	for _, m := range res.Mentions {
+		est.observe(req.Sizer.Message(m.Message), 1)
+	}
+	for b.left() > 0 {
+		wave := pickWave(req, plans, decided, len(res.Convs) == 0, b.left(), est)
+		if len(wave) == 0 {
+			break
+		}
+		qs := make([]rangeQuery, len(wave))
+		for i, j := range wave {
+			p := plans[j]
+			qs[i] = rangeQuery{conv: p.conv, lo: p.lo, limit: req.Limit, fromTop: true, maxBytes: b.left()}
+			if c := req.groupCap(p); c > 0 {
+				qs[i].maxBytes = c
+			}
+		}
+		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		sls, err := s.readSlices(callCtx, req.User, qs)
+		cancel()
+		if err != nil {
+			return fs, fmt.Errorf("sync %s: %w", req.User, err)
+		}
+		for i, j := range wave {
+			decided[j] = true
+			var more bool
+			if outcome[j], more = place(req, plans[j], sls[i], res, b, est); outcome[j] == placeSlice {
+				fs.plan, fs.capped = append(fs.plan, j), append(fs.capped, more)
+			}
+		}
+	}
+	return fs.inPlanOrder(res), nil
+}
+
+// inPlanOrder puts the blocks of res, placed wave by wave, back in the
+// order of their plans (priority order).
+func (f firstSlices) inPlanOrder(res *SyncResult) firstSlices {
+	order := make([]int, len(res.Convs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool { return f.plan[order[x]] < f.plan[order[y]] })
+	out := firstSlices{plan: make([]int, len(order)), capped: make([]bool, len(order))}
+	convs := make([]SyncConv, len(order))
+	for i, k := range order {
+		convs[i], out.plan[i], out.capped[i] = res.Convs[k], f.plan[k], f.capped[k]
+	}
+	res.Convs = convs
+	return out
+}
+
+// pickWave chooses, among the plans not decided yet, the conversations to
+// read next: in order, those estimated to fit in room (the first
+// conversation of the answer always).
+func pickWave(req SyncRequest, plans []convPlan, decided []bool, first bool, room int, est *syncEstimate) []int {
 	var wave []int
-	j := from
-	for ; j < len(plans) && len(wave) < syncWave; j++ {
-		cost := est.slice(req.Limit, plans[j])
+	for j := 0; j < len(plans) && len(wave) < syncWave; j++ {
+		if decided[j] {
+			continue
+		}
+		cost := est.slice(req, plans[j])
 		if (first && len(wave) == 0) || cost <= room {
 			wave = append(wave, j)
 			room -= cost
 		}
 	}
-	return wave, j
+	return wave
 }
 
 func summariesBytes(req SyncRequest, plans []convPlan) int {
@@ -127,19 +209,21 @@ func summariesBytes(req SyncRequest, plans []convPlan) int {
 	return n
 }
 
-// place puts one conversation's slice in the answer: whole if it fits;
-// trimmed to its newest messages if it is the first conversation (so every
-// answer makes progress); else it is left for a summary.
-func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *syncBudget, est *syncEstimate) placement {
+// place puts one conversation's slice in the answer: whole (a group's
+// newest messages within its cap) if it fits; trimmed to its newest
+// messages if it is the first conversation (so every answer makes
+// progress); else it is left for a summary. more reports a group cut by
+// its cap, which the second pass may extend.
+func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *syncBudget, est *syncEstimate) (pl placement, more bool) {
 	if !sl.member {
-		return placeGone
+		return placeGone, false
 	}
 	c := SyncConv{
 		Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: sl.epoch, MaxSeq: sl.seq, Unread: p.unread,
 		Rebase: p.rebase != "", RebaseReason: p.rebase, Incomplete: p.incomplete,
 	}
 	if len(sl.entries) == 0 && !c.Rebase {
-		return placeGone // the news was already gone (expired) or never there
+		return placeGone, false // the news was already gone (expired) or never there
 	}
 	sizes := make([]int, len(sl.entries))
 	total := 0
@@ -149,24 +233,33 @@ func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *sy
 	}
 	est.observe(total, len(sizes))
 	head := req.Sizer.Conv(&c)
-	keep := len(sl.entries)
-	// The script cut the slice on raw bytes: it cannot fit whole.
-	cut := len(sl.entries) < min(req.Limit, sl.available)
-	if cut || !b.fits(head+total) {
+	whole := min(req.Limit, sl.available)
+	keep, capBytes := len(sl.entries), req.groupCap(p)
+	// Uncapped, a slice the script cut on raw bytes cannot fit whole.
+	cut := capBytes == 0 && keep < whole
+	if capBytes > 0 {
+		keep = newestThatFit(sizes, capBytes-head)
+	}
+	if cut || !b.fits(head+sumNewest(sizes, keep)) {
 		if len(res.Convs) > 0 {
-			return placeSummary
+			return placeSummary, false
 		}
 		keep = newestThatFit(sizes, b.left()-head)
-		kept := 0
-		for _, n := range sizes[len(sizes)-keep:] {
-			kept += n
-		}
-		b.force(head + kept)
+		b.force(head + sumNewest(sizes, keep))
 	}
 	c.Messages = sl.entries[len(sl.entries)-keep:]
 	finishSlice(&c, p, sl)
 	res.Convs = append(res.Convs, c)
-	return placeSlice
+	return placeSlice, capBytes > 0 && keep < whole
+}
+
+// sumNewest adds the last n sizes.
+func sumNewest(sizes []int, n int) int {
+	total := 0
+	for _, s := range sizes[len(sizes)-n:] {
+		total += s
+	}
+	return total
 }
 
 // newestThatFit counts how many of the last sizes fit in room (at least 1).

@@ -13,20 +13,25 @@ func TestPickWaveReadsOnlySlicesEstimatedToFit(t *testing.T) {
 		first    bool
 		room     int
 		measured syncEstimate
+		decided  []bool
 		want     string
 	}{
 		// 512 bytes guessed per message, limit 20: 10240, 1536, 10240, 512.
-		{"the answer's first conversation is always read", true, 100, syncEstimate{}, "[0]"},
-		{"then what fits, in order", false, 12000, syncEstimate{}, "[0 1]"},
-		{"measured sizes replace the guess", false, 12000, syncEstimate{bytes: 100, msgs: 1}, "[0 1 2 3]"},
-		{"nothing fits", false, 100, syncEstimate{}, "[]"},
+		{"the answer's first conversation is always read", true, 100, syncEstimate{}, nil, "[0]"},
+		{"then what fits, in order", false, 12000, syncEstimate{}, nil, "[0 1]"},
+		{"measured sizes replace the guess", false, 12000, syncEstimate{bytes: 100, msgs: 1}, nil, "[0 1 2 3]"},
+		{"nothing fits", false, 100, syncEstimate{}, nil, "[]"},
+		{"conversations already decided are passed over", false, 12000, syncEstimate{}, []bool{true, false, true, false}, "[1 3]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := SyncRequest{Limit: 20}
-			wave, scanned := pickWave(req, plans, 0, tc.first, tc.room, &tc.measured)
-			if fmt.Sprint(wave) != tc.want || scanned != len(plans) {
-				t.Fatalf("wave %v scanned %d, want %s scanned %d", wave, scanned, tc.want, len(plans))
+			decided := tc.decided
+			if decided == nil {
+				decided = make([]bool, len(plans))
+			}
+			if wave := pickWave(req, plans, decided, tc.first, tc.room, &tc.measured); fmt.Sprint(wave) != tc.want {
+				t.Fatalf("wave %v, want %s", wave, tc.want)
 			}
 		})
 	}

@@ -26,11 +26,13 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	if res.Bytes > budget {
 		t.Fatalf("answer of %d bytes over the budget of %d:\n%s", res.Bytes, budget, render(res))
 	}
-	// The direct conversation is small and first; no group fits whole
-	// after it, so they are summaries to ask for next.
-	if len(res.Convs) != 1 || res.Convs[0].Conv != "dm" || len(res.Summaries) != 3 {
+	// The direct conversation is small and first, whole; then the groups
+	// by activity, each cut to its newest messages (no group fits whole),
+	// while the budget lasts; the others are summaries to ask for next.
+	if res.Convs[0].Conv != "dm" || res.Convs[0].HasMore || len(res.Convs) < 2 || len(res.Convs)+len(res.Summaries) != 4 {
 		t.Fatalf("unexpected shape:\n%s", render(res))
 	}
+	checkNewestWithGap(t, res, res.Convs[1:], "g3", "g2", "g1")
 	// Asked again with the direct conversation held, the most recent group
 	// comes first and is cut to its newest messages, with a gap.
 	req := syncReq("ann", "phone", 50, budget)
@@ -38,13 +40,10 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	if res, err = s.Sync(context.Background(), s, req); err != nil {
 		t.Fatal(err)
 	}
-	if res.Bytes > budget || len(res.Convs) != 1 || res.Convs[0].Conv != "g3" || res.Convs[0].Gap == nil || len(res.Summaries) != 2 {
+	if res.Bytes > budget || len(res.Convs)+len(res.Summaries) != 3 {
 		t.Fatalf("unexpected shape:\n%s", render(res))
 	}
-	g := res.Convs[0]
-	if g.Gap.From != 1 || g.Gap.To+1 != g.Messages[0].Seq || g.Messages[len(g.Messages)-1].Seq != g.MaxSeq {
-		t.Fatalf("gap does not meet the slice:\n%s", render(res))
-	}
+	checkNewestWithGap(t, res, res.Convs, "g3", "g2", "g1")
 	// A budget too small for anything still delivers the first newest message.
 	res, err = s.Sync(context.Background(), s, syncReq("ann", "phone", 50, 300))
 	if err != nil {
@@ -52,6 +51,18 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	}
 	if len(res.Convs) != 1 || len(res.Convs[0].Messages) != 1 {
 		t.Fatalf("tiny budget made no progress:\n%s", render(res))
+	}
+}
+
+// checkNewestWithGap: convs are the first of order, in that order, each
+// holding its newest messages with a gap that meets them.
+func checkNewestWithGap(t *testing.T, res *SyncResult, convs []SyncConv, order ...string) {
+	t.Helper()
+	for i, g := range convs {
+		if g.Conv != order[i] || g.Gap == nil || g.Gap.From != 1 || g.Gap.To+1 != g.Messages[0].Seq ||
+			g.Messages[len(g.Messages)-1].Seq != g.MaxSeq {
+			t.Fatalf("%s is not answered in order with its newest messages and a gap that meets them:\n%s", g.Conv, render(res))
+		}
 	}
 }
 

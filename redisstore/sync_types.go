@@ -43,7 +43,28 @@ type SyncRequest struct {
 	// RebaseBacklog: a conversation with more messages than this above the
 	// cursor is answered with a rebase (0: never).
 	RebaseBacklog uint64
-	Sizer         SyncSizer
+	// GroupSliceBytes caps each group's slice in the first pass over the
+	// conversations (direct conversations are not capped): a group's
+	// pending mentions are already in the mention lane, so its slice is
+	// context, and a busy group must not spend the budget before the
+	// direct conversations have had theirs. The budget left after every
+	// conversation's turn extends the capped slices, in priority order, up
+	// to Limit. 0: MaxBytes/16; MaxBytes or more: no cap.
+	GroupSliceBytes int
+	Sizer           SyncSizer
+}
+
+// groupCap is the most bytes of a conversation's slice in the first pass
+// (0: no cap).
+func (r SyncRequest) groupCap(p convPlan) int {
+	c := r.GroupSliceBytes
+	if c == 0 {
+		c = r.MaxBytes / 16
+	}
+	if p.kind == KindDirect || c >= r.MaxBytes {
+		return 0
+	}
+	return c
 }
 
 func (r SyncRequest) validate() error {
@@ -52,6 +73,8 @@ func (r SyncRequest) validate() error {
 		return fmt.Errorf("sync %s: limit %d is below 1", r.User, r.Limit)
 	case r.MaxBytes < 1:
 		return fmt.Errorf("sync %s: byte budget %d is below 1", r.User, r.MaxBytes)
+	case r.GroupSliceBytes < 0:
+		return fmt.Errorf("sync %s: group slice cap %d is negative", r.User, r.GroupSliceBytes)
 	case r.Sizer == nil:
 		return fmt.Errorf("sync %s: no sizer", r.User)
 	}

@@ -1,0 +1,63 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// extension names a group whose first-pass slice was cut by its cap: the
+// plan it came from and its block in SyncResult.Convs.
+type extension struct {
+	plan, conv int
+}
+
+// extendSlices spends what the first pass left on the groups it capped, in
+// priority order: each gets the messages just older than its slice, as
+// many as fit, up to the limit. Its slice stays the newest messages of its
+// news, contiguous, so the gap and has_more are only recomputed.
+func (s *Store) extendSlices(ctx context.Context, req SyncRequest, plans []convPlan, ext []extension, res *SyncResult, b *syncBudget) error {
+	for start := 0; start < len(ext) && b.left() > 0; start += syncWave {
+		wave := ext[start:min(start+syncWave, len(ext))]
+		qs := make([]rangeQuery, len(wave))
+		for i, x := range wave {
+			c := &res.Convs[x.conv]
+			qs[i] = rangeQuery{conv: c.Conv, lo: plans[x.plan].lo, hi: c.Messages[0].Seq,
+				limit: req.Limit - len(c.Messages), fromTop: true, maxBytes: b.left()}
+		}
+		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		sls, err := s.readSlices(callCtx, req.User, qs)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sync %s: extend slices: %w", req.User, err)
+		}
+		for i, x := range wave {
+			extendSlice(req, plans[x.plan], &res.Convs[x.conv], sls[i], b)
+		}
+	}
+	return nil
+}
+
+// extendSlice prepends to c the newest of sl's entries that fit.
+func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *syncBudget) {
+	// Another epoch means the timeline was rebuilt between the two reads:
+	// its seqs name other messages. The first slice stands alone then.
+	if !sl.member || sl.epoch != c.Epoch || len(sl.entries) == 0 {
+		return
+	}
+	n, used := 0, 0
+	for i := len(sl.entries) - 1; i >= 0; i-- {
+		size := req.Sizer.Message(sl.entries[i])
+		if used+size > b.left() {
+			break
+		}
+		used += size
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b.force(used)
+	c.Messages = append(slices.Clip(sl.entries[len(sl.entries)-n:]), c.Messages...)
+	finishSlice(c, p, sl)
+}
