@@ -27,8 +27,9 @@ func EncodeEntry(seq uint64, writeMS int64, msg *schemas.Message) ([]byte, error
 	return append(out, body...), nil
 }
 
-// DecodeEntry parses a timeline entry of the given epoch.
-func DecodeEntry(raw []byte, epoch uint64) (*schemas.Sequenced, error) {
+// DecodeEntry parses a timeline entry of conversation conv (which the
+// stored bytes leave out) and the given epoch.
+func DecodeEntry(raw []byte, conv string, epoch uint64) (*schemas.Sequenced, error) {
 	seqEnd := bytes.IndexByte(raw, ':')
 	if seqEnd < 0 {
 		return nil, fmt.Errorf("decode entry: no seq")
@@ -50,13 +51,16 @@ func DecodeEntry(raw []byte, epoch uint64) (*schemas.Sequenced, error) {
 	if err := proto.Unmarshal(rest[wtEnd+1:], &msg); err != nil {
 		return nil, fmt.Errorf("decode entry %d message: %w", seq, err)
 	}
+	msg.ConvId = conv
 	return &schemas.Sequenced{Message: &msg, Seq: seq, Epoch: epoch, WriteTimeMs: wt}, nil
 }
 
-// entryBody is the protobuf encoding of msg with client_msg_id (field 1)
-// first, whatever order the marshaller picks: the sequencing script reads
-// the id there to tell a resend from another id with the same dedupe
-// digest.
+// entryBody is the protobuf encoding of msg as a timeline stores it:
+// client_msg_id (field 1) first, whatever order the marshaller picks (the
+// sequencing script reads the id there to tell a resend from another id
+// with the same dedupe digest), and no conv_id (field 2): the key names
+// the conversation, and an id repeated in every entry costs as much as a
+// short message's sender and content type together.
 func entryBody(msg *schemas.Message) ([]byte, error) {
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
 	if err != nil {
@@ -74,7 +78,7 @@ func entryBody(msg *schemas.Message) ([]byte, error) {
 		if m < 0 {
 			return nil, protowire.ParseError(m)
 		}
-		if num != entryFieldClientMsgID {
+		if num != entryFieldClientMsgID && num != entryFieldConvID {
 			out = append(out, b[:n+m]...)
 		}
 		b = b[n+m:]
@@ -82,5 +86,8 @@ func entryBody(msg *schemas.Message) ([]byte, error) {
 	return out, nil
 }
 
-// entryFieldClientMsgID is Message.client_msg_id's field number.
-const entryFieldClientMsgID = 1
+// Field numbers of schemas.Message that entryBody places or leaves out.
+const (
+	entryFieldClientMsgID = 1
+	entryFieldConvID      = 2
+)

@@ -107,7 +107,7 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 	}
 	n := 0
 	for i, e := range raw {
-		ent, err := DecodeEntry([]byte(e), 0)
+		ent, err := DecodeEntry([]byte(e), conv, 0)
 		if err != nil {
 			return 0, fmt.Errorf("expire conversation %s: %w: %w", conv, ErrMalformed, err)
 		}

@@ -197,7 +197,7 @@ func TestExpireConversationWorksInBoundedSteps(t *testing.T) {
 	if len(raw) != 1 {
 		t.Fatalf("timeline holds %d entries after a new message, want 1", len(raw))
 	}
-	if e, err := DecodeEntry([]byte(raw[0]), 0); err != nil || e.Seq != seq+1 {
+	if e, err := DecodeEntry([]byte(raw[0]), "c1", 0); err != nil || e.Seq != seq+1 {
 		t.Fatalf("new entry %v (err %v), want seq %d", e, err, seq+1)
 	}
 }

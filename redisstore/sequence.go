@@ -87,7 +87,7 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 	if err != nil {
 		return nil, fmt.Errorf("sequence %s: %w", conv, err)
 	}
-	res, err := parseSequenceReply(raw, len(msgs), probes)
+	res, err := parseSequenceReply(raw, conv, len(msgs), probes)
 	if err != nil {
 		return nil, fmt.Errorf("sequence %s: %w", conv, err)
 	}
@@ -176,7 +176,7 @@ func sequencePreview(m *schemas.Message) string {
 
 var errSequenceReply = errors.New("unexpected reply of the sequence script")
 
-func parseSequenceReply(raw []any, n int, probes []string) (*SequenceResult, error) {
+func parseSequenceReply(raw []any, conv string, n int, probes []string) (*SequenceResult, error) {
 	if len(raw) != 4+3*n+2 {
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
 	}
@@ -199,7 +199,7 @@ func parseSequenceReply(raw []any, n int, probes []string) (*SequenceResult, err
 		case 1:
 			it.Status = SeqDuplicate
 			if data != "" {
-				sq, err := DecodeEntry([]byte(data), res.Epoch)
+				sq, err := DecodeEntry([]byte(data), conv, res.Epoch)
 				if err != nil {
 					return nil, err
 				}

@@ -59,7 +59,7 @@ func timeline(t *testing.T, s *Store, conv string) []*schemas.Sequenced {
 	}
 	out := make([]*schemas.Sequenced, len(raw))
 	for i, r := range raw {
-		sq, err := DecodeEntry([]byte(r), 0)
+		sq, err := DecodeEntry([]byte(r), conv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ func (s *Store) readSlices(ctx context.Context, user string, qs []rangeQuery) ([
 	}
 	out := make([]timelineSlice, len(qs))
 	for i, c := range cmds {
-		sl, err := parseSlice(c)
+		sl, err := parseSlice(c, qs[i].conv)
 		if err != nil {
 			return nil, fmt.Errorf("read timeline %s: %w", qs[i].conv, err)
 		}
@@ -73,7 +73,7 @@ func (s *Store) readSlices(ctx context.Context, user string, qs []rangeQuery) ([
 	return out, nil
 }
 
-func parseSlice(c *redis.Cmd) (timelineSlice, error) {
+func parseSlice(c *redis.Cmd, conv string) (timelineSlice, error) {
 	var sl timelineSlice
 	vals, err := c.Slice()
 	if err != nil {
@@ -97,7 +97,7 @@ func parseSlice(c *redis.Cmd) (timelineSlice, error) {
 	sl.entries = make([]*schemas.Sequenced, 0, len(vals)-6)
 	for _, v := range vals[6:] {
 		raw, _ := v.(string)
-		e, err := DecodeEntry([]byte(raw), sl.epoch)
+		e, err := DecodeEntry([]byte(raw), conv, sl.epoch)
 		if err != nil {
 			return sl, err
 		}

@@ -123,7 +123,7 @@ func (s *Store) TimelineEntries(ctx context.Context, conv string, from, to uint6
 	head.Epoch, _ = strconv.ParseUint(res[2], 10, 64)
 	out := make([]*schemas.Sequenced, 0, len(res)-3)
 	for _, r := range res[3:] {
-		e, err := DecodeEntry([]byte(r), head.Epoch)
+		e, err := DecodeEntry([]byte(r), conv, head.Epoch)
 		if err != nil {
 			return head, nil, fmt.Errorf("read timeline %s: %w", conv, err)
 		}

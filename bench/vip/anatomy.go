@@ -59,7 +59,9 @@ func (r *runner) measureAnatomy(ctx context.Context, c harness.Census) (*anatomy
 			return nil, fmt.Errorf("read timeline %s: %w", conv, err)
 		}
 		for _, e := range raw {
-			sq, err := redisstore.DecodeEntry([]byte(e), 0)
+			// No conversation id: entries do not store it, and the
+			// field sizes below weigh what is stored.
+			sq, err := redisstore.DecodeEntry([]byte(e), "", 0)
 			if err != nil {
 				return nil, err
 			}

@@ -48,7 +48,7 @@ func TestSweepOnRedisClusterVisitsEveryMaster(t *testing.T) {
 	}
 	for i := range convs {
 		tl, _ := rdb.LRange(ctx, s.Keys().Timeline(fmt.Sprint("c", i)), 0, -1).Result()
-		if e, err := redisstore.DecodeEntry([]byte(tl[0]), 0); len(tl) != 1 || err != nil || e.Seq != 2 {
+		if e, err := redisstore.DecodeEntry([]byte(tl[0]), fmt.Sprint("c", i), 0); len(tl) != 1 || err != nil || e.Seq != 2 {
 			t.Fatalf("c%d timeline holds %d entries, want only seq 2", i, len(tl))
 		}
 	}

@@ -184,7 +184,7 @@ func (h *harness) recount(conv string) truth {
 	mem := map[string]uint64{}
 	ids := map[string]bool{}
 	for i, r := range raw {
-		sq, err := redisstore.DecodeEntry([]byte(r), 0)
+		sq, err := redisstore.DecodeEntry([]byte(r), conv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,65 @@
+package redisstore
+
+import (
+	"bytes"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+func TestEntryFieldNumbersAreTheMessagesOwn(t *testing.T) {
+	fields := (&schemas.Message{}).ProtoReflect().Descriptor().Fields()
+	for name, num := range map[protoreflect.Name]protowire.Number{"client_msg_id": entryFieldClientMsgID, "conv_id": entryFieldConvID} {
+		if f := fields.ByName(name); f == nil || f.Number() != num {
+			t.Fatalf("field %s is %v, entryBody takes it as number %d", name, f, num)
+		}
+	}
+}
+
+func TestEntryStoresNoConvIDAndDecodesWithTheKeys(t *testing.T) {
+	cases := []struct {
+		name string
+		msg  *schemas.Message
+	}{
+		{"text message", &schemas.Message{ClientMsgId: "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", ConvId: "conv-42",
+			ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: "alice", Mentions: []string{"bob"}, MentionAll: true,
+			Qos: schemas.QoS_QOS_AT_LEAST_ONCE, Kind: schemas.Kind_KIND_MESSAGE, ContentType: "text/plain",
+			Body: []byte("hello\x00\xff"), SendTimeMs: 1_700_000_000_123}},
+		{"join record without body", &schemas.Message{ClientMsgId: "j1", ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "admin", Recipients: []string{"u1", "u2"}, Kind: schemas.Kind_KIND_MEMBER_JOIN}},
+		{"longest id", &schemas.Message{ClientMsgId: string(bytes.Repeat([]byte("x"), schemas.MaxIDBytes)), ConvId: "d",
+			ConvType: schemas.ConvType_CONV_TYPE_DIRECT, Sender: "a", Recipients: []string{"b"}, Kind: schemas.Kind_KIND_MESSAGE}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := EncodeEntry(12, 1_700_000_000_999, tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := []byte("12:1700000000999:")
+			if !bytes.HasPrefix(raw, prefix) {
+				t.Fatalf("entry %q does not start with %q", raw, prefix)
+			}
+			body := raw[len(prefix):]
+			id := protowire.AppendString(protowire.AppendTag(nil, entryFieldClientMsgID, protowire.BytesType), tc.msg.GetClientMsgId())
+			if !bytes.HasPrefix(body, id) {
+				t.Fatalf("body %q does not start with the client_msg_id field %q", body, id)
+			}
+			var stored schemas.Message
+			if err := proto.Unmarshal(body, &stored); err != nil || stored.GetConvId() != "" {
+				t.Fatalf("stored body holds conv_id %q (err %v), want none", stored.GetConvId(), err)
+			}
+			got, err := DecodeEntry(raw, tc.msg.GetConvId(), 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got.GetMessage(), tc.msg) || got.GetSeq() != 12 || got.GetWriteTimeMs() != 1_700_000_000_999 || got.GetEpoch() != 7 {
+				t.Fatalf("decoded %v, want %v at seq 12", got, tc.msg)
+			}
+		})
+	}
+}
