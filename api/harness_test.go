@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
@@ -49,6 +50,8 @@ type envOptions struct {
 	threshold int
 	// hot gives the API's router a hot store (same server, own prefix).
 	hot bool
+	// metrics registers the server's metrics.
+	metrics prometheus.Registerer
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -78,7 +81,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	e := &env{t: t, store: store, hot: hot, router: redisstore.NewInboxRouter(store, hot, 0), keyring: kr,
 		producer: prod, addrs: addrs, storeCfg: storeCfg}
-	e.server, err = New(o.cfg, Deps{Router: e.router, Keyring: kr, Producer: prod, History: o.history, Logger: quietLogger(t)})
+	e.server, err = New(o.cfg, Deps{Router: e.router, Keyring: kr, Producer: prod, History: o.history, Logger: quietLogger(t),
+		Metrics: o.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

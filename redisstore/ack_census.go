@@ -1,0 +1,111 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/ack_census.lua
+	ackCensusLua    string
+	ackCensusScript = redis.NewScript(ackCensusLua)
+)
+
+// DeviceCensus counts users by the state of their devices. A user is
+// anyone with an inbox; their last pull is the last ack of any of their
+// devices (a sync writes nothing; a client acks what it stored), and a
+// device evicted for idleness no longer counts as used.
+type DeviceCensus struct {
+	Users int
+	// Idle: users none of whose devices acked since the idle cutoff,
+	// never-pulled users included.
+	Idle int
+	// MultiDevice: users with two or more devices, who can drift apart.
+	MultiDevice int
+	// Drifted: users whose devices' cursors differ by more than the drift
+	// threshold (see lua/ack_census.lua for how drift is summed).
+	Drifted int
+}
+
+// Add adds o's counts to c.
+func (c *DeviceCensus) Add(o DeviceCensus) {
+	c.Users += o.Users
+	c.Idle += o.Idle
+	c.MultiDevice += o.MultiDevice
+	c.Drifted += o.Drifted
+}
+
+// CensusStep is one step of a device census over one node: SCAN from
+// cursor with COUNT count for users' inbox keys, and count those users
+// (one read-only script each, pipelined). next is 0 when the node is done.
+// SCAN may return a key twice in one pass, so counts are approximate in
+// the same measure.
+func (s *Store) CensusStep(ctx context.Context, node ScanNode, cursor uint64, count int64, idleBefore time.Time, drift uint64) (c DeviceCensus, next uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	keys, next, err := node.client.Scan(ctx, cursor, s.keys.censusMatch(), count).Result()
+	if err != nil {
+		return c, 0, fmt.Errorf("census scan %s from %d: %w", node.Name, cursor, err)
+	}
+	calls := make([]scriptCall, 0, len(keys))
+	for _, key := range keys {
+		ref, ok := s.keys.ParseKey(key)
+		if !ok || ref.User == "" || ref.Part != "ib" {
+			continue
+		}
+		u := ref.User
+		calls = append(calls, scriptCall{
+			keys: []string{s.keys.Devices(u), s.keys.Inbox(u), s.keys.Profile(u)},
+			args: []any{s.keys.CursorPrefix(u), idleBefore.UnixMilli()},
+		})
+	}
+	cmds, err := s.evalPiped(ctx, ackCensusScript, calls)
+	if err != nil {
+		return c, 0, fmt.Errorf("census of %d users on %s: %w", len(calls), node.Name, err)
+	}
+	for _, cmd := range cmds {
+		v, err := cmd.Int64Slice()
+		if err != nil || len(v) != 4 {
+			return c, 0, fmt.Errorf("census on %s: script answered %v, %v", node.Name, v, err)
+		}
+		if v[0] == 0 {
+			continue
+		}
+		c.Users++
+		c.Idle += int(v[2])
+		if v[1] >= 2 {
+			c.MultiDevice++
+			if uint64(v[3]) > drift {
+				c.Drifted++
+			}
+		}
+	}
+	return c, next, nil
+}
+
+// censusMatch is the SCAN pattern of the users' inbox keys.
+func (k Keys) censusMatch() string {
+	var b strings.Builder
+	for _, r := range k.Prefix {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString("{u:*}:ib")
+	return b.String()
+}
+
+// UserStores lists the stores that hold users' keys: the main store, and
+// the hot store when one is configured. A census visits each.
+func (r *InboxRouter) UserStores() []*Store {
+	if r.hot == nil {
+		return []*Store{r.main}
+	}
+	return []*Store{r.main, r.hot}
+}

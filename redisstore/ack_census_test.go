@@ -1,0 +1,71 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestCensusCountsIdleUsersAndDevicesThatDriftedApart(t *testing.T) {
+	s := readTestStore(t, 100)
+	hot := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	users := []string{"ann", "bob", "cid", "dan", "eve", "fay"}
+	rs.group("g", users...)
+	rs.group("h", users...)
+	ctx := context.Background()
+	day := int64(24 * time.Hour / time.Millisecond)
+	now := time.UnixMilli(100 * day)
+	ack := func(user, dev string, at int64, items ...AckItem) {
+		t.Helper()
+		if _, err := s.AckDevice(ctx, user, dev, items, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ann: two devices 1,500 + 1,000 seqs apart over two conversations.
+	ack("ann", "phone", now.UnixMilli()-day, AckItem{"g", 2000, 1}, AckItem{"h", 1000, 1})
+	ack("ann", "laptop", now.UnixMilli()-2*day, AckItem{"g", 500, 1})
+	// bob: two devices close together; the laptop's older-epoch cursor does
+	// not count against the phone's newer one.
+	ack("bob", "phone", now.UnixMilli()-day, AckItem{"g", 40, 2})
+	ack("bob", "laptop", now.UnixMilli()-day, AckItem{"g", 30, 2}, AckItem{"h", 9000, 1})
+	ack("bob", "phone", now.UnixMilli()-day, AckItem{"h", 9, 2})
+	// cid: one device, last used 40 days ago; dan never pulled.
+	ack("cid", "phone", now.UnixMilli()-40*day, AckItem{"g", 1, 1})
+	// eve moved to the hot store: counted there, not on the main copy.
+	ack("eve", "phone", now.UnixMilli()-day, AckItem{"g", 1, 1})
+	if err := NewInboxRouter(s, hot, 0).MoveToHot(ctx, "eve"); err != nil {
+		t.Fatal(err)
+	}
+	// fay: her devices were all evicted for idleness.
+	ack("fay", "phone", now.UnixMilli()-50*day, AckItem{"g", 1, 1})
+	if _, err := s.EvictDevices(ctx, "fay", now.Add(-30*24*time.Hour), 10); err != nil {
+		t.Fatal(err)
+	}
+
+	var got DeviceCensus
+	for _, st := range []*Store{s, hot} {
+		nodes, err := st.ScanNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			for cur, steps := uint64(0), 0; ; steps++ {
+				c, next, err := st.CensusStep(ctx, n, cur, 2, now.Add(-30*24*time.Hour), 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.Add(c)
+				if cur = next; cur == 0 || steps > 1000 {
+					break
+				}
+			}
+		}
+	}
+	// ann 2,500 apart > 1,000; bob 10 + 9 (h: the laptop's cursor is of an
+	// older epoch, so it counts as 0 against the phone's 9).
+	want := DeviceCensus{Users: 6, Idle: 3, MultiDevice: 2, Drifted: 1}
+	if got != want {
+		t.Fatalf("census %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,67 @@
+-- Counts one user for the device census: how many devices they have,
+-- whether any of them acked (pulled) since the idle cutoff, and how far
+-- apart the devices' cursors are. Reads only; one user's slot.
+--
+-- Drift: per conversation that any device holds a cursor of, the highest
+-- cursor minus the lowest, among cursors of the newest epoch held (a
+-- device without one counts as 0: it holds nothing of the conversation as
+-- far as the server knows), summed over the conversations. Users with one
+-- device have no drift.
+--
+-- KEYS[1] the user's devices (zset: device -> last use ms)
+-- KEYS[2] the user's inbox index (hash; its existence makes a user)
+-- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
+-- ARGV[1] key prefix of the user's device cursors (the device id follows;
+--         the cursor keys share the user's hash tag, hence the slot)
+-- ARGV[2] idle cutoff in ms: a last use before it is idle
+-- Returns {counted (0: no inbox, or moved), devices, idle (0|1), drift}.
+if redis.call('HGET', KEYS[3], 'loc') == 'hot' or redis.call('EXISTS', KEYS[2]) == 0 then
+  return {0, 0, 0, 0}
+end
+local devs = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local last = 0
+for i = 2, #devs, 2 do
+  last = math.max(last, tonumber(devs[i]))
+end
+local idle = 0
+if last < tonumber(ARGV[2]) then
+  idle = 1
+end
+local n = #devs / 2
+if n < 2 then
+  return {1, n, idle, 0}
+end
+
+local per, convs = {}, {}
+for d = 1, #devs, 2 do
+  local h = redis.call('HGETALL', ARGV[1] .. devs[d])
+  local cur = {}
+  for i = 1, #h, 2 do
+    cur[h[i]] = h[i + 1]
+    if string.sub(h[i], -2) ~= ':e' then
+      convs[h[i]] = true
+    end
+  end
+  per[#per + 1] = cur
+end
+local drift = 0
+for conv in pairs(convs) do
+  local ek = conv .. ':e'
+  local top = 0
+  for _, cur in ipairs(per) do
+    if cur[conv] then
+      top = math.max(top, tonumber(cur[ek] or '0'))
+    end
+  end
+  local hi, lo = 0, nil
+  for _, cur in ipairs(per) do
+    local s = 0
+    if cur[conv] and tonumber(cur[ek] or '0') == top then
+      s = tonumber(cur[conv])
+    end
+    hi = math.max(hi, s)
+    lo = math.min(lo or s, s)
+  end
+  drift = drift + hi - lo
+end
+return {1, n, idle, drift}
