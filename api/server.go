@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,8 +79,45 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
 	}
-	s.handler = mux
+	s.handler = s.unrouted(mux)
 	return s, nil
+}
+
+// unrouted answers what no route takes in the API's JSON error format, as
+// every other error: 405 with Allow when the path is served under other
+// methods, else 404. The mux's own answers to these are plain text.
+func (s *Server) unrouted(mux *http.ServeMux) http.Handler {
+	var methods []string
+	for _, rt := range s.routes() {
+		if !slices.Contains(methods, rt.method) {
+			methods = append(methods, rt.method)
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var allowed []string
+		for _, m := range methods {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "" {
+				allowed = append(allowed, m)
+			}
+		}
+		if slices.Contains(allowed, http.MethodGet) {
+			allowed = append(allowed, http.MethodHead) // the mux serves HEAD with GET
+		}
+		e := &apiError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("no such path %q", r.URL.Path)}
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			e = &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
+				msg: fmt.Sprintf("%s is not allowed here; use %s", r.Method, strings.Join(allowed, " or "))}
+		}
+		status, _ := s.writeError(w, e)
+		s.metrics.requests.WithLabelValues("unrouted", strconv.Itoa(status)).Inc()
+	})
 }
 
 // Handler serves the API.
