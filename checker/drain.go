@@ -68,3 +68,30 @@ func lagging(ctx context.Context, adm *kadm.Client, group string, ends map[strin
 	}
 	return behind, nil
 }
+
+// Progress sums, over topic's partitions, the offsets group has committed
+// and the end offsets: end - committed is the group's lag.
+func Progress(ctx context.Context, brokers []string, group, topic string) (committed, end int64, err error) {
+	ends, err := EndOffsets(ctx, brokers, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return 0, 0, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).FetchOffsets(fctx, group)
+	if err != nil {
+		return 0, 0, fmt.Errorf("offsets of %s: %w", group, err)
+	}
+	for p, e := range ends {
+		end += e
+		if o, ok := offs.Lookup(topic, p); ok && o.Err == nil {
+			committed += o.At
+		}
+	}
+	return committed, end, nil
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offlinebox/offlinebox/api"
 	"github.com/offlinebox/offlinebox/auth"
@@ -88,10 +89,13 @@ func (e *env) start(ctx context.Context, o envOptions) error {
 	}
 	var err error
 	topics := []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter}
-	if e.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...)); err != nil {
+	if e.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...),
+		kfake.BrokerConfigs(map[string]string{"group.consumer.session.timeout.ms": "6000",
+			"group.consumer.heartbeat.interval.ms": "1000"})); err != nil {
 		return fmt.Errorf("start kfake: %w", err)
 	}
 	e.brokers = e.kafka.ListenAddrs()
+	e.kafka.ControlKey(int16(kmsg.JoinGroup), shortSessions)
 	e.rdb = redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: 32, DialTimeout: 2 * time.Second,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, PoolTimeout: 10 * time.Second})
 	if e.store, err = redisstore.New(e.rdb, redisstore.Config{Prefix: e.prefix}); err != nil {
@@ -116,6 +120,20 @@ func (e *env) start(ctx context.Context, o envOptions) error {
 		}
 	}
 	return nil
+}
+
+// shortSessions lowers every group member's session timeout to 6 s and
+// rebalance timeout to 15 s as the broker takes the join (and the broker
+// configuration does the same for KIP-848 groups): a worker killed with
+// -9 is then noticed in seconds instead of the default 45 s, so a
+// scenario with several kills stays short. Members still heartbeat every
+// few seconds at most.
+func shortSessions(req kmsg.Request) (kmsg.Response, error, bool) {
+	if j, ok := req.(*kmsg.JoinGroupRequest); ok {
+		j.SessionTimeoutMillis = min(j.SessionTimeoutMillis, 6000)
+		j.RebalanceTimeoutMillis = min(j.RebalanceTimeoutMillis, 15000)
+	}
+	return nil, nil, false
 }
 
 // sanitize keeps letters, digits and '_' (a ClickHouse database name).

@@ -67,6 +67,7 @@ func main() {
 	fs.DurationVar(&o.outage, "clickhouse-outage", 30*time.Second, "how long clickhouse-server stays stopped")
 	fs.Int64Var(&o.seed, "seed", 1, "seed of the workloads")
 	fs.StringVar(&o.dir, "dir", "", "parent folder of the servers' data (default: the system's temporary folder)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the servers' data and the worker processes' logs")
 	_ = fs.Parse(os.Args[1:])
 	if scale <= 0 || scale > 1 {
 		harness.Fail("chaos", fmt.Errorf("--scale %g is not in (0, 1]", scale))

@@ -81,8 +81,9 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 		return err
 	}
 	defer e.stop()
+	d := max(s.opts.duration, sc.minStream)
 	run, err := checker.Start(ctx, checker.RunConfig{Workload: w, Brokers: e.brokers, APIURL: e.apiURL,
-		Token: e.token, Duration: s.opts.duration, Behaviour: b, Drain: e.drain,
+		Token: e.token, Duration: d, Behaviour: b, Drain: e.drain,
 		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // scenario is one fault, injected while a checker run is in flight.
@@ -20,6 +22,9 @@ type scenario struct {
 	about string
 	// fanouts: fanout processes at the start.
 	fanouts int
+	// minStream is the shortest stream of the scenario: faults whose
+	// recovery takes seconds need traffic still flowing after them.
+	minStream time.Duration
 	// tune adjusts the workload and device behaviour.
 	tune func(w *checker.Config, b *checker.Behaviour)
 	// fault breaks the system while traffic flows and returns once it is
@@ -31,8 +36,8 @@ func scenarios() []scenario {
 	return []scenario{
 		{name: "baseline", about: "no fault: the yardstick", fanouts: 1,
 			fault: func(context.Context, *suite, *env, *checker.Run) (string, error) { return "none", nil }},
-		{name: "fanout-kill", about: "kill -9 the fanout process mid-stream, three times, and start it again", fanouts: 1, fault: killFanout},
-		{name: "fanout-rebalance", about: "two fanout processes; each leaves and rejoins in turn, moving partitions back and forth", fanouts: 2, fault: rebalanceFanouts},
+		{name: "fanout-kill", about: "kill -9 the fanout process mid-stream, three times, and start it again", fanouts: 1, minStream: 25 * time.Second, fault: killFanout},
+		{name: "fanout-rebalance", about: "two fanout processes; each leaves and rejoins in turn, moving partitions back and forth", fanouts: 2, minStream: 8 * time.Second, fault: rebalanceFanouts},
 		{name: "redis-restart", about: "restart redis-server (SIGTERM, AOF on) twice while traffic flows", fanouts: 1, fault: restartRedis},
 		{name: "clickhouse-outage", about: "stop clickhouse-server for the outage, then start it again; history must hold every message once", fanouts: 1, fault: clickhouseOutage},
 		{name: "broker-faults", about: "kfake answers produce, fetch and commit requests with errors and delays for a while", fanouts: 1, fault: brokerFaults},
@@ -56,22 +61,59 @@ func at(ctx context.Context, run *checker.Run, share float64) error {
 
 func killFanout(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
 	w := e.fanouts[0]
-	kills := 0
+	var notes []string
 	for _, share := range []float64{0.2, 0.45, 0.7} {
 		if err := at(ctx, run, share); err != nil {
 			return "", err
 		}
-		// A random instant inside whatever batch the worker is on.
-		_ = wait(ctx, time.Duration(rand.IntN(200))*time.Millisecond)
+		// Kill while records wait for the worker: it is inside a batch or
+		// about to poll one, with work it has not committed.
+		before, lag := e.waitLag(ctx)
 		w.kill()
-		kills++
-		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream", e.name, w.name, run.Produced()*100)
-		_ = wait(ctx, time.Second)
+		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream, %d records not committed", e.name, w.name, run.Produced()*100, lag)
+		notes = append(notes, fmt.Sprint(lag))
 		if err := w.start(); err != nil {
 			return "", err
 		}
+		// The next kill comes once the new process works: a process killed
+		// while still joining proves less and stalls the group.
+		if err := e.waitCommitted(ctx, before); err != nil {
+			return "", err
+		}
 	}
-	return fmt.Sprintf("kill -9 of the fanout process %d times, restarted after 1 s", kills), nil
+	return fmt.Sprintf("kill -9 of the fanout process %d times with %s records not committed, restarted at once",
+		len(notes), strings.Join(notes, ", ")), nil
+}
+
+// waitLag waits (up to 2 s) until the fanout group lags, and returns its
+// committed total and lag.
+func (e *env) waitLag(ctx context.Context) (committed, lag int64) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c, end, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+		if err == nil && (end > c || time.Now().After(deadline)) {
+			return c, end - c
+		}
+		if wait(ctx, 10*time.Millisecond) != nil {
+			return c, end - c
+		}
+	}
+}
+
+// waitCommitted waits until the fanout group commits beyond before, or
+// has nothing left to commit.
+func (e *env) waitCommitted(ctx context.Context, before int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		c, end, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+		if err == nil && (c > before || c == end) {
+			return nil
+		}
+		if err := wait(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("fanout group did not commit again after a restart: %w", err)
+		}
+	}
 }
 
 func rebalanceFanouts(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {

@@ -24,6 +24,7 @@ type options struct {
 	scenarios []string
 	seed      int64
 	dir       string
+	keep      bool
 	// duration of each scenario's stream (from scale).
 	duration time.Duration
 	// logger receives the in-process stages' and the API's logs (quiet
@@ -93,7 +94,7 @@ func (s *suite) stop() {
 	if s.life != nil {
 		s.life()
 	}
-	if s.dir != "" {
+	if s.dir != "" && !s.opts.keep {
 		_ = os.RemoveAll(s.dir)
 	}
 }
