@@ -68,6 +68,9 @@ type envOptions struct {
 	fanouts           int
 	logger            *slog.Logger
 	apiConfig         api.Config
+	// prefix and database override the scenario's own names (tests on
+	// shared servers).
+	prefix, database string
 }
 
 func newEnv(ctx context.Context, o envOptions) (*env, error) {
@@ -75,6 +78,12 @@ func newEnv(ctx context.Context, o envOptions) (*env, error) {
 		redis: o.redisAddr, log: o.logger}
 	if e.log == nil {
 		e.log = harness.QuietLogger()
+	}
+	if o.prefix != "" {
+		e.prefix = o.prefix
+	}
+	if o.database == "" {
+		o.database = "chaos_" + sanitize(o.name)
 	}
 	if err := e.start(ctx, o); err != nil {
 		e.stop()
@@ -101,7 +110,7 @@ func (e *env) start(ctx context.Context, o envOptions) error {
 	if e.store, err = redisstore.New(e.rdb, redisstore.Config{Prefix: e.prefix}); err != nil {
 		return err
 	}
-	if e.ch, err = chstore.Open(ctx, chstore.Config{Addr: o.chAddr, Database: "chaos_" + sanitize(o.name),
+	if e.ch, err = chstore.Open(ctx, chstore.Config{Addr: o.chAddr, Database: o.database,
 		InsertTimeout: 10 * time.Second, Logger: e.log}); err != nil {
 		return err
 	}

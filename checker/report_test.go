@@ -1,0 +1,153 @@
+package checker
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+func encode(t *testing.T, m *schemas.Message) []byte {
+	t.Helper()
+	v, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// groupLog is a group founded by a and b, then: a message, c joins, a
+// message, a resend of the first, b leaves, a message, a QoS 0 record and
+// a poison record.
+func groupLog(t *testing.T) *Truth {
+	g := func(id, sender string, kind schemas.Kind, users ...string) *schemas.Message {
+		return &schemas.Message{ClientMsgId: id, ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: kind,
+			Sender: sender, Recipients: users}
+	}
+	msg := schemas.Kind_KIND_MESSAGE
+	recs := [][]byte{
+		encode(t, g("j1", "a", schemas.Kind_KIND_MEMBER_JOIN, "a", "b")),
+		encode(t, g("m1", "a", msg)),
+		encode(t, g("j2", "a", schemas.Kind_KIND_MEMBER_JOIN, "c")),
+		encode(t, g("m2", "b", msg)),
+		encode(t, g("m1", "a", msg)),
+		encode(t, g("l1", "b", schemas.Kind_KIND_MEMBER_LEAVE, "b")),
+		encode(t, g("m3", "c", msg)),
+		encode(t, &schemas.Message{ClientMsgId: "typing", ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Kind: msg, Sender: "a", Qos: schemas.QoS_QOS_AT_MOST_ONCE}),
+		{0xff, 0x01},
+	}
+	tr := &Truth{Convs: map[string]*ConvTruth{}}
+	for _, r := range recs {
+		tr.add(r, 0)
+	}
+	return tr
+}
+
+func TestTruthGivesSeqsInLogOrderAndEntitlesMembersFromTheirJoin(t *testing.T) {
+	tr := groupLog(t)
+	c := tr.Convs["g"]
+	wantIDs := []string{"j1", "m1", "j2", "m2", "l1", "m3"}
+	if len(c.IDs) != len(wantIDs) {
+		t.Fatalf("ids %v, want %v", c.IDs, wantIDs)
+	}
+	for i, id := range wantIDs {
+		if c.IDs[i] != id {
+			t.Fatalf("ids %v, want %v", c.IDs, wantIDs)
+		}
+	}
+	if tr.Records != 9 || tr.Stored != 6 || tr.Resends != 1 || tr.AtMostOnce != 1 || tr.Invalid != 1 {
+		t.Fatalf("counts %+v", tr)
+	}
+	for _, tc := range []struct {
+		user          string
+		required, opt *Span
+	}{
+		{"a", &Span{0, 7}, nil}, // founder: seq 1 onwards
+		{"c", &Span{3, 7}, nil}, // joined at seq 3: from 4 on
+		{"b", nil, &Span{0, 5}}, // left at seq 5: 1..4 allowed, not owed
+		{"z", nil, nil},
+	} {
+		e, ok := tr.For(tc.user)["g"]
+		if ok != (tc.required != nil || tc.opt != nil) {
+			t.Errorf("%s: entitled %v", tc.user, ok)
+			continue
+		}
+		if !sameSpan(e.Required, tc.required) || !sameSpan(e.Optional, tc.opt) {
+			t.Errorf("%s: required %v optional %v, want %v %v", tc.user, e.Required, e.Optional, tc.required, tc.opt)
+		}
+	}
+}
+
+func sameSpan(a, b *Span) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func TestAccountCountsLostDuplicatedMisplacedAndLeakedMessages(t *testing.T) {
+	tr := groupLog(t)
+	w := &Workload{}
+	for _, tc := range []struct {
+		name string
+		user string
+		held map[uint64]string
+		want DeviceReport
+	}{
+		{"everything once", "c", map[uint64]string{4: "m2", 5: "l1", 6: "m3"},
+			DeviceReport{Expected: 3, Delivered: 3}},
+		{"one missing", "c", map[uint64]string{4: "m2", 6: "m3"},
+			DeviceReport{Expected: 3, Delivered: 2, Lost: 1}},
+		{"a resend stored under a new seq", "c", map[uint64]string{4: "m2", 5: "l1", 6: "m3", 7: "m3"},
+			DeviceReport{Expected: 3, Delivered: 3, Duplicates: 1, Unexpected: 1}},
+		{"two messages swapped", "c", map[uint64]string{4: "m3", 5: "l1", 6: "m2"},
+			DeviceReport{Expected: 3, Delivered: 3, OutOfOrder: 2}},
+		{"a message from before the join", "c", map[uint64]string{2: "m1", 4: "m2", 5: "l1", 6: "m3"},
+			DeviceReport{Expected: 3, Delivered: 3, Unexpected: 1}},
+		{"a leaver holding what came before its leave", "b", map[uint64]string{1: "j1", 2: "m1"},
+			DeviceReport{}},
+		{"a leaver holding its leave", "b", map[uint64]string{5: "l1"},
+			DeviceReport{Unexpected: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &device{Device: Device{User: tc.user, ID: "d1"}, st: newLocalStore()}
+			d.st.conv("g").msgs = tc.held
+			r := account(tr, w, []*device{d})
+			got := r.Devices[0]
+			got.User, got.Device = "", ""
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v (problems %v)", got, tc.want, r.Problems)
+			}
+			if ok := r.OK(); ok != (tc.want == DeviceReport{Expected: tc.want.Expected, Delivered: tc.want.Delivered}) {
+				t.Fatalf("OK() = %v", ok)
+			}
+		})
+	}
+}
+
+func TestDeviceStoreFlagsSlicesThatSkipOrRepeatSeqs(t *testing.T) {
+	s := newLocalStore()
+	s.apply(syncOf("g", 1, 2, 3))
+	if s.misordered != 0 {
+		t.Fatalf("a contiguous slice was flagged: %v", s.problems)
+	}
+	s.apply(syncOf("g", 5, 4))
+	if s.misordered == 0 {
+		t.Fatal("a descending slice was not flagged")
+	}
+	if c := s.conv("g"); c.cursor != 5 || len(c.msgs) != 5 {
+		t.Fatalf("cursor %d, %d messages", c.cursor, len(c.msgs))
+	}
+}
+
+func syncOf(conv string, seqs ...uint64) client.SyncResponse {
+	sc := client.SyncConv{ConvID: conv, Epoch: 1, MaxSeq: 10}
+	for _, q := range seqs {
+		sc.Messages = append(sc.Messages, client.Message{ConvID: conv, Seq: q, ClientMsgID: fmt.Sprint("m", q)})
+	}
+	return client.SyncResponse{Conversations: []client.SyncConv{sc}}
+}
