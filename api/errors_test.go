@@ -15,7 +15,7 @@ import (
 
 // smallGroup runs the pipeline over one group g of ann and bob with three
 // messages and waits until ann's inbox has them.
-func smallGroup(t *testing.T, e *env) {
+func smallGroup(t testing.TB, e *env) {
 	t.Helper()
 	e.runPipeline()
 	e.produce(founding("g", "bob", "ann"), textMsg("g", "m1", "bob"), textMsg("g", "m2", "bob"), textMsg("g", "m3", "bob"))
@@ -84,6 +84,7 @@ func TestRejectedRequestsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"send without id", "POST", "/v1/messages", ann, `{"conv_id":"g","conv_type":"group"}`, 400, "client_msg_id"},
 		{"send direct without peer", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"d","conv_type":"direct"}`, 400, "recipients"},
 		{"send body not base64", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","body":"***"}`, 400, "body"},
+		{"send negative send time", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","send_time_ms":-5}`, 400, "send_time_ms"},
 		{"send body too large", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","body":"` + strings.Repeat("QUFB", 22<<10) + `"}`, 400, "body"},
 	}
 	for _, tc := range cases {
@@ -121,7 +122,7 @@ func (e *env) epochOf(t *testing.T, user, conv string) uint64 {
 }
 
 // endOffset sums a topic's end offsets: how many records it ever got.
-func (e *env) endOffset(t *testing.T, topic string) int64 {
+func (e *env) endOffset(t testing.TB, topic string) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
 	if err != nil {

@@ -32,7 +32,7 @@ var testSecret = []byte("test-secret-of-at-least-32-bytes!")
 // fanout and convindex workers running as stream runners: what the tests
 // see went through the whole pipeline.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	store    *redisstore.Store
 	hot      *redisstore.Store
 	router   *redisstore.InboxRouter
@@ -54,7 +54,7 @@ type envOptions struct {
 	metrics prometheus.Registerer
 }
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	_, addrs := testenv.Kafka(t, 2, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
@@ -91,7 +91,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
-func quietLogger(t *testing.T) *slog.Logger {
+func quietLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -233,7 +233,7 @@ func (e *env) callOK(want int, method, path, token string, body, out any) []byte
 // eventually polls cond until it holds, failing the test after a generous
 // deadline (the pipeline runs asynchronously; this bounds a hang, it does
 // not measure speed).
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {

@@ -92,7 +92,10 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 	if m.Qos, ok = lookupName(qosNames, b.QoS); !ok && b.QoS != "" {
 		return nil, badRequest("qos", "%q is not one of at_most_once, at_least_once", b.QoS)
 	}
-	if m.SendTimeMs == 0 {
+	switch {
+	case m.SendTimeMs < 0:
+		return nil, badRequest("send_time_ms", "%d is negative", m.SendTimeMs)
+	case m.SendTimeMs == 0:
 		m.SendTimeMs = s.cfg.Clock().UnixMilli()
 	}
 	if err := schemas.ValidateMessage(m, s.cfg.MaxMessageBytes); err != nil {
