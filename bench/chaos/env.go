@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,23 +43,26 @@ const (
 // ClickHouse database on the suite's servers; convindex, history and the
 // API in this process; fanout workers as child processes.
 type env struct {
-	name    string
-	dir     string
-	prefix  string
-	kafka   *kfake.Cluster
-	brokers []string
-	rdb     *redis.Client
-	store   *redisstore.Store
-	ch      *chstore.Store
-	stages  []*harness.Stage
-	keyring *auth.Keyring
-	apiURL  string
-	srv     *http.Server
-	prod    *kgo.Client
-	fanouts []*worker
-	bin     string
-	redis   string
-	log     *slog.Logger
+	name     string
+	dir      string
+	prefix   string
+	kafka    *kfake.Cluster
+	brokers  []string
+	rdb      *redis.Client
+	store    *redisstore.Store
+	ch       *chstore.Store
+	stages   []*harness.Stage
+	keyring  *auth.Keyring
+	apiURL   string
+	srv      *http.Server
+	prod     *kgo.Client
+	fanouts  []*worker
+	bin      string
+	redis    string
+	log      *slog.Logger
+	mu       sync.Mutex
+	minted   []string
+	stopOnce sync.Once
 }
 
 // envOptions are the servers and binary a scenario's system runs on.
@@ -220,8 +224,14 @@ func (e *env) addFanout(i int) error {
 	return w.start()
 }
 
+// token mints a device's bearer token and remembers it (the log test
+// looks for every token minted).
 func (e *env) token(user, device string) (string, error) {
-	return e.keyring.Mint(user, device, time.Hour)
+	tok, err := e.keyring.Mint(user, device, time.Hour)
+	e.mu.Lock()
+	e.minted = append(e.minted, tok)
+	e.mu.Unlock()
+	return tok, err
 }
 
 // drain waits until fanout, convindex and history have committed
@@ -233,8 +243,10 @@ func (e *env) drain(ctx context.Context) error {
 		checker.GroupTopics{Group: groupHistory, Topics: []string{schemas.TopicSequenced}})
 }
 
-// stop takes the scenario's system down, workers first.
-func (e *env) stop() {
+// stop takes the scenario's system down, workers first. It is idempotent.
+func (e *env) stop() { e.stopOnce.Do(e.stopAll) }
+
+func (e *env) stopAll() {
 	for _, w := range e.fanouts {
 		w.stop(10 * time.Second)
 	}
