@@ -28,7 +28,6 @@ type anatomy struct {
 	// ControlBytes: join records (member lists) kept in timelines.
 	ControlBytes      int64   `json:"control_entry_bytes"`
 	DedupePerMessage  float64 `json:"dedupe_bytes_per_message"`
-	LargeGroupSetAvg  float64 `json:"large_group_set_bytes_per_user"`
 	InboxHashAvg      float64 `json:"inbox_hash_bytes_per_user"`
 	ConvListAvg       float64 `json:"conv_list_bytes_per_user"`
 	MembersPerMember  float64 `json:"members_hash_bytes_per_member"`
@@ -94,8 +93,6 @@ func (r *runner) measureAnatomy(ctx context.Context, c harness.Census) (*anatomy
 			a.RedisPerEntry = round1(float64(k.Bytes-entryBytes-a.ControlBytes) / float64(a.TimelineMessages+a.TimelineControl))
 		case "{c}:dd":
 			a.DedupePerMessage = round1(float64(k.Bytes) / float64(len(r.sc.msgs)))
-		case "{u}:lg":
-			a.LargeGroupSetAvg = round1(float64(k.Bytes) / float64(k.Keys))
 		case "{u}:ib":
 			a.InboxHashAvg, a.UsersWithInboxKey = round1(float64(k.Bytes)/float64(k.Keys)), k.Keys
 		case "{u}:cl":

@@ -54,6 +54,10 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
+	census, err := p.census()
+	if err != nil {
+		return err
+	}
 	tasks := []func(context.Context) error{
 		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
 		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
@@ -70,6 +74,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 			return serveListener(ctx, ln, withMetrics(srv.Handler(), p.registry))
 		},
 	}
+	tasks = append(tasks, census.Run)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)
 	}

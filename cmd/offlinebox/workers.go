@@ -165,6 +165,13 @@ func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
 	return workers, nil
 }
 
+// census is the device census (drift, users who stopped pulling). It runs
+// with the retention worker: both are paced, bounded scans of the store,
+// and one process of them is enough.
+func (p *processes) census() (*api.Census, error) {
+	return api.NewCensus(api.CensusConfig{Metrics: p.registry, Logger: slog.Default().With("worker", "census")}, p.router())
+}
+
 func (p *processes) apiServer(secret string) (*api.Server, error) {
 	keyring, err := auth.New(auth.Config{Secret: []byte(secret)})
 	if err != nil {
@@ -249,7 +256,11 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	var tasks []func(context.Context) error
+	census, err := p.census()
+	if err != nil {
+		return err
+	}
+	tasks := []func(context.Context) error{census.Run}
 	for _, w := range workers {
 		tasks = append(tasks, w.Run)
 	}
