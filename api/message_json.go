@@ -25,28 +25,11 @@ type messageJSON struct {
 	SendTimeMS int64  `json:"send_time_ms,omitempty"`
 }
 
-// Names of conversation types, kinds and QoS in the JSON of the API.
-var (
-	convTypeNames = map[schemas.ConvType]string{
-		schemas.ConvType_CONV_TYPE_DIRECT: "direct",
-		schemas.ConvType_CONV_TYPE_GROUP:  "group",
-	}
-	kindNames = map[schemas.Kind]string{
-		schemas.Kind_KIND_MESSAGE:      "message",
-		schemas.Kind_KIND_MEMBER_JOIN:  "member_join",
-		schemas.Kind_KIND_MEMBER_LEAVE: "member_leave",
-	}
-	qosNames = map[schemas.QoS]string{
-		schemas.QoS_QOS_AT_MOST_ONCE:  "at_most_once",
-		schemas.QoS_QOS_AT_LEAST_ONCE: "at_least_once",
-	}
-)
-
 func toMessageJSON(sq *schemas.Sequenced) messageJSON {
 	m := sq.GetMessage()
 	return messageJSON{
 		ConvID: m.GetConvId(), Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), WriteTimeMS: sq.GetWriteTimeMs(),
-		ClientMsgID: m.GetClientMsgId(), ConvType: convTypeNames[m.GetConvType()], Kind: kindNames[m.GetKind()],
+		ClientMsgID: m.GetClientMsgId(), ConvType: schemas.ConvTypeName(m.GetConvType()), Kind: schemas.KindName(m.GetKind()),
 		Sender: m.GetSender(), Recipients: m.GetRecipients(), Mentions: m.GetMentions(), MentionAll: m.GetMentionAll(),
 		ContentType: m.GetContentType(), Body: m.GetBody(), SendTimeMS: m.GetSendTimeMs(),
 	}

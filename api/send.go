@@ -80,16 +80,16 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 		Mentions: b.Mentions, MentionAll: b.MentionAll, ContentType: b.ContentType, Body: b.Body, SendTimeMs: b.SendTimeMS,
 	}
 	var ok bool
-	if m.ConvType, ok = lookupName(convTypeNames, b.ConvType); !ok {
+	if m.ConvType, ok = schemas.ParseConvType(b.ConvType); !ok || m.ConvType == schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 		return nil, badRequest("conv_type", "%q is not one of direct, group", b.ConvType)
 	}
-	if m.Kind, ok = lookupName(kindNames, b.Kind); !ok && b.Kind != "" {
+	if m.Kind, ok = schemas.ParseKind(b.Kind); (!ok || m.Kind == schemas.Kind_KIND_UNSPECIFIED) && b.Kind != "" {
 		return nil, badRequest("kind", "%q is not one of message, member_join, member_leave", b.Kind)
 	}
 	if b.Kind == "" {
 		m.Kind = schemas.Kind_KIND_MESSAGE
 	}
-	if m.Qos, ok = lookupName(qosNames, b.QoS); !ok && b.QoS != "" {
+	if m.Qos, ok = schemas.ParseQoS(b.QoS); (!ok || m.Qos == schemas.QoS_QOS_UNSPECIFIED) && b.QoS != "" {
 		return nil, badRequest("qos", "%q is not one of at_most_once, at_least_once", b.QoS)
 	}
 	switch {
@@ -123,14 +123,4 @@ func mayPost(m *schemas.Message, a redisstore.ConvAccess) error {
 		return forbidden("not a member of this conversation")
 	}
 	return nil
-}
-
-func lookupName[K comparable](names map[K]string, v string) (K, bool) {
-	for k, n := range names {
-		if n == v {
-			return k, true
-		}
-	}
-	var zero K
-	return zero, false
 }

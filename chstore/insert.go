@@ -33,13 +33,13 @@ func CheckInsertable(m *schemas.Sequenced) error {
 	if err := schemas.ValidID("conv_id", msg.GetConvId()); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if convTypeName(msg.GetConvType()) == "" {
+	if schemas.ConvTypeName(msg.GetConvType()) == "" {
 		return invalidf("conv_type %d has no value in the messages table", msg.GetConvType())
 	}
-	if kindName(msg.GetKind()) == "" {
+	if schemas.KindName(msg.GetKind()) == "" {
 		return invalidf("kind %d has no value in the messages table", msg.GetKind())
 	}
-	if qosName(msg.GetQos()) == "" {
+	if schemas.QoSName(msg.GetQos()) == "" {
 		return invalidf("qos %d has no value in the messages table", msg.GetQos())
 	}
 	return nil
@@ -86,9 +86,9 @@ func rowOf(m *schemas.Sequenced) []any {
 	}
 	return []any{
 		msg.GetConvId(), m.GetSeq(), m.GetEpoch(),
-		convTypeName(msg.GetConvType()), kindName(msg.GetKind()),
+		schemas.ConvTypeName(msg.GetConvType()), schemas.KindName(msg.GetKind()),
 		msg.GetSender(), nonNil(msg.GetRecipients()), nonNil(msg.GetMentions()), mentionAll,
-		qosName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
+		schemas.QoSName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
 		dateTimeOf(msg.GetSendTimeMs()), msg.GetSendTimeMs(),
 		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(),
 	}
@@ -112,76 +112,6 @@ func dateTimeOf(ms int64) time.Time {
 		sec = maxDateTimeSec
 	}
 	return time.Unix(sec, 0).UTC()
-}
-
-func convTypeName(t schemas.ConvType) string {
-	switch t {
-	case schemas.ConvType_CONV_TYPE_UNSPECIFIED:
-		return "unspecified"
-	case schemas.ConvType_CONV_TYPE_DIRECT:
-		return "direct"
-	case schemas.ConvType_CONV_TYPE_GROUP:
-		return "group"
-	}
-	return ""
-}
-
-func convTypeOf(name string) schemas.ConvType {
-	switch name {
-	case "direct":
-		return schemas.ConvType_CONV_TYPE_DIRECT
-	case "group":
-		return schemas.ConvType_CONV_TYPE_GROUP
-	}
-	return schemas.ConvType_CONV_TYPE_UNSPECIFIED
-}
-
-func kindName(k schemas.Kind) string {
-	switch k {
-	case schemas.Kind_KIND_UNSPECIFIED:
-		return "unspecified"
-	case schemas.Kind_KIND_MESSAGE:
-		return "message"
-	case schemas.Kind_KIND_MEMBER_JOIN:
-		return "member_join"
-	case schemas.Kind_KIND_MEMBER_LEAVE:
-		return "member_leave"
-	}
-	return ""
-}
-
-func kindOf(name string) schemas.Kind {
-	switch name {
-	case "message":
-		return schemas.Kind_KIND_MESSAGE
-	case "member_join":
-		return schemas.Kind_KIND_MEMBER_JOIN
-	case "member_leave":
-		return schemas.Kind_KIND_MEMBER_LEAVE
-	}
-	return schemas.Kind_KIND_UNSPECIFIED
-}
-
-func qosName(q schemas.QoS) string {
-	switch q {
-	case schemas.QoS_QOS_UNSPECIFIED:
-		return "unspecified"
-	case schemas.QoS_QOS_AT_MOST_ONCE:
-		return "at_most_once"
-	case schemas.QoS_QOS_AT_LEAST_ONCE:
-		return "at_least_once"
-	}
-	return ""
-}
-
-func qosOf(name string) schemas.QoS {
-	switch name {
-	case "at_most_once":
-		return schemas.QoS_QOS_AT_MOST_ONCE
-	case "at_least_once":
-		return schemas.QoS_QOS_AT_LEAST_ONCE
-	}
-	return schemas.QoS_QOS_UNSPECIFIED
 }
 
 func invalidf(format string, args ...any) error {

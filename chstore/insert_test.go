@@ -59,21 +59,3 @@ func TestDateTimeOfClampsToTheDateTimeRange(t *testing.T) {
 		}
 	}
 }
-
-func TestEnumNamesRoundTrip(t *testing.T) {
-	for v := range schemas.ConvType_name {
-		if ct := schemas.ConvType(v); convTypeOf(convTypeName(ct)) != ct {
-			t.Errorf("conv type %v does not survive the table", ct)
-		}
-	}
-	for v := range schemas.Kind_name {
-		if k := schemas.Kind(v); kindOf(kindName(k)) != k {
-			t.Errorf("kind %v does not survive the table", k)
-		}
-	}
-	for v := range schemas.QoS_name {
-		if q := schemas.QoS(v); qosOf(qosName(q)) != q {
-			t.Errorf("qos %v does not survive the table", q)
-		}
-	}
-}

@@ -170,9 +170,16 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scan message: %w", err)
 	}
-	msg.ConvId, msg.ConvType, msg.Kind, msg.Sender = convID, convTypeOf(convType), kindOf(kind), sender
-	msg.Recipients, msg.Mentions, msg.MentionAll, msg.Qos = recipients, mentions, mentionAll != 0, qosOf(qos)
+	msg.ConvId, msg.ConvType, msg.Kind, msg.Sender = convID, enumOr(schemas.ParseConvType, convType), enumOr(schemas.ParseKind, kind), sender
+	msg.Recipients, msg.Mentions, msg.MentionAll, msg.Qos = recipients, mentions, mentionAll != 0, enumOr(schemas.ParseQoS, qos)
 	msg.ContentType, msg.ClientMsgId, msg.Body, msg.SendTimeMs = ctype, client, []byte(body), sendMs
 	m.Message, m.Seq, m.Epoch, m.WriteTimeMs = &msg, seq, epoch, writeMs
 	return &m, nil
+}
+
+// enumOr parses an Enum8 column; a name this version does not know reads as
+// the unspecified value, as the column's own default would.
+func enumOr[E ~int32](parse func(string) (E, bool), name string) E {
+	v, _ := parse(name)
+	return v
 }

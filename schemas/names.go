@@ -1,0 +1,77 @@
+package schemas
+
+// The enums' names as offlinebox spells them outside protobuf: in the API's
+// JSON and in ClickHouse's Enum8 columns. A Name function answers "" for a
+// value this version does not know; a Parse function answers false for a
+// name it does not know.
+
+// ConvTypeName names a conversation type.
+func ConvTypeName(t ConvType) string {
+	switch t {
+	case ConvType_CONV_TYPE_UNSPECIFIED:
+		return "unspecified"
+	case ConvType_CONV_TYPE_DIRECT:
+		return "direct"
+	case ConvType_CONV_TYPE_GROUP:
+		return "group"
+	}
+	return ""
+}
+
+// ParseConvType is the inverse of ConvTypeName.
+func ParseConvType(name string) (ConvType, bool) {
+	for _, t := range []ConvType{ConvType_CONV_TYPE_UNSPECIFIED, ConvType_CONV_TYPE_DIRECT, ConvType_CONV_TYPE_GROUP} {
+		if ConvTypeName(t) == name {
+			return t, true
+		}
+	}
+	return ConvType_CONV_TYPE_UNSPECIFIED, false
+}
+
+// KindName names a record kind.
+func KindName(k Kind) string {
+	switch k {
+	case Kind_KIND_UNSPECIFIED:
+		return "unspecified"
+	case Kind_KIND_MESSAGE:
+		return "message"
+	case Kind_KIND_MEMBER_JOIN:
+		return "member_join"
+	case Kind_KIND_MEMBER_LEAVE:
+		return "member_leave"
+	}
+	return ""
+}
+
+// ParseKind is the inverse of KindName.
+func ParseKind(name string) (Kind, bool) {
+	for _, k := range []Kind{Kind_KIND_UNSPECIFIED, Kind_KIND_MESSAGE, Kind_KIND_MEMBER_JOIN, Kind_KIND_MEMBER_LEAVE} {
+		if KindName(k) == name {
+			return k, true
+		}
+	}
+	return Kind_KIND_UNSPECIFIED, false
+}
+
+// QoSName names a QoS.
+func QoSName(q QoS) string {
+	switch q {
+	case QoS_QOS_UNSPECIFIED:
+		return "unspecified"
+	case QoS_QOS_AT_MOST_ONCE:
+		return "at_most_once"
+	case QoS_QOS_AT_LEAST_ONCE:
+		return "at_least_once"
+	}
+	return ""
+}
+
+// ParseQoS is the inverse of QoSName.
+func ParseQoS(name string) (QoS, bool) {
+	for _, q := range []QoS{QoS_QOS_UNSPECIFIED, QoS_QOS_AT_MOST_ONCE, QoS_QOS_AT_LEAST_ONCE} {
+		if QoSName(q) == name {
+			return q, true
+		}
+	}
+	return QoS_QOS_UNSPECIFIED, false
+}
