@@ -2,11 +2,16 @@
 
 SHELL := /usr/bin/env bash
 
-.PHONY: test vet fmt demo bench proto packages
+.PHONY: test fuzz vet fmt demo bench proto packages
 
-## test: install servers if missing, start shared test servers, check format, vet, run all tests
+## test: install servers if missing, start shared test servers, check format, vet, run all tests, then fuzz briefly
 test:
 	scripts/test.sh
+	scripts/fuzz.sh
+
+## fuzz: run every Fuzz target for a few seconds (FUZZTIME per target, FUZZBUDGET seconds in all)
+fuzz:
+	scripts/fuzz.sh
 
 ## vet: go vet every package
 vet:

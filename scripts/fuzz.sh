@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every Fuzz target of the module for a few seconds, one target per
+# `go test -fuzz` run (the flag takes a single target). Plain `go test`
+# already replays each target's seed corpus (f.Add and testdata/fuzz); this
+# adds new inputs. Targets are found by grep, so a new one needs no edit
+# here. The time per target is FUZZTIME (default 5s), shrunk so that all
+# targets together fuzz for at most FUZZBUDGET seconds (default 80).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+budget="${FUZZBUDGET:-80}"
+targets=()
+while IFS= read -r file; do
+	dir="./$(dirname "${file#./}")"
+	while IFS= read -r name; do
+		targets+=("$dir $name")
+	done < <(grep -oE '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //')
+done < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | sort)
+
+n=${#targets[@]}
+if [ "$n" -eq 0 ]; then
+	echo "fuzz: no targets found"
+	exit 0
+fi
+per=$((budget / n))
+per=$((per > 5 ? 5 : per))
+per=$((per < 1 ? 1 : per))
+fuzztime="${FUZZTIME:-${per}s}"
+echo "fuzz: $n targets, $fuzztime each"
+for t in "${targets[@]}"; do
+	pkg="${t% *}"
+	name="${t#* }"
+	echo "fuzz: $name ($pkg)"
+	go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"
+done
