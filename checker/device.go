@@ -65,7 +65,10 @@ type device struct {
 	rng    *rand.Rand
 	b      Behaviour
 	outbox []*schemas.Message
-	stats  DeviceStats
+	// accepted are the messages the API answered 202 for: they must be
+	// in the log.
+	accepted []*schemas.Message
+	stats    DeviceStats
 }
 
 // errOverloaded marks a 503: wait as told and come back.

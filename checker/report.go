@@ -78,7 +78,7 @@ func account(t *Truth, w *Workload, devices []*device) *Report {
 	for id, c := range t.Convs {
 		r.MaxSeq[id] = uint64(len(c.IDs))
 	}
-	r.NotInLog = notInLog(t, w, r)
+	r.NotInLog = notInLog(t, w, devices, r)
 	for _, d := range devices {
 		dr := accountDevice(t, d, r)
 		r.Devices = append(r.Devices, dr)
@@ -105,8 +105,9 @@ func account(t *Truth, w *Workload, devices []*device) *Report {
 	return r
 }
 
-// notInLog counts generated stored records whose id the log lacks.
-func notInLog(t *Truth, w *Workload, r *Report) int {
+// notInLog counts generated stored records, and messages the API
+// accepted, whose id the log lacks.
+func notInLog(t *Truth, w *Workload, devices []*device, r *Report) int {
 	n := 0
 	check := func(conv, id string) {
 		if c := t.Convs[conv]; c == nil || c.Seq[id] == 0 {
@@ -119,6 +120,11 @@ func notInLog(t *Truth, w *Workload, r *Report) int {
 			if it.Msg != nil && it.Msg.Stored() {
 				check(it.Msg.GetConvId(), it.Msg.GetClientMsgId())
 			}
+		}
+	}
+	for _, d := range devices {
+		for _, m := range d.accepted {
+			check(m.GetConvId(), m.GetClientMsgId())
 		}
 	}
 	return n

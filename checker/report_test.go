@@ -151,3 +151,13 @@ func syncOf(conv string, seqs ...uint64) client.SyncResponse {
 	}
 	return client.SyncResponse{Conversations: []client.SyncConv{sc}}
 }
+
+func TestAccountCountsAcceptedMessagesMissingFromTheLog(t *testing.T) {
+	tr := groupLog(t)
+	d := &device{Device: Device{User: "a", ID: "d1"}, st: newLocalStore()}
+	d.accepted = []*schemas.Message{{ConvId: "g", ClientMsgId: "m2"}, {ConvId: "g", ClientMsgId: "never-logged"}}
+	r := account(tr, &Workload{}, []*device{d})
+	if r.NotInLog != 1 || r.OK() {
+		t.Fatalf("not in log %d, OK %v; want 1 and false", r.NotInLog, r.OK())
+	}
+}

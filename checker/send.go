@@ -62,6 +62,7 @@ func (d *device) send(ctx context.Context, m *schemas.Message) error {
 		return d.failed(err)
 	}
 	d.stats.Sent++
+	d.accepted = append(d.accepted, m)
 	if d.rng.IntN(100) < d.b.ResendPercent {
 		if err := post(ctx, d.cl, "/v1/messages", b); err == nil {
 			d.stats.Resent++
