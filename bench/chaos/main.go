@@ -52,6 +52,7 @@ type output struct {
 	Stream    string          `json:"stream_duration"`
 	Scenarios []result        `json:"scenarios"`
 	Totals    totals          `json:"totals"`
+	Table     []harness.Row   `json:"table"`
 	Notes     []string        `json:"notes"`
 }
 
@@ -79,7 +80,8 @@ func main() {
 	if err != nil {
 		harness.Fail("chaos", err)
 	}
-	printTable(out)
+	out.Table = tableRows(out)
+	harness.PrintTable("chaos: faults while traffic flows", out.Table)
 	if err := harness.EmitJSON(jsonOut, out); err != nil {
 		harness.Fail("chaos", err)
 	}
@@ -178,7 +180,8 @@ func notes() []string {
 	}
 }
 
-func printTable(out *output) {
+// tableRows is one row per scenario and the totals.
+func tableRows(out *output) []harness.Row {
 	rows := make([]harness.Row, 0, len(out.Scenarios)+1)
 	for _, r := range out.Scenarios {
 		rows = append(rows, harness.Check(r.Name,
@@ -189,5 +192,5 @@ func printTable(out *output) {
 	t := out.Totals
 	rows = append(rows, harness.Check("total", fmt.Sprintf("sent %d, delivered %d/%d, lost %d, dup %d", t.Sent, t.Delivered, t.Expected, t.Lost, t.Duplicates),
 		"", "lost 0, dup 0", t.OK))
-	harness.PrintTable("chaos: faults while traffic flows", rows)
+	return rows
 }
