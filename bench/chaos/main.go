@@ -62,7 +62,7 @@ func main() {
 	var jsonOut bool
 	fs := flag.NewFlagSet("chaos", flag.ExitOnError)
 	scale := 1.0
-	fs.Float64Var(&scale, "scale", 1, "traffic size, a number in (0, 1]; 1 is about 3,000 records per scenario over 20 s")
+	fs.Var(harness.ScaleFlag(&scale), "scale", "traffic size: small, full or a number in (0, 1]; full (1) is about 3,000 records per scenario over 20 s")
 	fs.BoolVar(&jsonOut, "json", false, "print one JSON object with the results on the last line of stdout")
 	fs.StringVar(&list, "scenarios", "", "comma-separated scenarios to run (default: all): "+strings.Join(names(), ","))
 	fs.DurationVar(&o.outage, "clickhouse-outage", 30*time.Second, "how long clickhouse-server stays stopped")
@@ -70,9 +70,6 @@ func main() {
 	fs.StringVar(&o.dir, "dir", "", "parent folder of the servers' data (default: the system's temporary folder)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the servers' data and the worker processes' logs")
 	_ = fs.Parse(os.Args[1:])
-	if scale <= 0 || scale > 1 {
-		harness.Fail("chaos", fmt.Errorf("--scale %g is not in (0, 1]", scale))
-	}
 	o.scale, o.scenarios = scale, splitList(list)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -43,6 +43,10 @@ type Flags struct {
 // scaleValue parses --scale: small, full or a number in (0, 1].
 type scaleValue struct{ v *float64 }
 
+// ScaleFlag is the --scale flag's parser over v, for programs that bind
+// their own flags.
+func ScaleFlag(v *float64) flag.Value { return scaleValue{v} }
+
 func (s scaleValue) String() string {
 	if s.v == nil {
 		return ""
