@@ -149,20 +149,17 @@ func (h *Held) Apply(resp SyncResponse) []AckItem {
 	for i := range resp.Conversations {
 		sc := &resp.Conversations[i]
 		hc := h.conv(sc.ConvID)
-		if len(sc.Messages) > 0 {
-			first := sc.Messages[0].Seq
-			switch {
-			case sc.Gap != nil:
-				hc.Gaps = append(hc.Gaps, [2]uint64{sc.Gap.From, sc.Gap.To})
-			case sc.Rebase && first > hc.Cursor+1:
-				// Older than what was given is "history" to the server;
-				// the client still wants it.
-				hc.Gaps = append(hc.Gaps, [2]uint64{hc.Cursor + 1, first - 1})
-			}
-		}
+		gap, hasGap := hc.gapOf(sc)
+		sameEpoch := hc.Epoch == 0 || hc.Epoch == sc.Epoch
 		for j := range sc.Messages {
 			h.store(&sc.Messages[j])
 			hc.Cursor = max(hc.Cursor, sc.Messages[j].Seq)
+		}
+		if hasGap && sameEpoch {
+			gap, hasGap = hc.lacking(gap)
+		}
+		if hasGap {
+			hc.Gaps = append(hc.Gaps, gap)
 		}
 		hc.Epoch = sc.Epoch
 		if hc.Cursor > 0 {
@@ -170,6 +167,45 @@ func (h *Held) Apply(resp SyncResponse) []AckItem {
 		}
 	}
 	return acks
+}
+
+// gapOf is the range older than sc's slice that the client still wants:
+// the gap the server named, or on a rebase what lies between the cursor
+// and the slice ("history" to the server).
+func (hc *HeldConv) gapOf(sc *SyncConv) ([2]uint64, bool) {
+	if len(sc.Messages) == 0 {
+		return [2]uint64{}, false
+	}
+	first := sc.Messages[0].Seq
+	switch {
+	case sc.Gap != nil:
+		return [2]uint64{sc.Gap.From, sc.Gap.To}, true
+	case sc.Rebase && first > hc.Cursor+1:
+		return [2]uint64{hc.Cursor + 1, first - 1}, true
+	}
+	return [2]uint64{}, false
+}
+
+// lacking trims from both ends of g the seqs already held. A named gap
+// may cover what the device holds: the slice of the same answer, or,
+// after a sync without cursors, what it stored above its acked cursor.
+// Paging those again is waste. A held seq inside the range stays in it:
+// splitting would cost a request to save a message.
+func (hc *HeldConv) lacking(g [2]uint64) ([2]uint64, bool) {
+	from, to := g[0], g[1]
+	for from <= to {
+		if _, ok := hc.Msgs[from]; !ok {
+			break
+		}
+		from++
+	}
+	for to >= from {
+		if _, ok := hc.Msgs[to]; !ok {
+			break
+		}
+		to--
+	}
+	return [2]uint64{from, to}, from <= to
 }
 
 // pageGaps reads every known gap, oldest first, page by page.

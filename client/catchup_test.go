@@ -40,3 +40,72 @@ func TestHeldApplyRecordsGapsRebasesAndAcks(t *testing.T) {
 		t.Errorf("redelivered %d, want 1 (seq 15 came in the mention lane first)", h.Redelivered)
 	}
 }
+
+// msgs are messages of conv with seqs from..to.
+func msgs(conv string, from, to uint64) []Message {
+	var out []Message
+	for s := from; s <= to; s++ {
+		out = append(out, Message{ConvID: conv, Seq: s})
+	}
+	return out
+}
+
+func gapOf(from, to uint64) *struct {
+	From uint64 `json:"from"`
+	To   uint64 `json:"to"`
+} {
+	return &struct {
+		From uint64 `json:"from"`
+		To   uint64 `json:"to"`
+	}{from, to}
+}
+
+func TestHeldApplyNeverRecordsAGapOverSeqsItHolds(t *testing.T) {
+	tests := []struct {
+		name  string
+		held  []Message // stored before the answer
+		epoch uint64    // of what is held
+		conv  SyncConv
+		want  [][2]uint64
+	}{
+		{name: "a gap the answer's own slice covers is dropped",
+			epoch: 7, held: msgs("g", 1, 79),
+			conv: SyncConv{ConvID: "g", Epoch: 7, Gap: gapOf(80, 194), Messages: msgs("g", 80, 214)}},
+		{name: "a gap reaching into the slice keeps only what precedes it",
+			epoch: 7, held: msgs("g", 1, 79),
+			conv: SyncConv{ConvID: "g", Epoch: 7, Gap: gapOf(80, 194), Messages: msgs("g", 150, 214)},
+			want: [][2]uint64{{80, 149}}},
+		{name: "held seqs at both ends of a gap are trimmed",
+			epoch: 7, held: append(msgs("g", 1, 30), msgs("g", 36, 50)...),
+			conv: SyncConv{ConvID: "g", Epoch: 7, Gap: gapOf(21, 50), Messages: msgs("g", 51, 60)},
+			want: [][2]uint64{{31, 35}}},
+		{name: "a held seq inside a gap does not split it",
+			epoch: 7, held: append(msgs("g", 1, 10), msgs("g", 15, 15)...),
+			conv: SyncConv{ConvID: "g", Epoch: 7, Gap: gapOf(11, 19), Messages: msgs("g", 20, 21)},
+			want: [][2]uint64{{11, 19}}},
+		{name: "seqs held of another epoch name other messages",
+			epoch: 3, held: msgs("g", 1, 40),
+			conv: SyncConv{ConvID: "g", Epoch: 7, Rebase: true, RebaseReason: "epoch", Messages: msgs("g", 41, 42)},
+			want: [][2]uint64{{1, 40}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHeld()
+			h.Apply(SyncResponse{Conversations: []SyncConv{{ConvID: "g", Epoch: tt.epoch, Messages: tt.held}}})
+			h.Convs["g"].Gaps = nil
+			if tt.conv.Rebase {
+				h.Convs["g"].Cursor = 0 // the device drops its cursor of the old epoch
+			}
+			h.Apply(SyncResponse{Conversations: []SyncConv{tt.conv}})
+			got := h.Convs["g"].Gaps
+			if len(got) != len(tt.want) {
+				t.Fatalf("gaps %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("gaps %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
