@@ -283,6 +283,10 @@ func finishSlice(c *SyncConv, p convPlan, sl timelineSlice) {
 	oldest := c.Messages[0].Seq
 	floor := max(p.lo, sl.joined, sl.first-1)
 	c.HasMore = oldest > floor+1
+	// The second pass extends slices the first one cut: the gap it named
+	// may be closed now, and a gap over seqs the answer holds makes the
+	// client fetch them again.
+	c.Gap = nil
 	if c.HasMore && !c.Rebase {
 		c.Gap = &SeqRange{From: floor + 1, To: oldest - 1}
 	}
