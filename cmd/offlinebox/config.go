@@ -25,6 +25,9 @@ type stackConfig struct {
 	MetricsListen  string
 	JWTSecret      string
 	Partitions     int
+	// SessionTimeout: how long the group waits for a silent member (a
+	// killed process) before its partitions move to another.
+	SessionTimeout time.Duration
 }
 
 func env(name, def string) string {
@@ -49,6 +52,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", env("OFFLINEBOX_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus metrics address for worker processes; empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET); required")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
+	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
 }
 
 func (c *stackConfig) kafkaBrokers() []string { return splitList(c.Kafka) }
@@ -75,6 +79,8 @@ func (c *stackConfig) validate(needSecret bool) error {
 		return fmt.Errorf("-redis: several addresses need -redis-cluster")
 	case c.Partitions < 1:
 		return fmt.Errorf("-partitions: %d is below 1", c.Partitions)
+	case c.SessionTimeout < 0:
+		return fmt.Errorf("-session-timeout: %s is negative", c.SessionTimeout)
 	case needSecret && len(c.JWTSecret) < 16:
 		return fmt.Errorf("-jwt-secret: required, at least 16 bytes (env OFFLINEBOX_JWT_SECRET)")
 	}

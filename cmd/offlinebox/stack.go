@@ -137,6 +137,9 @@ type workerSpec struct {
 
 // runWorker runs one consumer group until ctx ends.
 func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
+	if c.SessionTimeout > 0 {
+		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
+	}
 	r, err := stream.New(stream.Config{
 		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
 		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
