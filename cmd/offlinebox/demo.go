@@ -31,17 +31,9 @@ type demoOptions struct {
 // runDemo runs the whole pipeline on an embedded stack, seeds a scenario,
 // catches up as one user through the API and prints what happened.
 func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("offlinebox demo", flag.ContinueOnError)
-	var o demoOptions
-	fs.BoolVar(&o.once, "once", false, "exit after the summary instead of serving")
-	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
-	fs.StringVar(&o.secret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (a random one when empty)")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseDemoOptions(args)
+	if err != nil {
 		return err
-	}
-	if o.secret == "" {
-		o.secret = randomSecret()
 	}
 	if err := embedded.EnsurePackages(ctx, slog.Default()); err != nil {
 		return err
@@ -93,6 +85,22 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	return result.broken()
+}
+
+func parseDemoOptions(args []string) (demoOptions, error) {
+	fs := flag.NewFlagSet("offlinebox demo", flag.ContinueOnError)
+	var o demoOptions
+	fs.BoolVar(&o.once, "once", false, "exit after the summary instead of serving")
+	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
+	fs.StringVar(&o.secret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (a random one when empty)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.secret == "" {
+		o.secret = randomSecret()
+	}
+	return o, nil
 }
 
 // startEmbeddedStack starts redis-server, clickhouse-server and kfake with
