@@ -151,6 +151,14 @@ func (h *Held) Apply(resp SyncResponse) []AckItem {
 		hc := h.conv(sc.ConvID)
 		gap, hasGap := hc.gapOf(sc)
 		sameEpoch := hc.Epoch == 0 || hc.Epoch == sc.Epoch
+		if sc.Rebase {
+			// The old cursor means nothing to the answer's timeline (a new
+			// epoch may restart below it): continue from the slice.
+			hc.Cursor = 0
+			if len(sc.Messages) == 0 {
+				hc.Cursor = sc.MaxSeq
+			}
+		}
 		for j := range sc.Messages {
 			h.store(&sc.Messages[j])
 			hc.Cursor = max(hc.Cursor, sc.Messages[j].Seq)

@@ -109,3 +109,38 @@ func TestHeldApplyNeverRecordsAGapOverSeqsItHolds(t *testing.T) {
 		})
 	}
 }
+
+// A rebuilt timeline may restart below what the device held (ClickHouse
+// lagged): the answer's epoch is new and its slice ends below the old
+// cursor. The device must continue from the slice, or it acks a seq the
+// new timeline has not reached and later skips the messages that take it.
+func TestHeldApplyRestartsTheCursorFromARebasedSlice(t *testing.T) {
+	tests := []struct {
+		name      string
+		conv      SyncConv
+		wantSeq   uint64
+		wantEpoch uint64
+	}{
+		{"new epoch below the old cursor", SyncConv{ConvID: "g", Epoch: 9, MaxSeq: 90, Rebase: true,
+			RebaseReason: "epoch", Messages: msgs("g", 81, 90)}, 90, 9},
+		{"cursor ahead of the counter", SyncConv{ConvID: "g", Epoch: 7, MaxSeq: 95, Rebase: true,
+			RebaseReason: "ahead", Messages: msgs("g", 86, 95)}, 95, 7},
+		{"backlog rebase above the cursor", SyncConv{ConvID: "g", Epoch: 7, MaxSeq: 900, Rebase: true,
+			RebaseReason: "backlog", Messages: msgs("g", 801, 900)}, 900, 7},
+		{"new epoch with nothing above the join", SyncConv{ConvID: "g", Epoch: 9, MaxSeq: 40, Rebase: true,
+			RebaseReason: "epoch"}, 40, 9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := NewHeld()
+			h.Apply(SyncResponse{Conversations: []SyncConv{{ConvID: "g", Epoch: 7, MaxSeq: 100, Messages: msgs("g", 91, 100)}}})
+			acks := h.Apply(SyncResponse{Conversations: []SyncConv{tt.conv}})
+			if len(acks) != 1 || acks[0].Seq != tt.wantSeq || acks[0].Epoch != tt.wantEpoch {
+				t.Errorf("acks %+v, want g at seq %d epoch %d", acks, tt.wantSeq, tt.wantEpoch)
+			}
+			if c := h.Cursors()["g"]; c.Seq != tt.wantSeq || c.Epoch != tt.wantEpoch {
+				t.Errorf("next sync sends cursor %+v, want seq %d epoch %d", c, tt.wantSeq, tt.wantEpoch)
+			}
+		})
+	}
+}
