@@ -228,6 +228,7 @@ func (c *Client) pageGaps(ctx context.Context, held *Held, o CatchUpOptions, st 
 				}
 				st.PageResponses++
 				st.saw(n)
+				before := after
 				for i := range p.Messages {
 					held.store(&p.Messages[i])
 					after = max(after, p.Messages[i].Seq)
@@ -237,6 +238,9 @@ func (c *Client) pageGaps(ctx context.Context, held *Held, o CatchUpOptions, st 
 				}
 				if len(p.Messages) == 0 || !p.HasMore {
 					break
+				}
+				if after == before {
+					return fmt.Errorf("page %s after %d: has_more but no message above it", id, before)
 				}
 			}
 		}

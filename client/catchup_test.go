@@ -1,6 +1,12 @@
 package client
 
-import "testing"
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
 
 func TestHeldApplyRecordsGapsRebasesAndAcks(t *testing.T) {
 	h := NewHeld()
@@ -142,5 +148,25 @@ func TestHeldApplyRestartsTheCursorFromARebasedSlice(t *testing.T) {
 				t.Errorf("next sync sends cursor %+v, want seq %d epoch %d", c, tt.wantSeq, tt.wantEpoch)
 			}
 		})
+	}
+}
+
+// A server that answers has_more with a page that does not move past the
+// cursor must not keep the client paging forever.
+func TestPageGapsStopsWhenTheServerDoesNotAdvance(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"conv_id":"g","epoch":1,"has_more":true,"messages":[{"conv_id":"g","seq":3,"epoch":1}]}`))
+	}))
+	defer srv.Close()
+	held := NewHeld()
+	hc := held.conv("g")
+	hc.Epoch, hc.Cursor, hc.Gaps = 1, 10, [][2]uint64{{4, 9}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st CatchUpStats
+	err := New(srv.URL, "t", nil).pageGaps(ctx, held, CatchUpOptions{PageLimit: 200}, &st)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("want an error saying the server did not advance, got %v after %d pages", err, st.PageResponses)
 	}
 }

@@ -119,6 +119,9 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
 	if (conv == "") == !all {
 		return errors.New("give exactly one of -conv ID or -all")
 	}
@@ -178,6 +181,9 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() != 1 {
 		return errors.New(`usage: offlinebox history sql "SELECT ..."`)
+	}
+	if err := c.validate(false); err != nil {
+		return err
 	}
 	ch, err := openClickHouse(ctx, c)
 	if err != nil {
