@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,9 @@ type options struct {
 	groups     int
 	partitions int
 	retries    int
+	// cpuprofile, when set, receives a CPU profile of the levels (the
+	// seeding is left out: it is not what a reconnect costs).
+	cpuprofile string
 }
 
 type level struct {
@@ -74,6 +78,7 @@ func main() {
 		fs.IntVar(&o.groups, "groups", 20, "groups every user is in (the pending messages are spread over them)")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.retries, "retries", 5, "times a client retries a 503 after its Retry-After")
+		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the levels (API, Redis client and bench clients in this process) to this file")
 	})
 	for _, s := range strings.Split(levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -109,6 +114,11 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	if err := s.seed(ctx); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(o.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	for i, n := range o.levels {
 		lv, err := s.level(ctx, n, fmt.Sprintf("storm%d", i))
 		if err != nil {
@@ -148,4 +158,24 @@ func printTable(r *result) []harness.Row {
 	}
 	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
 	return rows
+}
+
+// startCPUProfile starts profiling into path (nothing when path is empty);
+// the function it returns stops it and closes the file.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
