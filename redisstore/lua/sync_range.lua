@@ -51,28 +51,56 @@ local a, b = lo + 1, lo + n
 if from_top then
   a, b = hi - n, hi - 1
 end
-local entries = redis.call('LRANGE', KEYS[2], a - first, b - first)
-
+-- With a byte cut, the entries are read in growing chunks from the end the
+-- slice keeps, and reading stops once the cut is reached: a capped slice
+-- keeps a few of up to `limit` entries, and copying the others into Lua
+-- (and interning them) was most of what a sync cost Redis.
 local max_bytes = tonumber(ARGV[6])
-local keep_from, keep_to = 1, #entries
-if max_bytes > 0 and #entries > 0 then
-  if from_top then
-    keep_from = #entries
-    local used = #entries[keep_from]
-    while keep_from > 1 and used + #entries[keep_from - 1] <= max_bytes do
-      keep_from = keep_from - 1
-      used = used + #entries[keep_from]
-    end
-  else
-    keep_to = 1
-    local used = #entries[1]
-    while keep_to < #entries and used + #entries[keep_to + 1] <= max_bytes do
-      keep_to = keep_to + 1
-      used = used + #entries[keep_to]
-    end
+if max_bytes <= 0 then
+  local entries = redis.call('LRANGE', KEYS[2], a - first, b - first)
+  for i = 1, #entries do
+    out[#out + 1] = entries[i]
   end
+  return out
 end
-for i = keep_from, keep_to do
-  out[#out + 1] = entries[i]
+local kept = {}
+local used = 0
+local chunk = 16
+local next_a, next_b = a, b
+local full = false
+while not full and next_a <= next_b do
+  local ca, cb
+  if from_top then
+    ca, cb = math.max(next_a, next_b - chunk + 1), next_b
+    next_b = ca - 1
+  else
+    ca, cb = next_a, math.min(next_b, next_a + chunk - 1)
+    next_a = cb + 1
+  end
+  local entries = redis.call('LRANGE', KEYS[2], ca - first, cb - first)
+  local from, to, step = 1, #entries, 1
+  if from_top then
+    from, to, step = #entries, 1, -1
+  end
+  for i = from, to, step do
+    local size = #entries[i]
+    if #kept > 0 and used + size > max_bytes then
+      full = true
+      break
+    end
+    used = used + size
+    kept[#kept + 1] = entries[i]
+  end
+  chunk = chunk * 2
+end
+-- kept runs from the kept end inwards; the answer is in ascending seq order.
+if from_top then
+  for i = #kept, 1, -1 do
+    out[#out + 1] = kept[i]
+  end
+else
+  for i = 1, #kept do
+    out[#out + 1] = kept[i]
+  end
 end
 return out
