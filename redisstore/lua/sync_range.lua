@@ -51,10 +51,11 @@ local a, b = lo + 1, lo + n
 if from_top then
   a, b = hi - n, hi - 1
 end
--- With a byte cut, the entries are read in growing chunks from the end the
--- slice keeps, and reading stops once the cut is reached: a capped slice
--- keeps a few of up to `limit` entries, and copying the others into Lua
--- (and interning them) was most of what a sync cost Redis.
+-- With a byte cut, the entries are read in chunks from the end the slice
+-- keeps, each sized by the entries seen so far, and reading stops once the
+-- cut is reached: a capped slice keeps a few of up to `limit` entries, and
+-- copying the others into Lua (and interning them) was most of what a sync
+-- cost Redis.
 local max_bytes = tonumber(ARGV[6])
 if max_bytes <= 0 then
   local entries = redis.call('LRANGE', KEYS[2], a - first, b - first)
@@ -91,7 +92,12 @@ while not full and next_a <= next_b do
     used = used + size
     kept[#kept + 1] = entries[i]
   end
-  chunk = chunk * 2
+  -- The next chunk is what the entries seen so far say is left to fill,
+  -- plus one; never fewer than 4, so that small entries do not cost a
+  -- call each.
+  if not full and used > 0 then
+    chunk = math.max(4, math.ceil((max_bytes - used) * #kept / used) + 1)
+  end
 end
 -- kept runs from the kept end inwards; the answer is in ascending seq order.
 if from_top then
