@@ -15,8 +15,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"time"
@@ -64,12 +62,7 @@ func main() {
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, f, o)
-	stop()
-	if err != nil {
-		harness.Fail("fanout", err)
-	}
+	harness.Run("fanout", func(ctx context.Context) error { return run(ctx, f, o) })
 }
 
 func run(ctx context.Context, f *harness.Flags, o options) error {

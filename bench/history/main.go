@@ -14,8 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -66,12 +64,7 @@ func main() {
 	})
 	o.messages = f.Scaled(o.messages, 2000)
 	o.naiveRows = f.Scaled(o.naiveRows, 50)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, f, o)
-	stop()
-	if err != nil {
-		harness.Fail("history", err)
-	}
+	harness.Run("history", func(ctx context.Context) error { return run(ctx, f, o) })
 }
 
 func run(ctx context.Context, f *harness.Flags, o options) error {

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -88,12 +87,7 @@ func main() {
 		o.levels = append(o.levels, f.Scaled(n, 5))
 	}
 	o.pending = f.Scaled(o.pending, 200)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, f, o)
-	stop()
-	if err != nil {
-		harness.Fail("storm", err)
-	}
+	harness.Run("storm", func(ctx context.Context) error { return run(ctx, f, o) })
 }
 
 func run(ctx context.Context, f *harness.Flags, o options) error {

@@ -16,8 +16,6 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
-	"os/signal"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -33,12 +31,7 @@ func main() {
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.samples, "samples", 100, "repetitions of the conversation list and of the first sync for their P99")
 	})
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, f, o)
-	stop()
-	if err != nil {
-		harness.Fail("vip", err)
-	}
+	harness.Run("vip", func(ctx context.Context) error { return run(ctx, f, o) })
 }
 
 func run(ctx context.Context, f *harness.Flags, o options) error {

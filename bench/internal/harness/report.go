@@ -1,14 +1,17 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -124,4 +127,15 @@ func EmitJSON(enabled bool, v any) error {
 func Fail(name string, err error) {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	os.Exit(1)
+}
+
+// Run runs a benchmark's body until it returns or the process is
+// interrupted (SIGINT, SIGTERM), and exits 1 with the error if it failed.
+func Run(name string, body func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := body(ctx)
+	stop()
+	if err != nil {
+		Fail(name, err)
+	}
 }
