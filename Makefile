@@ -2,7 +2,7 @@
 
 SHELL := /usr/bin/env bash
 
-.PHONY: test fuzz vet fmt demo bench proto packages
+.PHONY: test fuzz vet lint fmt demo bench proto packages
 
 ## test: install servers if missing, start shared test servers, check format, vet, run all tests, then fuzz briefly
 test:
@@ -16,6 +16,10 @@ fuzz:
 ## vet: go vet every package
 vet:
 	go vet ./...
+
+## lint: staticcheck every package (the version go.mod pins)
+lint:
+	go tool staticcheck ./...
 
 ## fmt: gofmt every Go file in place
 fmt:

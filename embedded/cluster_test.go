@@ -21,15 +21,22 @@ func TestRedisClusterSpreadsSlotsOverThreeMastersAndServesKeys(t *testing.T) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 	t.Cleanup(func() { _ = rdb.Close() })
 
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	owners := map[string]int{}
-	for _, s := range slots {
-		owners[s.Nodes[0].Addr] += s.End - s.Start + 1
+	owners := map[string]int64{}
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			if n.Role != "master" {
+				continue
+			}
+			for _, r := range sh.Slots {
+				owners[fmt.Sprintf("%s:%d", n.IP, n.Port)] += r.End - r.Start + 1
+			}
+		}
 	}
-	total := 0
+	total := int64(0)
 	for _, n := range owners {
 		total += n
 	}

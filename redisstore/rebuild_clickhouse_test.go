@@ -16,12 +16,11 @@ import (
 
 // convState is every conversation key a rebuild restores, epoch aside.
 type convState struct {
-	meta             map[string]string
-	timeline         []string
-	members          map[string]string
-	mentionAll       []string
-	epoch            string
-	dedupeSeqOfM2Day string
+	meta       map[string]string
+	timeline   []string
+	members    map[string]string
+	mentionAll []string
+	epoch      string
 }
 
 func readConv(t *testing.T, s *redisstore.Store, conv string) convState {

@@ -25,6 +25,9 @@ fi
 
 go vet ./...
 
+# The linter's version is pinned by the tool directive in go.mod.
+go tool staticcheck ./...
+
 # Two test binaries at a time: the machine has two cores and the servers
 # share them.
 status=0

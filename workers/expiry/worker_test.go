@@ -56,7 +56,8 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{store: s, now: time.Now().Add(8 * day).Truncate(time.Millisecond), raw: map[string][]string{}}
 	ctx := context.Background()
 	g := schemas.ConvType_CONV_TYPE_GROUP
-	seq := f.seed(t, "g1", g, schemas.Kind_KIND_MEMBER_JOIN, 45*day)
+	f.seed(t, "g1", g, schemas.Kind_KIND_MEMBER_JOIN, 45*day)
+	var seq uint64
 	mentions := []redisstore.InboxEvent{}
 	for _, age := range []time.Duration{40 * day, 31 * day, 29 * day, 8 * day, time.Hour} {
 		seq = f.seed(t, "g1", g, schemas.Kind_KIND_MESSAGE, age)
