@@ -50,9 +50,10 @@ type Config struct {
 	// RebaseBacklog: a conversation with more messages than this above the
 	// device's cursor is answered with a rebase.
 	RebaseBacklog uint64
-	// MaxMessageBytes bounds the body of a message sent through the API
-	// (schemas.DefaultMaxBodyBytes).
-	MaxMessageBytes int
+	// Limits bound a message sent through the API: body, mentions,
+	// recipients, encoded size (schemas.Limits; the fanout worker must use
+	// the same, so that what the API accepts is never dead-lettered).
+	Limits schemas.Limits
 	// MessagesTopic and ReceiptsTopic (schemas.TopicMessages,
 	// schemas.TopicReceipts).
 	MessagesTopic string
@@ -83,9 +84,7 @@ func (c Config) withDefaults() Config {
 	if c.RebaseBacklog == 0 {
 		c.RebaseBacklog = DefaultRebaseBacklog
 	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = schemas.DefaultMaxBodyBytes
-	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.MessagesTopic == "" {
 		c.MessagesTopic = schemas.TopicMessages
 	}
@@ -114,10 +113,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("api: ProduceTimeout %s is negative", c.ProduceTimeout)
 	case c.MaxCursors < 1:
 		return fmt.Errorf("api: MaxCursors %d is below 1", c.MaxCursors)
-	case c.MaxMessageBytes < 0:
-		return fmt.Errorf("api: MaxMessageBytes %d is negative", c.MaxMessageBytes)
-	case c.MaxBodyBytes < int64(c.MaxMessageBytes):
-		return fmt.Errorf("api: MaxBodyBytes %d is below MaxMessageBytes %d", c.MaxBodyBytes, c.MaxMessageBytes)
+	case c.MaxBodyBytes < int64(c.Limits.BodyBytes):
+		return fmt.Errorf("api: MaxBodyBytes %d is below Limits.BodyBytes %d", c.MaxBodyBytes, c.Limits.BodyBytes)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("api: %w", err)
 	}
 	return nil
 }

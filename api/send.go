@@ -98,7 +98,7 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 	case m.SendTimeMs == 0:
 		m.SendTimeMs = s.cfg.Clock().UnixMilli()
 	}
-	if err := schemas.ValidateMessage(m, s.cfg.MaxMessageBytes); err != nil {
+	if err := schemas.ValidateMessage(m, s.cfg.Limits); err != nil {
 		return nil, invalidField("", err)
 	}
 	if m.ConvType == schemas.ConvType_CONV_TYPE_DIRECT && m.Recipients[0] == sender {

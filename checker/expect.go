@@ -103,7 +103,7 @@ func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int32]
 // add applies one record of the log, in partition order.
 func (t *Truth) add(value []byte, maxBody int) {
 	t.Records++
-	m, err := schemas.DecodeMessage(value, maxBody)
+	m, err := schemas.DecodeMessage(value, schemas.Limits{BodyBytes: maxBody})
 	if err != nil {
 		t.Invalid++
 		return

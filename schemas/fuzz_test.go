@@ -15,14 +15,14 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x12, 0x01, '{'})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		m, err := DecodeMessage(raw, 1024)
+		m, err := DecodeMessage(raw, Limits{BodyBytes: 1024})
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error is not ErrInvalid: %v", err)
 			}
 			return
 		}
-		if err := ValidateMessage(m, 1024); err != nil {
+		if err := ValidateMessage(m, Limits{BodyBytes: 1024}); err != nil {
 			t.Fatalf("decoded message does not validate: %v", err)
 		}
 	})

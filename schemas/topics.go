@@ -14,4 +14,8 @@ const (
 	HeaderDeadTopic     = "dead-topic"
 	HeaderDeadPartition = "dead-partition"
 	HeaderDeadOffset    = "dead-offset"
+	// HeaderDeadValueOmitted is set, to the original value's size, on a
+	// dead letter whose value the dead-letter topic refused (too large):
+	// the original is found by topic, partition and offset.
+	HeaderDeadValueOmitted = "dead-value-omitted"
 )

@@ -8,12 +8,12 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// DefaultMaxBodyBytes is the largest message body accepted unless configured
-// otherwise.
-const DefaultMaxBodyBytes = 64 << 10
-
 // MaxIDBytes bounds every id (conversation, user, device, client message).
 const MaxIDBytes = 128
+
+// MaxSeq is the largest seq or epoch there can be: the Redis scripts count
+// in doubles, exact up to 2^53.
+const MaxSeq = 1<<53 - 1
 
 // ErrInvalid marks a record that no retry can fix: it goes to the dead-letter
 // topic (workers) or gets a 400 (api).
@@ -54,11 +54,12 @@ func ValidID(field, id string) error {
 	return nil
 }
 
-// ValidateMessage checks a Message as a producer sent it. maxBody <= 0 means
-// DefaultMaxBodyBytes.
-func ValidateMessage(m *Message, maxBody int) error {
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBodyBytes
+// ValidateMessage checks a Message as a producer sent it, within lim (zero
+// fields of lim take the defaults).
+func ValidateMessage(m *Message, lim Limits) error {
+	lim = lim.WithDefaults()
+	if err := lim.check(m); err != nil {
+		return err
 	}
 	if err := ValidID("conv_id", m.GetConvId()); err != nil {
 		return err
@@ -104,9 +105,6 @@ func ValidateMessage(m *Message, maxBody int) error {
 			return err
 		}
 	}
-	if len(m.GetBody()) > maxBody {
-		return invalid("body", "is %d bytes, more than the limit of %d", len(m.GetBody()), maxBody)
-	}
 	if len(m.GetContentType()) > MaxIDBytes {
 		return invalid("content_type", "is longer than %d bytes", MaxIDBytes)
 	}
@@ -117,13 +115,18 @@ func ValidateMessage(m *Message, maxBody int) error {
 // than only passed on live (QoS 0).
 func (m *Message) Stored() bool { return m.GetQos() != QoS_QOS_AT_MOST_ONCE }
 
-// DecodeMessage decodes and validates a record value from im.messages.
-func DecodeMessage(value []byte, maxBody int) (*Message, error) {
+// DecodeMessage decodes and validates a record value from im.messages. A
+// value over lim.RecordBytes is refused before it is decoded.
+func DecodeMessage(value []byte, lim Limits) (*Message, error) {
+	lim = lim.WithDefaults()
+	if len(value) > lim.RecordBytes {
+		return nil, invalid("record", "is %d bytes, more than the record limit of %d", len(value), lim.RecordBytes)
+	}
 	var m Message
 	if err := proto.Unmarshal(value, &m); err != nil {
 		return nil, &InvalidError{Field: "record", Reason: "does not decode as a Message: " + err.Error()}
 	}
-	if err := ValidateMessage(&m, maxBody); err != nil {
+	if err := ValidateMessage(&m, lim); err != nil {
 		return nil, err
 	}
 	return &m, nil

@@ -53,7 +53,7 @@ func TestValidateMessageNamesTheFieldThatIsWrong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := validDirect()
 			tc.edit(m)
-			err := ValidateMessage(m, 0)
+			err := ValidateMessage(m, Limits{})
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("want valid, got %v", err)
@@ -72,14 +72,14 @@ func TestValidateMessageNamesTheFieldThatIsWrong(t *testing.T) {
 }
 
 func TestDecodeMessageRejectsBytesThatAreNotAMessage(t *testing.T) {
-	if _, err := DecodeMessage([]byte{0xff, 0xff, 0xff}, 0); !errors.Is(err, ErrInvalid) {
+	if _, err := DecodeMessage([]byte{0xff, 0xff, 0xff}, Limits{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("want ErrInvalid, got %v", err)
 	}
 	raw, err := proto.Marshal(validDirect())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := DecodeMessage(raw, 0)
+	m, err := DecodeMessage(raw, Limits{})
 	if err != nil || m.GetConvId() != "d-alice-bob" {
 		t.Fatalf("decode valid message: %v %v", m, err)
 	}

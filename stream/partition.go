@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // errNilDeadRecord is the error of a Handle call that returned a dead letter
@@ -99,26 +101,32 @@ func (r *Runner) handleOnce(ctx context.Context, b partitionBatch) ([]DeadLetter
 // produceDead produces the dead letters and waits for the broker's ack,
 // retrying those that failed until all are acked or ctx or abort end it.
 // Each attempt builds fresh records: franz-go owns a record's fields while
-// it is being produced.
+// it is being produced. A dead letter the broker refuses for good (too
+// large, invalid) goes again without its value, so that it never blocks
+// the partition: its headers still say where the original is.
 func (r *Runner) produceDead(ctx context.Context, abort <-chan struct{}, pctx context.Context, b partitionBatch, dead []DeadLetter) bool {
+	bare := make([]bool, len(dead))
 	for attempts := 0; ; {
 		if attempts > 0 && !r.wait(ctx, abort, attempts) {
 			return false
 		}
 		recs := make([]*kgo.Record, len(dead))
-		from := make(map[*kgo.Record]DeadLetter, len(dead))
+		from := make(map[*kgo.Record]int, len(dead))
 		for i, d := range dead {
-			recs[i] = r.deadRecord(d)
-			from[recs[i]] = d
+			recs[i] = r.deadRecord(d, bare[i])
+			from[recs[i]] = i
 		}
 		actx, cancel := context.WithTimeout(pctx, r.cfg.ProduceTimeout)
 		results := r.cl.ProduceSync(actx, recs...)
 		cancel()
 		var failed []DeadLetter
+		var failedBare []bool
 		var ferr error
 		for _, res := range results {
+			i := from[res.Record]
 			if res.Err != nil {
-				failed = append(failed, from[res.Record])
+				failed = append(failed, dead[i])
+				failedBare = append(failedBare, bare[i] || PermanentProduceError(res.Err))
 				ferr = res.Err
 				continue
 			}
@@ -127,7 +135,7 @@ func (r *Runner) produceDead(ctx context.Context, abort <-chan struct{}, pctx co
 		if len(failed) == 0 {
 			return true
 		}
-		dead = failed
+		dead, bare = failed, failedBare
 		attempts++
 		r.m.retries.WithLabelValues(b.tp.topic).Inc()
 		r.cfg.Logger.Warn("produce dead letters failed; retrying", "group", r.cfg.Group,
@@ -136,19 +144,41 @@ func (r *Runner) produceDead(ctx context.Context, abort <-chan struct{}, pctx co
 	}
 }
 
+// PermanentProduceError reports whether the broker (or the client, before
+// sending) refused a record for what it is, so that producing the same
+// record again can never succeed: too large, or invalid for the topic.
+// Anything else (timeouts, leaders moving, a broker that is down) is worth
+// retrying.
+func PermanentProduceError(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) ||
+		errors.Is(err, kerr.InvalidRecord)
+}
+
 // deadRecord is the dead letter's record: the original key, value and
-// headers, plus headers naming where it came from and why it died.
-func (r *Runner) deadRecord(d DeadLetter) *kgo.Record {
+// headers, plus headers naming where it came from and why it died. A bare
+// one carries no value and no original headers, only the size of the value
+// it leaves out.
+func (r *Runner) deadRecord(d DeadLetter, bare bool) *kgo.Record {
 	src := d.Record
-	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+4)
-	headers = append(headers, src.Headers...)
+	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
+	value := src.Value
+	if bare {
+		value = nil
+		headers = append(headers, kgo.RecordHeader{Key: schemas.HeaderDeadValueOmitted, Value: []byte(strconv.Itoa(len(src.Value)))})
+	} else {
+		headers = append(headers, src.Headers...)
+	}
 	headers = append(headers,
 		kgo.RecordHeader{Key: schemas.HeaderDeadReason, Value: []byte(d.Reason)},
 		kgo.RecordHeader{Key: schemas.HeaderDeadTopic, Value: []byte(src.Topic)},
 		kgo.RecordHeader{Key: schemas.HeaderDeadPartition, Value: []byte(strconv.Itoa(int(src.Partition)))},
 		kgo.RecordHeader{Key: schemas.HeaderDeadOffset, Value: []byte(strconv.FormatInt(src.Offset, 10))},
 	)
-	return &kgo.Record{Topic: r.cfg.DeadLetterTopic, Key: src.Key, Value: src.Value, Headers: headers}
+	key := src.Key
+	if bare && len(key) > schemas.MaxIDBytes {
+		key = nil
+	}
+	return &kgo.Record{Topic: r.cfg.DeadLetterTopic, Key: key, Value: value, Headers: headers}
 }
 
 // wait sleeps the backoff of the given attempt. It returns false, without

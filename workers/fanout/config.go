@@ -18,8 +18,9 @@ type Config struct {
 	Store redisstore.Config
 	// SequencedTopic receives the sequenced records (schemas.TopicSequenced).
 	SequencedTopic string
-	// MaxBodyBytes: a larger body is a dead letter (schemas.DefaultMaxBodyBytes).
-	MaxBodyBytes int
+	// Limits: a record over any of them is a dead letter, refused before
+	// it is sequenced (schemas.Limits; the API must use the same).
+	Limits schemas.Limits
 	// MergeSize bounds the records of one conversation that share one
 	// sequencing call and one inbox call per recipient.
 	MergeSize int
@@ -82,9 +83,7 @@ func (c Config) withDefaults() Config {
 	if c.SequencedTopic == "" {
 		c.SequencedTopic = schemas.TopicSequenced
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = schemas.DefaultMaxBodyBytes
-	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.MergeSize == 0 {
 		c.MergeSize = DefaultMergeSize
 	}
@@ -126,10 +125,11 @@ func (c Config) Validate() error {
 	if err := c.Store.Validate(); err != nil {
 		return fmt.Errorf("fanout: Store: %w", err)
 	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("fanout: %w", err)
+	}
 	c = c.withDefaults()
 	switch {
-	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("fanout: MaxBodyBytes %d is negative", c.MaxBodyBytes)
 	case c.MergeSize < 1:
 		return fmt.Errorf("fanout: MergeSize %d is below 1", c.MergeSize)
 	case c.Conversations < 1:

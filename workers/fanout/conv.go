@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/alitto/pond/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -16,6 +17,7 @@ import (
 // convResult is what one conversation's records of a batch produced.
 type convResult struct {
 	sequenced []*schemas.Sequenced
+	sources   []*kgo.Record // the record each sequenced one came from
 	dead      []stream.DeadLetter
 	hot       []string // users found hot, to move after the batch
 }
@@ -83,6 +85,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 		if sq := it.Sequenced; sq != nil && !seen[sq.GetSeq()] {
 			seen[sq.GetSeq()] = true
 			res.sequenced = append(res.sequenced, sq)
+			res.sources = append(res.sources, batch[i].rec)
 		}
 	}
 	var all map[string]uint64

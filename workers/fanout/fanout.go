@@ -114,7 +114,9 @@ func (f *Fanout) Router() *redisstore.InboxRouter { return f.router }
 
 // Handle sequences the records of one partition, updates every recipient's
 // inbox and produces the sequenced records, returning nil only when all of
-// that is durable. Invalid records come back as dead letters; any store or
+// that is durable. Invalid records (over schemas.Limits among them) come
+// back as dead letters before they are sequenced, as do sequenced records
+// the broker refuses for good (see refusedLetter); any other store or
 // broker failure fails the call so the runner retries the same records,
 // which changes nothing that was already done.
 func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
@@ -137,35 +139,89 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	}
 	dead := batch.dead
 	var out []*kgo.Record
+	from := map[*kgo.Record]*kgo.Record{} // sequenced record → its source
 	for _, r := range results {
 		dead = append(dead, r.dead...)
-		for _, sq := range r.sequenced {
+		for i, sq := range r.sequenced {
 			value, err := proto.Marshal(sq)
 			if err != nil {
 				return nil, fmt.Errorf("encode sequenced %s/%d: %w", sq.GetMessage().GetConvId(), sq.GetSeq(), err)
 			}
-			out = append(out, &kgo.Record{Topic: f.cfg.SequencedTopic,
-				Key: []byte(sq.GetMessage().GetConvId()), Value: value})
+			rec := &kgo.Record{Topic: f.cfg.SequencedTopic, Key: []byte(sq.GetMessage().GetConvId()), Value: value}
+			out = append(out, rec)
+			from[rec] = r.sources[i]
 		}
 	}
 	f.moveHotUsers(ctx, results)
-	if err := f.produce(ctx, out); err != nil {
+	refused, err := f.produce(ctx, out)
+	if err != nil {
 		return nil, err
+	}
+	for _, rf := range refused {
+		dead = append(dead, f.refusedLetter(from[rf.rec], rf))
 	}
 	f.metrics.rejected.Add(float64(len(dead)))
 	return dead, nil
 }
 
-func (f *Fanout) produce(ctx context.Context, recs []*kgo.Record) error {
+// refusal is a sequenced record the broker refused for good.
+type refusal struct {
+	rec *kgo.Record
+	err error
+}
+
+// produce sends the sequenced records and waits for the broker. A record
+// refused for good (stream.PermanentProduceError) is sent once more on its
+// own, since a broker refuses a whole batch for one record too large; when
+// it is refused again it comes back in refused. Any other failure fails
+// the call, and the batch is retried whole.
+func (f *Fanout) produce(ctx context.Context, recs []*kgo.Record) ([]refusal, error) {
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
 	}
+	var again []*kgo.Record
+	for _, res := range f.produceSync(ctx, recs) {
+		switch {
+		case res.Err == nil:
+		case stream.PermanentProduceError(res.Err):
+			again = append(again, res.Record)
+		default:
+			return nil, fmt.Errorf("produce %d sequenced records: %w", len(recs), res.Err)
+		}
+	}
+	var refused []refusal
+	for _, rec := range again {
+		// A fresh record: franz-go filled in the first one's fields.
+		err := f.produceSync(ctx, []*kgo.Record{{Topic: rec.Topic, Key: rec.Key, Value: rec.Value}}).FirstErr()
+		switch {
+		case err == nil:
+		case stream.PermanentProduceError(err):
+			refused = append(refused, refusal{rec: rec, err: err})
+		default:
+			return nil, fmt.Errorf("produce sequenced record of %s alone: %w", rec.Key, err)
+		}
+	}
+	return refused, nil
+}
+
+func (f *Fanout) produceSync(ctx context.Context, recs []*kgo.Record) kgo.ProduceResults {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.ProduceTimeout)
 	defer cancel()
-	if err := f.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("produce %d sequenced records: %w", len(recs), err)
-	}
-	return nil
+	return f.producer.ProduceSync(ctx, recs...)
+}
+
+// refusedLetter is the dead letter of a record whose sequenced copy the
+// broker refused for good. It was sequenced (the limits of split should
+// have stopped it: the broker's limit is below ours): its seq stays in the
+// timeline and inboxes, so sync serves it, but history and previews never
+// see it. Producing the dead letter's value to im.messages again, once the
+// broker takes it, gets the same seq (same client_msg_id) and fills them.
+func (f *Fanout) refusedLetter(src *kgo.Record, rf refusal) stream.DeadLetter {
+	sq, _ := schemas.DecodeSequenced(rf.rec.Value)
+	f.cfg.Logger.Error("im.sequenced refused a sequenced record for good; dead-lettered", "conv", string(rf.rec.Key),
+		"seq", sq.GetSeq(), "bytes", len(rf.rec.Value), "err", rf.err)
+	return stream.DeadLetter{Record: src, Reason: fmt.Sprintf("sequenced as seq %d of %s, but %s refused it (%d bytes): %v",
+		sq.GetSeq(), rf.rec.Key, rf.rec.Topic, len(rf.rec.Value), rf.err)}
 }
 
 // pending is one decoded record waiting for its seq.
@@ -187,7 +243,7 @@ type splitBatch struct {
 func (f *Fanout) split(records []*kgo.Record) splitBatch {
 	b := splitBatch{byConv: map[string][]pending{}}
 	for _, r := range records {
-		m, err := schemas.DecodeMessage(r.Value, f.cfg.MaxBodyBytes)
+		m, err := schemas.DecodeMessage(r.Value, f.cfg.Limits)
 		if err == nil && !m.Stored() && m.GetKind() != schemas.Kind_KIND_MESSAGE {
 			err = &schemas.InvalidError{Field: "qos", Reason: "a membership change cannot be at-most-once"}
 		}

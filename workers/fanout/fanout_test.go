@@ -18,6 +18,8 @@ import (
 func TestInvalidRecordsAreDeadLetteredAndTheRestProceeds(t *testing.T) {
 	big := msg("g", "big", "a")
 	big.Body = make([]byte, 1001)
+	// A valid message padded with an unknown field past the record limit.
+	huge := append(record(msg("g", "huge", "a")).Value, padding(schemas.DefaultMaxRecordBytes)...)
 	cases := []struct {
 		name   string
 		rec    *kgo.Record
@@ -28,13 +30,19 @@ func TestInvalidRecordsAreDeadLetteredAndTheRestProceeds(t *testing.T) {
 		{"no sender", record(msg("g", "x", "")), "sender: is empty"},
 		{"unknown kind", record(msg("g", "x", "a", func(m *schemas.Message) { m.Kind = 42 })), "kind: unknown kind 42"},
 		{"body over the limit", record(big), "body: is 1001 bytes, more than the limit of 1000"},
+		{"mentions over the limit", record(msg("g", "x", "a", mentions(users("m", schemas.DefaultMaxMentions+1)...))),
+			"mentions: names 1001 users, more than the limit of 1000"},
+		{"join over the recipients limit", record(msg("g", "x", "a", join(users("r", schemas.DefaultMaxRecipients+1)...))),
+			"recipients: names 5001 users, more than the limit of 5000"},
+		{"record over the limit", &kgo.Record{Topic: schemas.TopicMessages, Key: []byte("g"), Value: huge},
+			"more than the record limit of 786432"},
 		{"at-most-once join", record(msg("g", "x", "a", join("z"), qos0)), "qos: a membership change cannot be at-most-once"},
 		{"stranger in a direct conversation", record(msg("d", "x", "c", to("a"))), "sender: direct conversation already has two other participants"},
 		{"group record in a direct conversation", record(msg("d", "x", "a")), "conv_type: is g but the conversation is d"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{MaxBodyBytes: 1000})
+			h := newHarness(t, Config{Limits: schemas.Limits{BodyBytes: 1000}})
 			f := h.fanout(nil)
 			handle(t, f, records(msg("g", "create", "a", join("a", "b")), msg("d", "hi", "a", to("b"))))
 			batch := []*kgo.Record{record(msg("g", "before", "b")), tc.rec, record(msg("g", "after", "a")),
