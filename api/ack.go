@@ -64,6 +64,12 @@ func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem,
 		if it.Seq == 0 {
 			return nil, badRequest(f+".seq", "is required and above 0")
 		}
+		if err := seqInRange(f+".seq", it.Seq); err != nil {
+			return nil, err
+		}
+		if err := seqInRange(f+".epoch", it.Epoch); err != nil {
+			return nil, err
+		}
 		items[i] = seqItem{field: f, conv: it.ConvID, seq: it.Seq, epoch: it.Epoch}
 	}
 	return items, nil

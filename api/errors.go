@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/offlinebox/offlinebox/schemas"
@@ -76,10 +77,14 @@ func joinField(prefix, field string) string {
 	return prefix + "." + field
 }
 
-// decodeJSON decodes one JSON object strictly: unknown fields, trailing
-// data, wrong types and oversized bodies are errors naming the field
-// (under prefix).
+// decodeJSON decodes one JSON object strictly: invalid UTF-8, keys given
+// twice, unknown fields (names match exactly: case counts), trailing data
+// and wrong types are errors naming the field (under prefix). Every
+// request body of the API goes through it.
 func decodeJSON(data []byte, v any, prefix string) *apiError {
+	if err := checkJSON(data, reflect.TypeOf(v), prefix); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {

@@ -60,6 +60,9 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	if pq.HasAfter && pq.After > p.MaxSeq {
+		return 0, nil, badRequest("after", "%d is beyond the conversation's max seq %d", pq.After, p.MaxSeq)
+	}
 	msgs, err := encodeMessages(p.Messages)
 	if err != nil {
 		return 0, nil, err

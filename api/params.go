@@ -3,12 +3,24 @@ package api
 import (
 	"net/url"
 	"strconv"
+	"unicode/utf8"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // onlyParams refuses query parameters the route does not know, so that a
-// typo is an error rather than a silently ignored bound.
+// typo is an error rather than a silently ignored bound, and names or
+// values that are not valid UTF-8.
 func onlyParams(q url.Values, known ...string) error {
-	for name := range q {
+	for name, vs := range q {
+		if !utf8.ValidString(name) {
+			return badRequest("query", "holds a parameter name that is not valid UTF-8")
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return badRequest(name, "is not valid UTF-8")
+			}
+		}
 		ok := false
 		for _, k := range known {
 			ok = ok || name == k
@@ -40,7 +52,8 @@ func intParam(v, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
-// seqParam parses an optional non-negative seq; ok is false when absent.
+// seqParam parses an optional seq or epoch, 0..schemas.MaxSeq; ok is false
+// when absent.
 func seqParam(v, name string) (seq uint64, ok bool, err error) {
 	if v == "" {
 		return 0, false, nil
@@ -49,5 +62,17 @@ func seqParam(v, name string) (seq uint64, ok bool, err error) {
 	if perr != nil {
 		return 0, false, badRequest(name, "%q is not a non-negative integer", v)
 	}
+	if err := seqInRange(name, n); err != nil {
+		return 0, false, err
+	}
 	return n, true, nil
+}
+
+// seqInRange refuses a seq or epoch above schemas.MaxSeq: none can exist,
+// and arithmetic on it (the next seq) would wrap.
+func seqInRange(field string, n uint64) error {
+	if n > schemas.MaxSeq {
+		return badRequest(field, "%d is above the largest seq or epoch there can be (%d)", n, uint64(schemas.MaxSeq))
+	}
+	return nil
 }

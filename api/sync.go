@@ -112,6 +112,12 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 		if err := decodeJSON(raw, &c, field); err != nil {
 			return req, err
 		}
+		if err := seqInRange(field+".seq", c.Seq); err != nil {
+			return req, err
+		}
+		if err := seqInRange(field+".epoch", c.Epoch); err != nil {
+			return req, err
+		}
 		if c.Seq > 0 && c.Epoch == 0 {
 			return req, badRequest(field+".epoch", "is required with a seq above 0 (take it from the answer that brought the seq)")
 		}

@@ -1,0 +1,60 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestDecodeJSONRefusesWhatEncodingJSONWouldRewriteOrGuess(t *testing.T) {
+	cases := []struct {
+		name  string
+		body  string
+		into  any
+		field string // "" : accepted
+	}{
+		{"valid", `{"client_msg_id":"m1","conv_id":"g","conv_type":"group"}`, &sendRequest{}, ""},
+		{"valid escapes and a surrogate pair", `{"client_msg_id":"\u00e9\ud83d\ude00\n\"","conv_id":"g"}`, &sendRequest{}, ""},
+		{"raw invalid byte", "{\"client_msg_id\":\"dup-\xff\"}", &sendRequest{}, "client_msg_id"},
+		{"another raw invalid byte", "{\"client_msg_id\":\"dup-\xfe\"}", &sendRequest{}, "client_msg_id"},
+		{"UTF-8 encoded surrogate", "{\"client_msg_id\":\"dup-\xed\xa0\x80\"}", &sendRequest{}, "client_msg_id"},
+		{"lone high surrogate escape", `{"client_msg_id":"dup-\ud800"}`, &sendRequest{}, "client_msg_id"},
+		{"lone low surrogate escape", `{"client_msg_id":"dup-\udc00x"}`, &sendRequest{}, "client_msg_id"},
+		{"high surrogate before a non-surrogate escape", `{"client_msg_id":"\ud800\u0041"}`, &sendRequest{}, "client_msg_id"},
+		{"invalid UTF-8 in an array item", "{\"mentions\":[\"ok\",\"b\xff\"]}", &sendRequest{}, "mentions[1]"},
+		{"invalid UTF-8 in a map key", "{\"cursors\":{\"g\xff\":{}}}", &syncRequest{}, "cursors"},
+		{"invalid UTF-8 in a field's name", "{\"dev\xffice_id\":\"p\"}", &syncRequest{}, "body"},
+		{"invalid UTF-8 in a nested raw value", "{\"acks\":[{\"conv_id\":\"g\xff\"}]}", &ackRequest{}, "acks[0].conv_id"},
+		{"duplicate key", `{"device_id":"a","device_id":"b"}`, &syncRequest{}, "device_id"},
+		{"duplicate key spelled with an escape", `{"device_id":"a","\u0064evice_id":"b"}`, &syncRequest{}, "device_id"},
+		{"duplicate cursor", `{"cursors":{"g":{},"g":{"seq":1}}}`, &syncRequest{}, "cursors.g"},
+		{"field name in upper case", `{"DEVICE_ID":"p"}`, &syncRequest{}, "DEVICE_ID"},
+		{"field name in mixed case", `{"Client_Msg_Id":"m1"}`, &sendRequest{}, "Client_Msg_Id"},
+		{"unknown field", `{"devices":"p"}`, &syncRequest{}, "devices"},
+		{"too deep", `{"cursors":{"g":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}}`, &syncRequest{}, "cursors.g" + strings.Repeat("[0]", maxJSONDepth-2)},
+		{"malformed number", `{"limit":01}`, &syncRequest{}, "body"},
+		{"control character in a string", "{\"device_id\":\"a\tb\"}", &syncRequest{}, "body"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := decodeJSON([]byte(tc.body), tc.into, "")
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.field == "":
+			case err == nil:
+				t.Fatalf("accepted; want 400 naming %q", tc.field)
+			case err.status != http.StatusBadRequest || err.field != tc.field:
+				t.Fatalf("%d naming %q (%s); want 400 naming %q", err.status, err.field, err.msg, tc.field)
+			}
+		})
+	}
+}
+
+func TestDecodeJSONNamesNestedFieldsUnderThePrefix(t *testing.T) {
+	var c cursorJSON
+	err := decodeJSON([]byte(`{"SEQ":1}`), &c, "cursors.g")
+	if err == nil || err.field != "cursors.g.SEQ" {
+		t.Fatalf("got %v, want an error naming cursors.g.SEQ", err)
+	}
+}
