@@ -9,7 +9,11 @@ import (
 
 // Defaults and bounds of Config and of request parameters.
 const (
-	DefaultMaxInFlight    = 256
+	DefaultMaxInFlight = 256
+	// DefaultMaxPerUser bounds one user's requests admitted at once.
+	DefaultMaxPerUser = 16
+	// DefaultBodyTimeout bounds reading one request body.
+	DefaultBodyTimeout    = 5 * time.Second
 	DefaultRetryAfter     = time.Second
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultRequestTimeout = 15 * time.Second
@@ -33,8 +37,20 @@ const (
 
 // Config tunes the server. Zero values take the defaults.
 type Config struct {
-	// MaxInFlight bounds the requests worked on at once; more get 503.
+	// MaxInFlight bounds the requests worked on at once; more get 503. A
+	// request takes its slot only once its body is read.
 	MaxInFlight int
+	// MaxPerUser bounds one user's requests admitted at once, from the
+	// start of reading the body to the answer; more get 429. So one user's
+	// slow or many requests never use up what others need.
+	MaxPerUser int
+	// MaxAdmitted bounds every user's admitted requests together (those
+	// reading a body included), and so the memory their bodies hold; more
+	// get 503. Default 4 × MaxInFlight.
+	MaxAdmitted int
+	// BodyTimeout bounds reading a request body; a body slower than that
+	// gets 408 and its connection is closed.
+	BodyTimeout time.Duration
 	// RetryAfter is what a 503 tells the client to wait.
 	RetryAfter time.Duration
 	// MaxBodyBytes bounds a request body; a larger one gets 400.
@@ -65,6 +81,15 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxPerUser == 0 {
+		c.MaxPerUser = DefaultMaxPerUser
+	}
+	if c.MaxAdmitted == 0 {
+		c.MaxAdmitted = 4 * c.MaxInFlight
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = DefaultRetryAfter
@@ -103,6 +128,12 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("api: MaxInFlight %d is below 1", c.MaxInFlight)
+	case c.MaxPerUser < 1:
+		return fmt.Errorf("api: MaxPerUser %d is below 1", c.MaxPerUser)
+	case c.MaxAdmitted < c.MaxInFlight:
+		return fmt.Errorf("api: MaxAdmitted %d is below MaxInFlight %d", c.MaxAdmitted, c.MaxInFlight)
+	case c.BodyTimeout < 10*time.Millisecond:
+		return fmt.Errorf("api: BodyTimeout %s is below 10ms", c.BodyTimeout)
 	case c.RetryAfter < time.Second:
 		return fmt.Errorf("api: RetryAfter %s is below 1s", c.RetryAfter)
 	case c.MaxBodyBytes < 1024:

@@ -55,6 +55,7 @@ func conflict(field, format string, args ...any) *apiError {
 var (
 	errUnauthorized = &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "a valid bearer token is required"}
 	errOverloaded   = &apiError{status: http.StatusServiceUnavailable, code: "overloaded", msg: "too many requests in flight; retry later"}
+	errUserBusy     = &apiError{status: http.StatusTooManyRequests, code: "too_many_requests", msg: "this user has too many requests under way; retry later"}
 	errNoHistory    = &apiError{status: http.StatusNotImplemented, code: "not_implemented", msg: "history is not configured on this server"}
 )
 
@@ -96,7 +97,8 @@ func decodeJSON(data []byte, v any, prefix string) *apiError {
 	return nil
 }
 
-// readBody reads a request body bounded by the server's limit.
+// readBody returns a request body; serve has read it already, within the
+// server's size and time limits.
 func readBody(r *http.Request) ([]byte, *apiError) {
 	data, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError

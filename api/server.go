@@ -1,15 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +51,7 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	slots    chan struct{}
+	admitted *admission
 	handler  http.Handler
 }
 
@@ -71,6 +76,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
+		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -148,9 +154,9 @@ func (s *Server) routes() []route {
 	}
 }
 
-// wrap adds to a route what every request gets: the in-flight bound,
-// authentication, the body limit, the request timeout, error answers,
-// logs and metrics.
+// wrap adds to a route what every request gets: authentication, the
+// per-user and in-flight bounds, the body limits, the request timeout,
+// error answers, logs and metrics.
 func (s *Server) wrap(rt route) http.Handler {
 	name := rt.method + " " + rt.pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,26 +173,40 @@ func (s *Server) wrap(rt route) http.Handler {
 	})
 }
 
+// serve admits a request in this order, so that nothing a client is slow
+// to send holds what other clients need: the token (cheap, no I/O), a
+// place among the user's admitted requests (429 when the user holds all
+// of theirs), the body, read whole under BodyTimeout, and only then a slot
+// among the requests worked on (503 when all are taken).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, int) {
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
-		return s.writeError(w, errOverloaded)
-	}
 	var id auth.Identity
 	if !rt.public {
+
 		tok, err := auth.FromRequest(r)
 		if err == nil {
 			id, err = s.keyring.Verify(tok)
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.writeError(w, errUnauthorized)
+			return s.refuseUnread(w, r, errUnauthorized)
+		}
+		release, aerr := s.admitted.acquire(id.User)
+		if aerr != nil {
+			return s.refuseUnread(w, r, aerr)
+		}
+		defer release()
+	}
+	if rt.method == http.MethodPost {
+		if aerr := s.readRequestBody(w, r); aerr != nil {
+			return s.writeError(w, aerr)
 		}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	default:
+		return s.writeError(w, errOverloaded)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	status, body, err := rt.h(r.WithContext(ctx), id)
@@ -194,6 +214,80 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 		return s.writeError(w, s.classify(r, err))
 	}
 	return writeJSON(w, status, body)
+}
+
+// refuseUnread answers a request refused before its body was read. The
+// connection is closed after the answer: net/http would otherwise read
+// what is left of the body first, as slowly as the client sends it.
+func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, e *apiError) (int, int) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	return s.writeError(w, e)
+}
+
+// readRequestBody reads the whole body, at most MaxBodyBytes, under
+// BodyTimeout, and leaves it in memory as r.Body for the handler.
+func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) *apiError {
+	rc := http.NewResponseController(w)
+	// Not every ResponseWriter has a connection (tests' recorders): the
+	// server's own ReadTimeout is then the bound.
+	timed := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return badRequest("body", "is larger than %d bytes", tooBig.Limit)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		return &apiError{status: http.StatusRequestTimeout, code: "body_timeout", field: "body",
+			msg: fmt.Sprintf("was not received within %s", s.cfg.BodyTimeout)}
+	case err != nil:
+		return badRequest("body", "could not be read: %v", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
+}
+
+// admission counts the requests admitted per user and in all. Its table
+// holds only users with a request admitted, so it is bounded by
+// MaxAdmitted.
+type admission struct {
+	mu       sync.Mutex
+	users    map[string]int
+	total    int
+	perUser  int
+	maxTotal int
+}
+
+func newAdmission(perUser, maxTotal int) *admission {
+	return &admission{users: map[string]int{}, perUser: perUser, maxTotal: maxTotal}
+}
+
+// acquire admits one request of user, or answers why not.
+func (a *admission) acquire(user string) (release func(), err *apiError) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.users[user] >= a.perUser:
+		return nil, errUserBusy
+	case a.total >= a.maxTotal:
+		return nil, errOverloaded
+	}
+	a.users[user]++
+	a.total++
+	return sync.OnceFunc(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.total--
+		if a.users[user]--; a.users[user] == 0 {
+			delete(a.users, user)
+		}
+	}), nil
 }
 
 // classify maps a handler error to its answer.
@@ -217,7 +311,7 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *apiError) (int, int) {
-	if e.status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+	if (e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
 	}
 	return writeJSON(w, e.status, errorBody{Error: errorDetail{Code: e.code, Field: e.field, Message: e.msg}})
