@@ -1,9 +1,12 @@
 package auth
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,6 +84,49 @@ type claims struct {
 	Device string `json:"dev,omitempty"`
 }
 
+// maxNumericDate is the last second of year 9999: a later date is no date.
+const maxNumericDate = 253402300799
+
+// UnmarshalJSON decodes the payload, refusing what jwt would otherwise
+// take: a time claim (exp, nbf, iat) that is not a JSON number (jwt reads
+// "exp":"9999999999" as a number) or is outside 0..year 9999, and a claim
+// given twice (readers would disagree on which one counts).
+func (c *claims) UnmarshalJSON(data []byte) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("claims are not a JSON object")
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return fmt.Errorf("read claims: %w", err)
+		}
+		name, _ := t.(string)
+		if seen[name] {
+			return fmt.Errorf("claim %q is given twice", name)
+		}
+		seen[name] = true
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return fmt.Errorf("read claim %q: %w", name, err)
+		}
+		switch name {
+		case "exp", "nbf", "iat":
+			f, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil || !isJSONNumber(raw) || f < 0 || f > maxNumericDate {
+				return fmt.Errorf("claim %q is %s, not a number of seconds within year 9999", name, raw)
+			}
+		}
+	}
+	type plain claims // without this method
+	return json.Unmarshal(data, (*plain)(c))
+}
+
+func isJSONNumber(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
 // Keyring mints and verifies tokens under one secret. It is safe for
 // concurrent use.
 type Keyring struct {
@@ -98,6 +144,7 @@ func New(cfg Config) (*Keyring, error) {
 	p := jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(), // an iat beyond the leeway ahead is refused
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 	)
@@ -134,8 +181,9 @@ func (k *Keyring) Mint(user, device string, ttl time.Duration) (string, error) {
 	return s, nil
 }
 
-// Verify checks a token's algorithm, signature, expiry and claims and
-// returns whom it speaks for. Every error wraps ErrInvalidToken.
+// Verify checks a token's algorithm, signature, expiry (a numeric exp is
+// required), issue time (not ahead of the clock beyond the leeway) and
+// claims and returns whom it speaks for. Every error wraps ErrInvalidToken.
 func (k *Keyring) Verify(token string) (Identity, error) {
 	var c claims
 	_, err := k.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {

@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,6 +72,14 @@ func TestVerifyRefusesForgedExpiredAndMalformedTokens(t *testing.T) {
 		{"no subject", signWith(t, jwt.SigningMethodHS256, testSecret, valid(""))},
 		{"subject with separator", signWith(t, jwt.SigningMethodHS256, testSecret, valid("a{b}:c"))},
 		{"bad device claim", signWith(t, jwt.SigningMethodHS256, testSecret, claims{RegisteredClaims: valid("alice"), Device: "x:y"})},
+		{"exp as a string", signWith(t, jwt.SigningMethodHS256, testSecret, jwt.MapClaims{"sub": "alice", "exp": "9999999999"})},
+		{"exp as an object", signRaw(t, `{"sub":"alice","exp":{"n":9999999999}}`)},
+		{"exp beyond year 9999", signRaw(t, `{"sub":"alice","exp":1e300}`)},
+		{"negative exp", signRaw(t, `{"sub":"alice","exp":-1}`)},
+		{"exp given twice", signRaw(t, fmt.Sprintf(`{"sub":"alice","exp":%d,"exp":%d}`, now.Add(-time.Hour).Unix(), now.Add(time.Hour).Unix()))},
+		{"iat in the future", signWith(t, jwt.SigningMethodHS256, testSecret, jwt.RegisteredClaims{Subject: "alice",
+			IssuedAt: jwt.NewNumericDate(now.Add(time.Hour)), ExpiresAt: jwt.NewNumericDate(now.Add(2 * time.Hour))})},
+		{"iat as a string", signRaw(t, fmt.Sprintf(`{"sub":"alice","iat":"%d","exp":%d}`, now.Unix(), now.Add(time.Hour).Unix()))},
 		{"garbage", "not.a.token"},
 		{"empty", ""},
 	}
@@ -80,6 +90,32 @@ func TestVerifyRefusesForgedExpiredAndMalformedTokens(t *testing.T) {
 				t.Fatalf("Verify = %+v, %v; want ErrInvalidToken", id, err)
 			}
 		})
+	}
+}
+
+// signRaw signs a payload written by hand (HS256, the test secret).
+func signRaw(t *testing.T, payload string) string {
+	t.Helper()
+	enc := base64.RawURLEncoding
+	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString([]byte(payload))
+	sig, err := jwt.SigningMethodHS256.Sign(head, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head + "." + enc.EncodeToString(sig)
+}
+
+func TestVerifyTakesTimeClaimsWithinTheLeewayAndFractionalSeconds(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	k := newTestKeyring(t, now)
+	for name, payload := range map[string]string{
+		"iat a little ahead (clock skew)": fmt.Sprintf(`{"sub":"alice","iat":%d,"exp":%d}`, now.Add(10*time.Second).Unix(), now.Add(time.Hour).Unix()),
+		"fractional exp":                  fmt.Sprintf(`{"sub":"alice","exp":%d.5}`, now.Add(time.Hour).Unix()),
+		"no iat":                          fmt.Sprintf(`{"sub":"alice","exp":%d}`, now.Add(time.Hour).Unix()),
+	} {
+		if id, err := k.Verify(signRaw(t, payload)); err != nil || id.User != "alice" {
+			t.Errorf("%s: Verify = %+v, %v; want alice", name, id, err)
+		}
 	}
 }
 
