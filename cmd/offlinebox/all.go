@@ -71,9 +71,10 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 			if ready != nil {
 				ready(ln.Addr())
 			}
-			return serveListener(ctx, ln, withMetrics(srv.Handler(), p.registry))
+			return serveListener(ctx, ln, srv.Handler())
 		},
 	}
+	serveMetrics(ctx, c.MetricsListen, p.registry)
 	tasks = append(tasks, census.Run)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)

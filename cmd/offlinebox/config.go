@@ -49,7 +49,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClickHousePass, "clickhouse-password", env("OFFLINEBOX_CLICKHOUSE_PASSWORD", ""), "ClickHouse password (env OFFLINEBOX_CLICKHOUSE_PASSWORD)")
 	fs.StringVar(&c.Prefix, "prefix", env("OFFLINEBOX_PREFIX", "ob:"), "Redis key prefix (env OFFLINEBOX_PREFIX)")
 	fs.StringVar(&c.Listen, "listen", env("OFFLINEBOX_LISTEN", "127.0.0.1:8080"), "HTTP API address (env OFFLINEBOX_LISTEN)")
-	fs.StringVar(&c.MetricsListen, "metrics-listen", env("OFFLINEBOX_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus metrics address for worker processes; empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", env("OFFLINEBOX_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET); required")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")

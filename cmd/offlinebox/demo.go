@@ -25,6 +25,7 @@ type demoOptions struct {
 	once    bool
 	dataDir string
 	listen  string
+	metrics string
 	secret  string
 }
 
@@ -93,6 +94,7 @@ func parseDemoOptions(args []string) (demoOptions, error) {
 	fs.BoolVar(&o.once, "once", false, "exit after the summary instead of serving")
 	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
+	fs.StringVar(&o.metrics, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address; empty to disable")
 	fs.StringVar(&o.secret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (a random one when empty)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -146,7 +148,7 @@ func startEmbeddedStack(ctx context.Context, dir string, o demoOptions) (cfg *st
 	slog.Info("embedded stack up", "redis", rds.Addr(), "clickhouse", ch.Addr(), "kafka", kf.ListenAddrs(), "data", dir)
 	return &stackConfig{
 		Kafka: kf.ListenAddrs()[0], Redis: rds.Addr(), ClickHouse: ch.Addr(), ClickHouseDB: "offlinebox",
-		ClickHouseUser: "default", Prefix: "ob:", Listen: o.listen, JWTSecret: o.secret, Partitions: partitions,
+		ClickHouseUser: "default", Prefix: "ob:", Listen: o.listen, MetricsListen: o.metrics, JWTSecret: o.secret, Partitions: partitions,
 	}, stop, ctx.Err()
 }
 

@@ -26,11 +26,20 @@ const testSecret = "end-to-end-test-secret-0123456789"
 // returns the API's base URL and the stack it runs on.
 func startPipeline(t *testing.T) (string, *stackConfig) {
 	t.Helper()
+	return startPipelineWith(t, nil)
+}
+
+// startPipelineWith is startPipeline with edit applied to the stack first.
+func startPipelineWith(t *testing.T, edit func(*stackConfig)) (string, *stackConfig) {
+	t.Helper()
 	_, brokers := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
 	cfg := &stackConfig{
 		Kafka: brokers[0], Redis: testenv.RedisAddr(t), ClickHouse: testenv.ClickHouseAddr(t),
 		ClickHouseDB: testenv.UniqueDatabase(t), ClickHouseUser: "default",
 		Prefix: testenv.UniquePrefix(t), Listen: "127.0.0.1:0", JWTSecret: testSecret, Partitions: 4,
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
@@ -223,7 +232,7 @@ func TestDemoOnceSeedsCatchesUpAndExitsCleanly(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	err := runDemo(ctx, []string{"--once", "-data", t.TempDir(), "-listen", "127.0.0.1:0"}, &out)
+	err := runDemo(ctx, []string{"--once", "-data", t.TempDir(), "-listen", "127.0.0.1:0", "-metrics-listen", ""}, &out)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}

@@ -188,7 +188,9 @@ func serveListener(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return srv.Shutdown(sctx)
 }
 
-// serveMetrics exposes reg on addr (when set) until ctx ends.
+// serveMetrics exposes reg on addr (when set) until ctx ends. Metrics have
+// a listener of their own in every process, the API's too: the API port
+// serves only authenticated routes and /healthz.
 func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) {
 	if addr == "" {
 		return
@@ -224,12 +226,4 @@ func runTogether(ctx context.Context, tasks ...func(context.Context) error) erro
 		}
 	}
 	return first
-}
-
-// withMetrics serves reg on /metrics next to h.
-func withMetrics(h http.Handler, reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/", h)
-	return mux
 }

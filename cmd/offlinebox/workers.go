@@ -287,6 +287,7 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("api listening", "addr", c.Listen)
-	return serveHTTP(ctx, c.Listen, withMetrics(srv.Handler(), p.registry))
+	serveMetrics(ctx, c.MetricsListen, p.registry)
+	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen)
+	return serveHTTP(ctx, c.Listen, srv.Handler())
 }
