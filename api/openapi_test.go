@@ -45,8 +45,13 @@ func TestOpenAPIDocumentsExactlyTheServedRoutes(t *testing.T) {
 		if public != rt.public {
 			t.Errorf("%s: documented public=%v, served public=%v", key, public, rt.public)
 		}
-		if _, ok := op.Responses["401"]; !rt.public && !ok {
-			t.Errorf("%s needs a token but documents no 401", key)
+		for _, code := range []string{"401", "429"} {
+			if _, ok := op.Responses[code]; !rt.public && !ok {
+				t.Errorf("%s needs a token but documents no %s", key, code)
+			}
+		}
+		if _, ok := op.Responses["408"]; rt.method == "POST" && !ok {
+			t.Errorf("%s reads a body but documents no 408", key)
 		}
 	}
 	if a, b := keys(documented), keys(served); strings.Join(a, "\n") != strings.Join(b, "\n") {

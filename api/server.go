@@ -181,7 +181,6 @@ func (s *Server) wrap(rt route) http.Handler {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, int) {
 	var id auth.Identity
 	if !rt.public {
-
 		tok, err := auth.FromRequest(r)
 		if err == nil {
 			id, err = s.keyring.Verify(tok)
