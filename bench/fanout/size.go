@@ -89,9 +89,17 @@ func (b *bench) makeWorkload(size int) *workload {
 			mem[k] = fmt.Sprintf("fo%du%d", size, (g*size/2+k)%pool)
 		}
 		w.members[conv] = mem
-		w.joins = append(w.joins, &schemas.Message{ClientMsgId: conv + "-join", ConvId: conv,
-			ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
-			Sender: mem[0], Recipients: mem})
+		// A join names at most schemas.DefaultMaxRecipients users: a larger
+		// group is founded by its first join and grown by the next ones.
+		for start := 0; start < len(mem); start += schemas.DefaultMaxRecipients {
+			id := conv + "-join"
+			if start > 0 {
+				id = fmt.Sprintf("%s-join%d", conv, start)
+			}
+			w.joins = append(w.joins, &schemas.Message{ClientMsgId: id, ConvId: conv,
+				ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
+				Sender: mem[0], Recipients: mem[start:min(start+schemas.DefaultMaxRecipients, len(mem))]})
+		}
 	}
 	for range perGroup {
 		for _, conv := range w.convs {
