@@ -71,7 +71,8 @@ type device struct {
 	stats    DeviceStats
 }
 
-// errOverloaded marks a 503: wait as told and come back.
+// errOverloaded marks a 503 or a 429 (the user's share of requests is in
+// use): wait as told and come back.
 var errOverloaded = errors.New("server overloaded")
 
 // classify turns an API error into what the device does next.
@@ -79,7 +80,7 @@ func (d *device) failed(err error) error {
 	var se *client.StatusError
 	d.stats.Errors++
 	d.stats.LastErr = err.Error()
-	if errors.As(err, &se) && se.Status == http.StatusServiceUnavailable {
+	if errors.As(err, &se) && (se.Status == http.StatusServiceUnavailable || se.Status == http.StatusTooManyRequests) {
 		d.stats.Overloaded++
 		return errOverloaded
 	}
