@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // slowBody opens a connection that sends a sync request's headers and then
@@ -81,5 +83,51 @@ func TestOneUsersSlowBodiesDoNotFailAnotherUsersRequest(t *testing.T) {
 	// others are refused at once, their bodies unread (429).
 	if got[http.StatusRequestTimeout] != 8 || got[http.StatusTooManyRequests] != 4 {
 		t.Fatalf("eve's slow requests ended with %v, want 8 × 408 and 4 × 429", got)
+	}
+}
+
+func TestConfigValidateNamesTheAdmissionAndLimitFields(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{MaxPerUser: -1}, "MaxPerUser"},
+		{Config{MaxInFlight: 8, MaxAdmitted: 4}, "MaxAdmitted"},
+		{Config{BodyTimeout: time.Millisecond}, "BodyTimeout"},
+		{Config{Limits: schemas.Limits{Mentions: -1}}, "Mentions"},
+		{Config{Limits: schemas.Limits{BodyBytes: 2 << 20, RecordBytes: 3 << 20}}, "Limits.BodyBytes"},
+		{Config{Limits: schemas.Limits{BodyBytes: 2 << 10, RecordBytes: 1 << 10}}, "RecordBytes"},
+	} {
+		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", tc.cfg, err, tc.field)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
+	}
+}
+
+func TestAdmissionBoundsEachUserAndEveryoneAndForgetsIdleUsers(t *testing.T) {
+	a := newAdmission(2, 3)
+	r1, e1 := a.acquire("ann")
+	r2, e2 := a.acquire("ann")
+	_, e3 := a.acquire("ann")
+	if e1 != nil || e2 != nil || e3 != errUserBusy {
+		t.Fatalf("ann's third request: %v, want 429 (first two: %v %v)", e3, e1, e2)
+	}
+	r4, e4 := a.acquire("bob")
+	_, e5 := a.acquire("carol")
+	if e4 != nil || e5 != errOverloaded {
+		t.Fatalf("carol's request with 3 of 3 admitted: %v, want 503 (bob's: %v)", e5, e4)
+	}
+	r1()
+	r1() // releasing twice frees one place only
+	if _, err := a.acquire("carol"); err != nil {
+		t.Fatalf("carol after a place freed: %v", err)
+	}
+	r2()
+	r4()
+	if _, ok := a.users["ann"]; ok || len(a.users) != 1 {
+		t.Fatalf("users with nothing admitted are kept: %v", a.users)
 	}
 }

@@ -124,6 +124,9 @@ func (c Config) withDefaults() Config {
 
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
 	c = c.withDefaults()
 	switch {
 	case c.MaxInFlight < 1:
@@ -146,9 +149,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("api: MaxCursors %d is below 1", c.MaxCursors)
 	case c.MaxBodyBytes < int64(c.Limits.BodyBytes):
 		return fmt.Errorf("api: MaxBodyBytes %d is below Limits.BodyBytes %d", c.MaxBodyBytes, c.Limits.BodyBytes)
-	}
-	if err := c.Limits.Validate(); err != nil {
-		return fmt.Errorf("api: %w", err)
 	}
 	return nil
 }

@@ -6,8 +6,14 @@
 //
 // Every request but /healthz carries a bearer token (package auth); a user
 // reads only their own inbox and the conversations they are a member of.
-// The server bounds the requests it works on at once (503 with Retry-After
-// beyond), the size of request bodies, and the time of every store call.
+// A request is admitted in an order that lets no slow client hold what
+// others need: the token, a place among the user's own requests (429
+// beyond Config.MaxPerUser), the body read whole under a deadline (408),
+// and only then a slot among the requests worked on (503 with Retry-After
+// beyond MaxInFlight). Every JSON body passes one strict check before it
+// is decoded (strict_json.go): invalid UTF-8, keys given twice and field
+// names in another case are 400s naming the field, never rewritten or
+// guessed. Messages are held to schemas.Limits, as fanout holds producers.
 // Bodies of messages and tokens are never logged.
 //
 // Sync fills its answer in the design's order (the whole mention lane,

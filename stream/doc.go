@@ -73,8 +73,11 @@
 // key, value and headers plus schemas.HeaderDeadReason, HeaderDeadTopic,
 // HeaderDeadPartition and HeaderDeadOffset, and the runner waits for the
 // broker's ack before the batch may be committed. A failed produce is
-// retried like a failed Handle; a dead letter is never dropped. The
-// partition moves on past it. Like every effect, a dead letter is delivered
+// retried like a failed Handle; a dead letter is never dropped, and one
+// the dead-letter topic refuses for good (too large) goes again without its
+// value (schemas.HeaderDeadValueOmitted), so that it never blocks. The
+// partition moves on past it. PermanentProduceError tells the errors that
+// no retry can fix from those worth waiting out. Like every effect, a dead letter is delivered
 // at least once: a batch interrupted after some of its dead letters were
 // acknowledged produces them again when it is handled again.
 //

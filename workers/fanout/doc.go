@@ -5,8 +5,9 @@
 //
 // # One batch of one partition
 //
-// Handle decodes the records (invalid ones become dead letters with the
-// schemas.InvalidError text; at-most-once messages are dropped, never
+// Handle decodes the records (invalid ones, those over schemas.Limits
+// among them, become dead letters with the schemas.InvalidError text
+// before anything is sequenced; at-most-once messages are dropped, never
 // stored), groups them by conversation keeping offset order, and works on
 // different conversations in parallel on a shared pond pool. Within a
 // conversation, records go in merge batches of at most Config.MergeSize:
