@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -24,7 +25,7 @@ const maxJSONDepth = 32
 func checkJSON(data []byte, t reflect.Type, prefix string) *apiError {
 	sc := &jsonScanner{data: data, prefix: prefix}
 	sc.space()
-	if err := sc.value(t, prefix, 0); err != nil {
+	if err := sc.value(t, loc{parent: prefix, index: -1}, 0); err != nil {
 		return err
 	}
 	if sc.space(); sc.pos < len(sc.data) {
@@ -54,31 +55,48 @@ func (sc *jsonScanner) space() {
 	}
 }
 
-// value scans one value at path; t is the Go type it will be decoded into
+// loc is where a value is, spelled out only when an error or a nested
+// value needs it: most values are scalars that never do.
+type loc struct {
+	parent string
+	key    []byte // a member of an object, or
+	index  int    // an item of an array (key nil), or -1: the parent itself
+}
+
+func (l loc) String() string {
+	switch {
+	case l.key != nil:
+		return joinField(l.parent, string(l.key))
+	case l.index >= 0:
+		return l.parent + "[" + strconv.Itoa(l.index) + "]"
+	}
+	return l.parent
+}
+
+// value scans one value at l; t is the Go type it will be decoded into
 // (nil: any).
-func (sc *jsonScanner) value(t reflect.Type, path string, depth int) *apiError {
+func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
 	if sc.pos >= len(sc.data) {
 		return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
 	}
 	switch c := sc.data[sc.pos]; {
-	case c == '{':
+	case c == '{', c == '[':
+		path := l.String()
 		if depth >= maxJSONDepth {
 			return badRequest(fieldOrBody(path, sc.prefix), "nests deeper than %d levels", maxJSONDepth)
 		}
-		return sc.object(t, path, depth+1)
-	case c == '[':
-		if depth >= maxJSONDepth {
-			return badRequest(fieldOrBody(path, sc.prefix), "nests deeper than %d levels", maxJSONDepth)
+		if c == '{' {
+			return sc.object(t, path, depth+1)
 		}
 		return sc.array(t, path, depth+1)
 	case c == '"':
-		_, err := sc.str(path, false)
+		_, err := sc.str(l, false)
 		return err
 	case c == '-' || (c >= '0' && c <= '9'):
 		return sc.number()
 	default:
 		for _, lit := range []string{"true", "false", "null"} {
-			if strings.HasPrefix(string(sc.data[sc.pos:min(len(sc.data), sc.pos+len(lit))]), lit) {
+			if bytes.HasPrefix(sc.data[sc.pos:], []byte(lit)) {
 				sc.pos += len(lit)
 				return nil
 			}
@@ -90,7 +108,7 @@ func (sc *jsonScanner) value(t reflect.Type, path string, depth int) *apiError {
 func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError {
 	sc.pos++ // {
 	shape := shapeOf(t)
-	seen := map[string]bool{}
+	var seen keySet
 	sc.space()
 	if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
 		sc.pos++
@@ -101,23 +119,22 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 		if sc.pos >= len(sc.data) || sc.data[sc.pos] != '"' {
 			return sc.malformed()
 		}
-		key, err := sc.str(path, true)
+		key, err := sc.str(loc{parent: path, index: -1}, true)
 		if err != nil {
 			return err
 		}
-		field := joinField(path, key)
-		if seen[key] {
-			return badRequest(field, "is given more than once")
+		at := loc{parent: path, key: key}
+		if !seen.add(key) {
+			return badRequest(at.String(), "is given more than once")
 		}
-		seen[key] = true
 		var elem reflect.Type
-		switch {
-		case shape.fields != nil:
+		switch shape.kind {
+		case reflect.Struct:
 			var ok bool
-			if elem, ok = shape.fields[key]; !ok {
-				return unknownField(field, key, shape.fields)
+			if elem, ok = shape.field(key); !ok {
+				return shape.unknown(at.String(), string(key))
 			}
-		case shape.kind == reflect.Map:
+		case reflect.Map:
 			elem = shape.elem
 		}
 		sc.space()
@@ -126,7 +143,7 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 		}
 		sc.pos++
 		sc.space()
-		if err := sc.value(elem, field, depth); err != nil {
+		if err := sc.value(elem, at, depth); err != nil {
 			return err
 		}
 		sc.space()
@@ -159,7 +176,7 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 	}
 	for i := 0; ; i++ {
 		sc.space()
-		if err := sc.value(elem, fmt.Sprintf("%s[%d]", path, i), depth); err != nil {
+		if err := sc.value(elem, loc{parent: path, index: i}, depth); err != nil {
 			return err
 		}
 		sc.space()
@@ -179,50 +196,70 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 }
 
 // str scans a string at sc.pos (its opening quote); it returns the decoded
-// string when want (keys). Invalid UTF-8 names the value's field, or for a
-// key the object holding it.
-func (sc *jsonScanner) str(path string, want bool) (string, *apiError) {
+// bytes when want (keys): a piece of the body itself when the string has
+// no escapes. Invalid UTF-8 names the value's field, or for a key the
+// object holding it.
+func (sc *jsonScanner) str(l loc, want bool) ([]byte, *apiError) {
 	sc.pos++ // "
-	var b strings.Builder
+	// Most strings are plain ASCII without escapes: taken as they are.
+	start := sc.pos
+	for sc.pos < len(sc.data) {
+		c := sc.data[sc.pos]
+		if c == '"' {
+			sc.pos++
+			return sc.data[start : sc.pos-1 : sc.pos-1], nil
+		}
+		if c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
+			break
+		}
+		sc.pos++
+	}
+	var b []byte
+	if want {
+		b = append(b, sc.data[start:sc.pos]...)
+	}
 	bad := func(what string) *apiError {
 		if want {
-			return badRequest(fieldOrBody(path, sc.prefix), "holds a key that is not valid UTF-8 (%s)", what)
+			return badRequest(fieldOrBody(l.String(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", what)
 		}
-		return badRequest(fieldOrBody(path, sc.prefix), "is not valid UTF-8 (%s)", what)
+		return badRequest(fieldOrBody(l.String(), sc.prefix), "is not valid UTF-8 (%s)", what)
 	}
 	for sc.pos < len(sc.data) {
 		c := sc.data[sc.pos]
 		switch {
 		case c == '"':
 			sc.pos++
-			return b.String(), nil
+			if b == nil {
+				b = []byte{}
+			}
+			return b, nil
 		case c < 0x20:
-			return "", sc.malformed()
+			return nil, sc.malformed()
 		case c == '\\':
 			r, err := sc.escape(bad)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			if want {
-				b.WriteRune(r)
+				b = utf8.AppendRune(b, r)
 			}
 		case c < utf8.RuneSelf:
 			sc.pos++
 			if want {
-				b.WriteByte(c)
+				b = append(b, c)
 			}
 		default:
 			r, size := utf8.DecodeRune(sc.data[sc.pos:])
 			if r == utf8.RuneError && size == 1 {
-				return "", bad(fmt.Sprintf("byte 0x%02x at offset %d", c, sc.pos))
+				return nil, bad(fmt.Sprintf("byte 0x%02x at offset %d", c, sc.pos))
 			}
 			sc.pos += size
 			if want {
-				b.WriteRune(r)
+				b = append(b, sc.data[sc.pos-size:sc.pos]...)
 			}
 		}
 	}
-	return "", badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
+	return nil, badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
 }
 
 // escape decodes the escape at sc.pos (its backslash); a surrogate must be
@@ -329,21 +366,47 @@ func fieldOrBody(path, prefix string) string {
 	return path
 }
 
-func unknownField(field, key string, fields map[string]reflect.Type) *apiError {
-	for name := range fields {
-		if strings.EqualFold(name, key) {
-			return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", name)
+// keySet is the keys of one object so far; most objects have a few, kept
+// in place, and a map takes over for large ones (a sync's cursors).
+type keySet struct {
+	few  [8][]byte
+	n    int
+	many map[string]struct{}
+}
+
+// add reports false when key was there already.
+func (k *keySet) add(key []byte) bool {
+	if k.many != nil {
+		if _, ok := k.many[string(key)]; ok {
+			return false
+		}
+		k.many[string(key)] = struct{}{}
+		return true
+	}
+	for _, s := range k.few[:k.n] {
+		if bytes.Equal(s, key) {
+			return false
 		}
 	}
-	return badRequest(field, "is not a known field")
+	if k.n < len(k.few) {
+		k.few[k.n] = key
+		k.n++
+		return true
+	}
+	k.many = make(map[string]struct{}, 64)
+	for _, s := range k.few {
+		k.many[string(s)] = struct{}{}
+	}
+	k.many[string(key)] = struct{}{}
+	return true
 }
 
 // jsonShape is what checkJSON needs of a Go type: a struct's exact field
 // names (with their types), or a map's or slice's element type.
 type jsonShape struct {
-	kind   reflect.Kind
-	fields map[string]reflect.Type
-	elem   reflect.Type
+	kind reflect.Kind
+	t    reflect.Type // the struct
+	elem reflect.Type
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
@@ -357,19 +420,7 @@ func shapeOf(t reflect.Type) jsonShape {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			fields[name] = f.Type
-		}
-		return jsonShape{kind: reflect.Struct, fields: fields}
+		return jsonShape{kind: reflect.Struct, t: t}
 	case reflect.Map:
 		return jsonShape{kind: reflect.Map, elem: t.Elem()}
 	case reflect.Slice, reflect.Array:
@@ -379,4 +430,46 @@ func shapeOf(t reflect.Type) jsonShape {
 		return jsonShape{kind: reflect.Slice, elem: t.Elem()}
 	}
 	return jsonShape{kind: t.Kind()}
+}
+
+// fields calls f with each field's JSON name and type until f says stop.
+func (s jsonShape) fields(f func(name string, t reflect.Type) bool) {
+	for i := range s.t.NumField() {
+		sf := s.t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		if !f(name, sf.Type) {
+			return
+		}
+	}
+}
+
+// field is the type of the struct field named exactly key.
+func (s jsonShape) field(key []byte) (t reflect.Type, ok bool) {
+	s.fields(func(name string, ft reflect.Type) bool {
+		if name == string(key) {
+			t, ok = ft, true
+		}
+		return !ok
+	})
+	return t, ok
+}
+
+func (s jsonShape) unknown(field, key string) *apiError {
+	var near string
+	s.fields(func(name string, _ reflect.Type) bool {
+		if strings.EqualFold(name, key) {
+			near = name
+		}
+		return near == ""
+	})
+	if near != "" {
+		return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", near)
+	}
+	return badRequest(field, "is not a known field")
 }
