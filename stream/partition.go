@@ -102,46 +102,86 @@ func (r *Runner) handleOnce(ctx context.Context, b partitionBatch) ([]DeadLetter
 // retrying those that failed until all are acked or ctx or abort end it.
 // Each attempt builds fresh records: franz-go owns a record's fields while
 // it is being produced. A dead letter the broker refuses for good (too
-// large, invalid) goes again without its value, so that it never blocks
-// the partition: its headers still say where the original is.
+// large, invalid) is sent again alone, since a broker refuses a whole batch
+// for one record; refused alone, it goes without its value, so that it
+// never blocks the partition: its headers still say where the original is.
 func (r *Runner) produceDead(ctx context.Context, abort <-chan struct{}, pctx context.Context, b partitionBatch, dead []DeadLetter) bool {
-	bare := make([]bool, len(dead))
+	modes := make([]deadMode, len(dead))
 	for attempts := 0; ; {
 		if attempts > 0 && !r.wait(ctx, abort, attempts) {
 			return false
 		}
-		recs := make([]*kgo.Record, len(dead))
-		from := make(map[*kgo.Record]int, len(dead))
-		for i, d := range dead {
-			recs[i] = r.deadRecord(d, bare[i])
-			from[recs[i]] = i
-		}
-		actx, cancel := context.WithTimeout(pctx, r.cfg.ProduceTimeout)
-		results := r.cl.ProduceSync(actx, recs...)
-		cancel()
 		var failed []DeadLetter
-		var failedBare []bool
+		var failedModes []deadMode
 		var ferr error
-		for _, res := range results {
-			i := from[res.Record]
-			if res.Err != nil {
-				failed = append(failed, dead[i])
-				failedBare = append(failedBare, bare[i] || PermanentProduceError(res.Err))
-				ferr = res.Err
+		for i, err := range r.produceDeadOnce(pctx, dead, modes) {
+			if err == nil {
+				r.m.dead.WithLabelValues(b.tp.topic).Inc()
 				continue
 			}
-			r.m.dead.WithLabelValues(b.tp.topic).Inc()
+			next := modes[i]
+			if PermanentProduceError(err) && next < deadBare {
+				next++
+			}
+			failed = append(failed, dead[i])
+			failedModes = append(failedModes, next)
+			ferr = err
 		}
 		if len(failed) == 0 {
 			return true
 		}
-		dead, bare = failed, failedBare
+		dead, modes = failed, failedModes
 		attempts++
 		r.m.retries.WithLabelValues(b.tp.topic).Inc()
 		r.cfg.Logger.Warn("produce dead letters failed; retrying", "group", r.cfg.Group,
 			"topic", b.tp.topic, "partition", b.tp.partition, "dead_topic", r.cfg.DeadLetterTopic,
 			"records", len(failed), "attempt", attempts, "err", ferr)
 	}
+}
+
+// deadMode is how a dead letter is sent: with the others, alone, or alone
+// and without its value.
+type deadMode int
+
+const (
+	deadTogether deadMode = iota
+	deadAlone
+	deadBare
+)
+
+// produceDeadOnce sends every dead letter once, in its mode, and returns
+// each one's error.
+func (r *Runner) produceDeadOnce(pctx context.Context, dead []DeadLetter, modes []deadMode) []error {
+	errs := make([]error, len(dead))
+	produce := func(idx []int) {
+		recs := make([]*kgo.Record, len(idx))
+		from := make(map[*kgo.Record]int, len(idx))
+		for k, i := range idx {
+			recs[k] = r.deadRecord(dead[i], modes[i] == deadBare)
+			from[recs[k]] = i
+		}
+		ctx, cancel := context.WithTimeout(pctx, r.cfg.ProduceTimeout)
+		defer cancel()
+		// Results come in the order the broker acknowledged them.
+		for _, res := range r.cl.ProduceSync(ctx, recs...) {
+			errs[from[res.Record]] = res.Err
+		}
+	}
+	var together []int
+	for i, m := range modes {
+		if m == deadTogether {
+			together = append(together, i)
+		}
+	}
+	if len(together) > 0 {
+		produce(together)
+	}
+	for i, m := range modes {
+		if m != deadTogether {
+			produce([]int{i})
+		}
+	}
+	return errs
 }
 
 // PermanentProduceError reports whether the broker (or the client, before
