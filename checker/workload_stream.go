@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -144,14 +145,22 @@ func (g *gen) leave() {
 }
 
 // poison puts records no consumer can use in the partitions of real
-// conversations: bytes that are no protobuf, and a protobuf Message
-// without a conversation type.
+// conversations: bytes that are no protobuf, a protobuf Message without a
+// conversation type, and a message over the mentions limit.
 func (g *gen) poison() {
 	for i := range g.cfg.Poison {
 		conv := g.w.Convs[g.rng.IntN(len(g.w.Convs))]
 		raw := []byte{0xff, 0xff, 0xff, 0xff, 0x0f, byte(i), 0x01}
-		if i%2 == 1 {
+		switch i % 3 {
+		case 1:
 			raw, _ = proto.Marshal(&schemas.Message{ClientMsgId: g.id(), ConvId: conv, Sender: "x"})
+		case 2:
+			many := make([]string, schemas.DefaultMaxMentions+1)
+			for k := range many {
+				many[k] = fmt.Sprint("m", k)
+			}
+			raw, _ = proto.Marshal(&schemas.Message{ClientMsgId: g.id(), ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+				Kind: schemas.Kind_KIND_MESSAGE, Sender: "x", Mentions: many})
 		}
 		g.w.Stream = append(g.w.Stream, Item{Raw: raw, Key: conv})
 	}
