@@ -63,6 +63,8 @@
 //
 // offlinebox_fanout_merge_size{stage}, _inbox_write_failures_total{bucket},
 // _hot_users, _messages_sequenced_total, _duplicates_total,
-// _invalid_records_total, _qos0_dropped_total, _receive_only_skipped_total,
+// _invalid_records_total, _sequenced_refused_total (sequenced, then refused
+// by the broker for good: a hole in history to look at), _qos0_dropped_total,
+// _receive_only_skipped_total,
 // _inbox_replayed_total, _hot_moves_total{result}.
 package fanout

@@ -160,6 +160,7 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	for _, rf := range refused {
 		dead = append(dead, f.refusedLetter(from[rf.rec], rf))
 	}
+	f.metrics.refused.Add(float64(len(refused)))
 	f.metrics.rejected.Add(float64(len(dead)))
 	return dead, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -129,7 +130,8 @@ func TestRecordOverTheLimitsIsDeadLetteredBeforeSequencingAndThePartitionMovesOn
 // the records around it, which shared its produce batch, still reach
 // im.sequenced: the batch is not retried forever.
 func TestSequencedRecordTheBrokerRefusesIsDeadLetteredAndTheRestAreProduced(t *testing.T) {
-	h := newHarness(t, Config{})
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, Config{Metrics: reg})
 	f := h.fanout(nil)
 	handle(t, f, records(msg("g", "create", "a", join("a", "b"))))
 	h.setMaxMessageBytes(schemas.TopicSequenced, 4000)
@@ -151,6 +153,9 @@ func TestSequencedRecordTheBrokerRefusesIsDeadLetteredAndTheRestAreProduced(t *t
 	got := h.sequencedOnTopic()["g"]
 	if len(got) != 3 || !got[1] || !got[2] || !got[4] {
 		t.Fatalf("im.sequenced holds seqs %v of g, want 1, 2 and 4", got)
+	}
+	if n := counter(t, reg, "offlinebox_fanout_sequenced_refused_total"); n != 1 {
+		t.Errorf("sequenced_refused_total = %v, want 1", n)
 	}
 	// The seq stays in the timeline: sync serves it and no seq is reused.
 	if tr := h.checkInboxes("g"); tr.seq != 4 {

@@ -19,6 +19,7 @@ type metrics struct {
 	sequenced     prometheus.Counter
 	duplicates    prometheus.Counter
 	rejected      prometheus.Counter
+	refused       prometheus.Counter
 	dropped       prometheus.Counter
 	receiveOnly   prometheus.Counter
 	inboxReplayed prometheus.Counter
@@ -53,6 +54,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_fanout_invalid_records_total",
 			Help: "Records sent to the dead-letter topic.",
 		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_sequenced_refused_total",
+			Help: "Sequenced records the broker refused for good (its limit is below ours), dead-lettered: " +
+				"their seqs are in Redis but not in history; any increase needs an operator.",
+		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_qos0_dropped_total",
 			Help: "At-most-once records (typing, presence), never stored.",
@@ -72,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.merge, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-			m.rejected, m.dropped, m.receiveOnly, m.inboxReplayed, m.moves} {
+			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.moves} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
