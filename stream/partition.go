@@ -3,10 +3,10 @@ package stream
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -154,14 +154,5 @@ func (r *Runner) deadRecord(d DeadLetter) *kgo.Record {
 // wait sleeps the backoff of the given attempt. It returns false, without
 // waiting it out, when ctx ends or a rebalance is waiting.
 func (r *Runner) wait(ctx context.Context, abort <-chan struct{}, attempt int) bool {
-	t := time.NewTimer(backoffDelay(attempt, r.cfg.RetryMin, r.cfg.RetryMax, rand.Float64()))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-abort:
-		return false
-	}
+	return backoff.Policy{Min: r.cfg.RetryMin, Max: r.cfg.RetryMax}.Wait(ctx, attempt, abort) == nil
 }

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,6 +30,7 @@ func TestStackConfigRejectsSettingsThatCannotWork(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OFFLINEBOX_JWT_SECRET", "")
+			t.Setenv(envFileVar, "none")
 			c, _, err := parseStack("test", tc.args, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -51,5 +57,61 @@ func TestServersBindToLoopbackByDefault(t *testing.T) {
 		if !strings.HasPrefix(addr, "127.0.0.1:") {
 			t.Errorf("default listen address %q is not loopback", addr)
 		}
+	}
+}
+
+func TestSettingsComeFromFlagsThenEnvironmentThenTheDemoEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), envFileName)
+	err := writeEnvFile(path, "test", map[string]string{
+		"OFFLINEBOX_REDIS": "127.0.0.1:1111", "OFFLINEBOX_KAFKA": "127.0.0.1:2222",
+		"OFFLINEBOX_CLICKHOUSE": "127.0.0.1:3333", "OFFLINEBOX_JWT_SECRET": "secret-from-the-env-file",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envFileVar, path)
+	t.Setenv("OFFLINEBOX_JWT_SECRET", "")
+	t.Setenv("OFFLINEBOX_REDIS", "")
+	t.Setenv("OFFLINEBOX_CLICKHOUSE", "")
+	t.Setenv("OFFLINEBOX_KAFKA", "127.0.0.1:4444")
+	c, _, err := parseStack("test", []string{"-clickhouse", "127.0.0.1:5555"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"redis": c.Redis, "kafka": c.Kafka, "clickhouse": c.ClickHouse, "secret": c.JWTSecret}
+	want := map[string]string{"redis": "127.0.0.1:1111", "kafka": "127.0.0.1:4444", "clickhouse": "127.0.0.1:5555", "secret": "secret-from-the-env-file"}
+	for k := range want {
+		if got[k] != want[k] {
+			t.Errorf("%s = %q, want %q", k, got[k], want[k])
+		}
+	}
+	if from := c.from("redis"); !strings.Contains(from, path) {
+		t.Errorf("redis origin %q does not name the env file", from)
+	}
+	if from := c.from("kafka"); !strings.Contains(from, "OFFLINEBOX_KAFKA") {
+		t.Errorf("kafka origin %q does not name the variable", from)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("env file mode %v (%v), want 0600: it holds the secret", fi.Mode().Perm(), err)
+	}
+}
+
+func TestHelpNeverPrintsSecretsFromTheEnvironment(t *testing.T) {
+	const secret, password = "do-not-print-this-secret", "do-not-print-this-password"
+	t.Setenv("OFFLINEBOX_JWT_SECRET", secret)
+	t.Setenv("OFFLINEBOX_CLICKHOUSE_PASSWORD", password)
+	t.Setenv(envFileVar, "none")
+	var out bytes.Buffer
+	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	var c stackConfig
+	c.bind(fs)
+	var lo logOptions
+	lo.bind(fs)
+	if err := fs.Parse([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	if s := out.String(); !strings.Contains(s, "-jwt-secret") || strings.Contains(s, secret) || strings.Contains(s, password) {
+		t.Fatalf("help does not list -jwt-secret or shows a secret:\n%s", s)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +22,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
@@ -44,7 +46,9 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("offlinebox token", flag.ContinueOnError)
 	device := fs.String("device", "", "pin the token to this device id")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
-	secret := fs.String("jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (env OFFLINEBOX_JWT_SECRET)")
+	secret := fs.String("jwt-secret", "", "HS256 secret (env OFFLINEBOX_JWT_SECRET, then a running demo's "+defaultEnvFile+"; never printed)")
+	var lo logOptions
+	lo.bind(fs)
 	// Flags may come before or after the user.
 	var user string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -52,6 +56,19 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := lo.apply(os.Stderr); err != nil {
+		return err
+	}
+	if *secret == "" {
+		src, err := loadSources()
+		if err != nil {
+			return err
+		}
+		*secret, _, _ = src.lookup("OFFLINEBOX_JWT_SECRET")
+	}
+	if *secret == "" {
+		return fmt.Errorf("no JWT secret: give -jwt-secret, set OFFLINEBOX_JWT_SECRET, or start `offlinebox demo` (it writes %s)", defaultEnvFile)
 	}
 	if user == "" && fs.NArg() > 0 {
 		user = fs.Arg(0)
@@ -81,23 +98,34 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
 	p, err := open(ctx, c, needs{redis: true})
 	if err != nil {
-		return err
+		return couldNotCheck(err)
 	}
 	defer p.close()
 	rep, err := verifyStore(ctx, p)
 	if err != nil {
-		return err
+		return couldNotCheck(err)
 	}
 	fmt.Fprint(stdout, rep.String())
 	if !rep.OK() {
 		return errVerifyFailed
 	}
 	return nil
+}
+
+// couldNotCheck makes verify exit 2: nothing was found broken, but the
+// check did not run to its end.
+func couldNotCheck(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: 2, err: err}
 }
 
 func verifyStore(ctx context.Context, p *processes) (*verify.Report, error) {
@@ -119,6 +147,7 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
@@ -179,6 +208,7 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if fs.NArg() != 1 {
 		return errors.New(`usage: offlinebox history sql "SELECT ..."`)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,10 +37,22 @@ func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stac
 	fs := flag.NewFlagSet("offlinebox "+name, flag.ContinueOnError)
 	c := &stackConfig{}
 	c.bind(fs)
+	var lo logOptions
+	lo.bind(fs)
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if err := lo.apply(os.Stderr); err != nil {
+		return nil, nil, err
+	}
+	src, err := loadSources()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.resolve(fs, src); err != nil {
 		return nil, nil, err
 	}
 	return c, fs, nil
