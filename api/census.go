@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -209,18 +210,14 @@ func (c *Census) censusNode(ctx context.Context, st *redisstore.Store, n redisst
 
 // retry runs f until it succeeds, backing off, or ctx ends.
 func (c *Census) retry(ctx context.Context, what string, f func() error) error {
-	wait := max(c.cfg.Pause, 10*time.Millisecond)
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		c.cfg.Logger.Warn("device census: store failed; retrying", "step", what, "err", err, "wait", wait)
-		if !sleepCtx(ctx, wait) {
-			return fmt.Errorf("device census: %s: %w", what, err)
-		}
-		wait = min(2*wait, censusRetryMax)
+	p := backoff.Policy{Min: max(c.cfg.Pause, 10*time.Millisecond), Max: censusRetryMax}
+	err := backoff.Retry(ctx, p, func(context.Context) error { return f() }, func(attempt int, err error) {
+		c.cfg.Logger.Warn("device census: store failed; retrying", "step", what, "err", err, "attempt", attempt)
+	})
+	if err != nil {
+		return fmt.Errorf("device census: %s: %w", what, err)
 	}
+	return nil
 }
 
 func (c *Census) publish(t redisstore.DeviceCensus) {

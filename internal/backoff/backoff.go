@@ -31,11 +31,16 @@ func (p Policy) Delay(attempt int, jitter float64) time.Duration {
 	return half + time.Duration(float64(d-half)*jitter)
 }
 
+// Jittered is the delay of attempt with a random jitter.
+func (p Policy) Jittered(attempt int) time.Duration {
+	return p.Delay(attempt, rand.Float64())
+}
+
 // Wait sleeps the jittered delay of attempt. It returns ctx's error, at
 // once, when ctx ends first, and stop's close (a nil stop never closes)
 // ends it early too, returning ErrStopped.
 func (p Policy) Wait(ctx context.Context, attempt int, stop <-chan struct{}) error {
-	t := time.NewTimer(p.Delay(attempt, rand.Float64()))
+	t := time.NewTimer(p.Jittered(attempt))
 	defer t.Stop()
 	select {
 	case <-t.C:
