@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer, group string) (*metrics, error) {
 		}, []string{"topic"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "consumer_lag",
-			Help: "Records behind the high watermark after the last handled batch, per owned partition.",
+			Help: "Records between the group's committed offset and the log end, per partition this member owns (measured every LagInterval).",
 		}, []string{"topic", "partition"}),
 	}
 	if reg == nil {

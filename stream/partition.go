@@ -17,9 +17,8 @@ var errNilDeadRecord = errors.New("handler returned a dead letter without a reco
 
 // partitionBatch is the records of one partition from one poll, in order.
 type partitionBatch struct {
-	tp            topicPartition
-	records       []*kgo.Record
-	highWatermark int64
+	tp      topicPartition
+	records []*kgo.Record
 }
 
 // splitByPartition groups the polled records by partition, keeping offset
@@ -39,7 +38,6 @@ func splitByPartition(fetches kgo.Fetches) []partitionBatch {
 			batches = append(batches, partitionBatch{tp: tp})
 		}
 		batches[i].records = append(batches[i].records, p.Records...)
-		batches[i].highWatermark = max(batches[i].highWatermark, p.HighWatermark)
 	})
 	return batches
 }

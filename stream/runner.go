@@ -120,7 +120,13 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	log := r.cfg.Logger.With("group", r.cfg.Group)
 	log.Info("stream runner started", "topics", r.cfg.Topics)
+	var lag sync.WaitGroup
+	if r.cfg.Metrics != nil && r.cfg.LagInterval > 0 {
+		lag.Go(func() { r.lagLoop(ctx) })
+	}
 	err := r.loop(ctx)
+	cancel()
+	lag.Wait()
 	r.shutdownClient()
 	log.Info("stream runner stopped")
 	return err
@@ -171,7 +177,6 @@ func (r *Runner) handleBatches(ctx context.Context, abort <-chan struct{}, batch
 		last := b.records[len(b.records)-1]
 		if done[i] {
 			r.state.finish(b.tp, kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1})
-			r.m.setLag(b.tp.topic, b.tp.partition, b.highWatermark-(last.Offset+1))
 			continue
 		}
 		if ctx.Err() != nil {

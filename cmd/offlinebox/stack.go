@@ -163,7 +163,7 @@ func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
 	r, err := stream.New(stream.Config{
 		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
 		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
-		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ExtraOpts: w.extra,
+		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ClientMetrics: w.registry != nil, ExtraOpts: w.extra,
 	}, w.handler)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", w.group, err)
