@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/offlinebox/offlinebox/api"
 )
 
 // stackConfig names the stores and broker a process talks to. Each field
@@ -25,6 +27,9 @@ type stackConfig struct {
 	MetricsListen  string
 	JWTSecret      string
 	Partitions     int
+	// DriftThreshold is the census's N: a user whose devices' cursors
+	// differ by more seqs than this has drifted.
+	DriftThreshold uint64
 	// SessionTimeout: how long the group waits for a silent member (a
 	// killed process) before its partitions move to another.
 	SessionTimeout time.Duration
@@ -56,6 +61,7 @@ var stackSettings = []stackSetting{
 	{"listen", "OFFLINEBOX_LISTEN"},
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
 	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
+	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 }
 
 // bind registers the stack flags on fs with their built-in defaults; the
@@ -74,6 +80,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP API address (env OFFLINEBOX_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus metrics address for worker processes; empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
+	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
 }

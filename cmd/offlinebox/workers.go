@@ -182,7 +182,7 @@ func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
 // with the retention worker: both are paced, bounded scans of the store,
 // and one process of them is enough.
 func (p *processes) census() (*api.Census, error) {
-	return api.NewCensus(api.CensusConfig{Metrics: p.registry, Logger: slog.Default().With("worker", "census")}, p.router())
+	return api.NewCensus(api.CensusConfig{DriftThreshold: p.cfg.DriftThreshold, Metrics: p.registry, Logger: slog.Default().With("worker", "census")}, p.router())
 }
 
 func (p *processes) apiServer(secret string) (*api.Server, error) {

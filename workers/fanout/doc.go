@@ -60,7 +60,9 @@
 //
 // # Metrics
 //
-// offlinebox_fanout_merge_size{stage}, _inbox_write_failures_total{bucket},
+// offlinebox_fanout_merge_size{stage}, _inbox_writes_total and
+// _inbox_write_failures_total{user_bucket,conv_bucket} (attempts and
+// failures by hash bucket: their ratio per bucket finds a hot shard),
 // _hot_users, _messages_sequenced_total, _duplicates_total,
 // _invalid_records_total, _qos0_dropped_total, _receive_only_skipped_total,
 // _inbox_replayed_total, _hot_moves_total{result}.
