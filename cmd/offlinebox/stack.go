@@ -157,6 +157,19 @@ type workerSpec struct {
 
 // runWorker runs one consumer group until ctx ends.
 func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
+	r, err := newRunner(c, w)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", w.group, err)
+	}
+	return nil
+}
+
+// newRunner is the group member of one worker, its metrics registered.
+func newRunner(c *stackConfig, w workerSpec) (*stream.Runner, error) {
 	if c.SessionTimeout > 0 {
 		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
 	}
@@ -166,13 +179,9 @@ func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
 		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ClientMetrics: w.registry != nil, ExtraOpts: w.extra,
 	}, w.handler)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", w.group, err)
+		return nil, fmt.Errorf("start %s: %w", w.group, err)
 	}
-	defer r.Close()
-	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", w.group, err)
-	}
-	return nil
+	return r, nil
 }
 
 // serveHTTP serves h on addr until ctx ends.
