@@ -256,3 +256,44 @@ func TestDashboardAndAlertsUseOnlyExportedMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestComposePinsImagesChecksHealthAndRunsWithoutASecret: every image has
+// a version tag, every long-running service a healthcheck, and no
+// variable is required for `docker compose` to start (or to go down).
+func TestComposePinsImagesChecksHealthAndRunsWithoutASecret(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), ":?") {
+		t.Error("docker-compose.yml requires a variable (${VAR:?...}): every compose command would fail without it")
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image       string
+			Restart     string
+			Healthcheck *struct {
+				Test    []string
+				Disable bool
+			}
+		}
+	}
+	if err := yaml.Unmarshal(raw, &compose); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"prometheus", "grafana", "api", "fanout"} {
+		if _, ok := compose.Services[want]; !ok {
+			t.Errorf("no %s service", want)
+		}
+	}
+	for name, s := range compose.Services {
+		tag := s.Image[strings.LastIndex(s.Image, ":")+1:]
+		if s.Image != "offlinebox:dev" && (!strings.Contains(s.Image, ":") || tag == "latest") {
+			t.Errorf("%s: image %q is not pinned to a version", name, s.Image)
+		}
+		oneShot := s.Restart == "no"
+		if !oneShot && (s.Healthcheck == nil || s.Healthcheck.Disable || len(s.Healthcheck.Test) == 0) {
+			t.Errorf("%s: no healthcheck", name)
+		}
+	}
+}

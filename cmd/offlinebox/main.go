@@ -30,6 +30,7 @@ func subcommands() []subcommand {
 		{"token", "mint a development bearer token: token USER [-device D]", runToken},
 		{"verify", "check a live store against the invariants; exit 1 on a violation, 2 when it could not check", runVerify},
 		{"rebuild", "restore Redis timelines from ClickHouse: rebuild -conv ID | -all", runRebuild},
+		{"probe", "GET a URL, exit 0 on a 2xx answer (container healthchecks): probe URL", runProbe},
 	}
 }
 

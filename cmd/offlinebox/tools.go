@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -233,5 +234,29 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "(%d rows)\n", len(rows))
+	return nil
+}
+
+// runProbe GETs a URL and succeeds on a 2xx answer: the healthcheck of the
+// containers, whose image has no curl.
+func runProbe(ctx context.Context, args []string, _ io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: offlinebox probe URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %s", args[0], resp.Status)
+	}
 	return nil
 }

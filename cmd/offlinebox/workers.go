@@ -64,7 +64,7 @@ type processes struct {
 	registry *prometheus.Registry
 	// metrics is where components register: the registry, or a test's
 	// recorder in front of it.
-	metrics prometheus.Registerer
+	metrics  prometheus.Registerer
 	rdb      redis.UniversalClient
 	store    *redisstore.Store
 	hot      *redisstore.Store
