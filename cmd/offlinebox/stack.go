@@ -139,8 +139,9 @@ func ensureTopics(ctx context.Context, c *stackConfig) error {
 	defer cancel()
 	err := stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions),
 		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
-	if err != nil && c.StoreWait > 0 && actx.Err() != nil {
-		return &exitError{code: 2, err: fmt.Errorf("cannot reach kafka at %s%s within %s: %w", c.Kafka, c.from("kafka"), limit, err)}
+	var dial *net.OpError
+	if err != nil && c.StoreWait > 0 && (actx.Err() != nil || errors.As(err, &dial)) {
+		return &exitError{code: 2, err: fmt.Errorf("cannot reach kafka at %s%s: %w", c.Kafka, c.from("kafka"), err)}
 	}
 	return err
 }
