@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kprom"
 )
 
 // ErrClosed is returned by Run on a Runner that was closed, or whose client
@@ -94,10 +93,7 @@ func (r *Runner) clientOpts() []kgo.Opt {
 		kgo.WithLogger(kgoLogger{log: r.cfg.Logger.With("group", r.cfg.Group), level: kgo.LogLevelWarn}),
 	}
 	if r.cfg.Metrics != nil && r.cfg.ClientMetrics {
-		opts = append(opts, kgo.WithHooks(kprom.NewMetrics("offlinebox_kafka",
-			kprom.Registerer(sharedRegisterer{r.cfg.Metrics}),
-			kprom.WithStaticLabel(map[string]string{"group": r.cfg.Group}),
-			kprom.WithClientLabel())))
+		opts = append(opts, ClientMetrics(r.cfg.Metrics, r.cfg.Group))
 	}
 	return append(opts, r.cfg.ExtraOpts...)
 }

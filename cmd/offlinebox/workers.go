@@ -118,7 +118,8 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 		p.ch = ch
 	}
 	if n.producer {
-		prod, err := stream.NewProducer(c.kafkaBrokers(), kgo.WithLogger(stream.KgoLogger(slog.Default().With("component", "producer"))))
+		prod, err := stream.NewProducer(c.kafkaBrokers(), kgo.WithLogger(stream.KgoLogger(slog.Default().With("component", "producer"))),
+			stream.ClientMetrics(p.metrics, "producer"))
 		if err != nil {
 			p.close()
 			return nil, err
