@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestStackConfigRejectsSettingsThatCannotWork(t *testing.T) {
@@ -113,5 +119,37 @@ func TestHelpNeverPrintsSecretsFromTheEnvironment(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "-jwt-secret") || strings.Contains(s, secret) || strings.Contains(s, password) {
 		t.Fatalf("help does not list -jwt-secret or shows a secret:\n%s", s)
+	}
+}
+
+func TestLogFlagsChooseTheFormatAndLevelAndGoRedisWritesThroughThem(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	var buf bytes.Buffer
+	if err := (logOptions{format: "json", level: "warn"}).apply(&buf); err != nil {
+		t.Fatal(err)
+	}
+	slog.Info("hidden below warn")
+	slog.Warn("shown", "store", "redis")
+	var line map[string]any
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &line); err != nil || line["msg"] != "shown" {
+		t.Fatalf("want one JSON line of the warning, got %q (%v)", buf.String(), err)
+	}
+
+	buf.Reset()
+	if err := (logOptions{format: "text", level: "debug"}).apply(&buf); err != nil {
+		t.Fatal(err)
+	}
+	// A real go-redis line: its pool cannot dial a closed port.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer rdb.Close()
+	_ = rdb.Ping(context.Background()).Err()
+	if s := buf.String(); !strings.Contains(s, "level=DEBUG") || !strings.Contains(s, "component=go-redis") {
+		t.Fatalf("go-redis did not log through slog at debug:\n%s", s)
+	}
+
+	for _, bad := range []logOptions{{format: "xml", level: "info"}, {format: "text", level: "loud"}} {
+		if err := bad.apply(&buf); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }
