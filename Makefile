@@ -2,7 +2,15 @@
 
 SHELL := /usr/bin/env bash
 
-.PHONY: test fuzz vet lint fmt demo bench proto packages
+.PHONY: test build install fuzz vet lint fmt demo bench proto packages
+
+## build: build the offlinebox binary into bin/offlinebox
+build:
+	go build -o bin/offlinebox ./cmd/offlinebox
+
+## install: install the offlinebox binary into $(go env GOPATH)/bin
+install:
+	go install ./cmd/offlinebox
 
 ## test: install servers if missing, start shared test servers, check format, vet, run all tests, then fuzz briefly
 test:
@@ -38,6 +46,6 @@ bench:
 proto:
 	scripts/proto.sh
 
-## packages: install redis-server, clickhouse-server and clickhouse-client if missing
+## packages: install redis-server, clickhouse-server, clickhouse-client and prometheus (promtool) if missing
 packages:
 	scripts/ensure-packages.sh

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -104,7 +105,7 @@ type Census struct {
 }
 
 type censusGauges struct {
-	users, idle, multi, drifted, share, done prometheus.Gauge
+	users, idle, multi, drifted, share, done, threshold prometheus.Gauge
 }
 
 // NewCensus returns a census over the stores of router.
@@ -126,12 +127,15 @@ func NewCensus(cfg CensusConfig, router *redisstore.InboxRouter) (*Census, error
 		multi: gauge("offlinebox_users_multi_device", "Users with two or more devices."),
 		drifted: gauge("offlinebox_users_device_drift",
 			"Users whose devices' cursors differ by more than the drift threshold (seqs summed over conversations)."),
-		share: gauge("offlinebox_users_device_drift_share",
-			"Share of users with two or more devices whose devices differ by more than the drift threshold."),
-		done: gauge("offlinebox_device_census_completed_seconds", "Unix time the last device census completed."),
+		share: gauge("offlinebox_users_device_drift_ratio",
+			"Share (0 to 1) of users with two or more devices whose devices differ by more than the drift threshold."),
+		done: gauge("offlinebox_device_census_completed_timestamp_seconds", "Unix time the last device census completed."),
+		threshold: gauge("offlinebox_device_census_drift_threshold",
+			"The drift threshold N of the census: seqs, summed over conversations, by which a user's devices may differ."),
 	}
+	g.threshold.Set(float64(cfg.DriftThreshold))
 	if cfg.Metrics != nil {
-		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done} {
+		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold} {
 			if err := cfg.Metrics.Register(c); err != nil {
 				return nil, fmt.Errorf("api: register census metrics: %w", err)
 			}
@@ -209,18 +213,14 @@ func (c *Census) censusNode(ctx context.Context, st *redisstore.Store, n redisst
 
 // retry runs f until it succeeds, backing off, or ctx ends.
 func (c *Census) retry(ctx context.Context, what string, f func() error) error {
-	wait := max(c.cfg.Pause, 10*time.Millisecond)
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		c.cfg.Logger.Warn("device census: store failed; retrying", "step", what, "err", err, "wait", wait)
-		if !sleepCtx(ctx, wait) {
-			return fmt.Errorf("device census: %s: %w", what, err)
-		}
-		wait = min(2*wait, censusRetryMax)
+	p := backoff.Policy{Min: max(c.cfg.Pause, 10*time.Millisecond), Max: censusRetryMax}
+	err := backoff.Retry(ctx, p, func(context.Context) error { return f() }, func(attempt int, err error) {
+		c.cfg.Logger.Warn("device census: store failed; retrying", "step", what, "err", err, "attempt", attempt)
+	})
+	if err != nil {
+		return fmt.Errorf("device census: %s: %w", what, err)
 	}
+	return nil
 }
 
 func (c *Census) publish(t redisstore.DeviceCensus) {

@@ -74,8 +74,9 @@ func TestCensusPublishesUsersNotPullingAndDeviceDrift(t *testing.T) {
 	got := gauges(t, reg)
 	want := map[string]float64{
 		"offlinebox_users": 4, "offlinebox_users_not_pulled": 2, "offlinebox_users_multi_device": 2,
-		"offlinebox_users_device_drift": 1, "offlinebox_users_device_drift_share": 0.5,
-		"offlinebox_device_census_completed_seconds": float64(now.Unix()),
+		"offlinebox_users_device_drift": 1, "offlinebox_users_device_drift_ratio": 0.5,
+		"offlinebox_device_census_completed_timestamp_seconds": float64(now.Unix()),
+		"offlinebox_device_census_drift_threshold":             DefaultDriftThreshold,
 	}
 	for name, v := range want {
 		if got[name] != v {
@@ -104,7 +105,7 @@ func TestCensusWaitsForAStoreThatIsDownAndPublishesNoPartialCount(t *testing.T) 
 	if _, err := c.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("census with a store down: %v, want it to keep retrying until the context ends", err)
 	}
-	if g := gauges(t, reg); g["offlinebox_users"] != 0 || g["offlinebox_device_census_completed_seconds"] != 0 {
+	if g := gauges(t, reg); g["offlinebox_users"] != 0 || g["offlinebox_device_census_completed_timestamp_seconds"] != 0 {
 		t.Fatalf("a partial census was published: %v", g)
 	}
 	if err := c.Run(ctx); err != nil {

@@ -86,7 +86,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(e.server.Handler())
+	// Every answer a test receives is checked against openapi.yaml.
+	e.srv = httptest.NewServer(validatingHandler(t, e.server.Handler()))
 	t.Cleanup(e.srv.Close)
 	return e
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -34,8 +35,8 @@ func records(items []Item) ([]*kgo.Record, error) {
 // gives up on a record. A record the broker took although it answered an
 // error is in the log twice; the fanout's dedupe makes that harmless.
 func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, retries *atomic.Int64) error {
-	delay := 100 * time.Millisecond
-	for len(recs) > 0 {
+	retry := backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Second}
+	for attempt := 1; len(recs) > 0; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		res := cl.ProduceSync(pctx, recs...)
 		cancel()
@@ -51,10 +52,9 @@ func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record, retries
 			return nil
 		}
 		retries.Add(int64(len(failed)))
-		if err := wait(ctx, delay); err != nil {
+		if err := retry.Wait(ctx, attempt, nil); err != nil {
 			return fmt.Errorf("produce %d records: %w (last error: %v)", len(failed), err, last)
 		}
-		delay = min(delay*2, 2*time.Second)
 		recs = failed
 	}
 	return nil

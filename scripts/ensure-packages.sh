@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the servers the tests and the demo run (Debian packages
-# redis-server, clickhouse-server, clickhouse-client) when one is missing.
+# redis-server, clickhouse-server, clickhouse-client) and the checker of the
+# alert rules (promtool, from Debian's prometheus) when one is missing.
 # With an argument list, installs those packages instead (e.g. protobuf-compiler).
 set -euo pipefail
 
@@ -10,9 +11,9 @@ if [ "$#" -gt 0 ]; then
   packages=("$@")
   missing=("$@")
 else
-  packages=(redis-server clickhouse-server clickhouse-client)
+  packages=(redis-server clickhouse-server clickhouse-client prometheus)
   missing=()
-  for bin in redis-server clickhouse-server clickhouse-client; do
+  for bin in redis-server clickhouse-server clickhouse-client promtool; do
     have "$bin" || missing+=("$bin")
   done
 fi
@@ -25,8 +26,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 echo "installing ${packages[*]} (missing: ${missing[*]})" >&2
-# Package scripts would start clickhouse-server as a system service; our test
-# and demo servers use their own ports and folders, and need no service.
+# Package scripts would start clickhouse-server and prometheus as system
+# services; our test and demo servers use their own ports and folders, and
+# need no service.
 guard=""
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d

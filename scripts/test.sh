@@ -28,6 +28,13 @@ go vet ./...
 # The linter's version is pinned by the tool directive in go.mod.
 go tool staticcheck ./...
 
+# The alert rules and the Prometheus config compose ships: syntax, then the
+# rules' own unit tests (each alert fires on the series it is for). The
+# metrics they and the dashboard query are checked against what the code
+# exports by TestDashboardAndAlertsUseOnlyExportedMetrics.
+promtool check config deploy/prometheus/prometheus.yml >/dev/null
+promtool test rules deploy/prometheus/alerts_test.yml
+
 # Two test binaries at a time: the machine has two cores and the servers
 # share them.
 status=0

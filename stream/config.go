@@ -19,6 +19,7 @@ const (
 	DefaultCommitInterval = time.Second
 	DefaultCommitTimeout  = 10 * time.Second
 	DefaultProduceTimeout = 30 * time.Second
+	DefaultLagInterval    = 5 * time.Second
 )
 
 // Config configures a Runner. Zero fields get the defaults above; Brokers,
@@ -55,6 +56,10 @@ type Config struct {
 	// Metrics, when non-nil, registers the runner's metrics with a const
 	// label group=Group.
 	Metrics prometheus.Registerer
+	// LagInterval is how often the consumer lag of the partitions this
+	// member owns is measured against the committed offsets (with Metrics
+	// only); negative turns the measure off.
+	LagInterval time.Duration
 	// ClientMetrics also registers franz-go's kprom client metrics (broker
 	// I/O, fetch and produce bytes) on Metrics.
 	ClientMetrics bool
@@ -88,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProduceTimeout == 0 {
 		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.LagInterval == 0 {
+		c.LagInterval = DefaultLagInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -93,9 +93,12 @@
 // With Config.Metrics set, the runner registers (const label group):
 // offlinebox_stream_records_handled_total, _dead_letters_total,
 // _handler_retries_total, _commit_failures_total,
-// _handle_duration_seconds, _batch_records and _consumer_lag (high
-// watermark minus the next offset to handle, per owned topic and
-// partition). Config.ClientMetrics adds franz-go's kprom client metrics.
+// _handle_duration_seconds, _batch_records and _consumer_lag: the log end
+// offset minus the group's committed offset, per topic and partition this
+// member owns, measured with kadm every LagInterval. Being measured from
+// the commits, it grows while a batch stalls on a store that is down.
+// Config.ClientMetrics adds franz-go's kprom client metrics
+// (offlinebox_kafka_*).
 //
 // EnsureTopics creates topics (tolerating existing ones) and NewProducer
 // returns an idempotent, acks=all producer client for synchronous use.

@@ -32,6 +32,7 @@ func testConfig(t *testing.T, addrs []string, group string, topics ...string) Co
 		CommitInterval:  50 * time.Millisecond,
 		CommitTimeout:   5 * time.Second,
 		ProduceTimeout:  2 * time.Second,
+		LagInterval:     50 * time.Millisecond,
 		Logger:          slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		ExtraOpts: []kgo.Opt{
 			kgo.HeartbeatInterval(100 * time.Millisecond),

@@ -8,15 +8,26 @@ import (
 )
 
 // kgoLogger sends franz-go's own logs (group joins, rebalances, broker
-// errors) to slog. Warnings and errors only by default: info is one line per
-// group state change, which operators can opt into with kgo.WithLogger in
-// Config.ExtraOpts.
+// errors) to slog. Warnings and errors only, unless the slog logger takes
+// debug: then franz-go's info lines too (one per group state change).
 type kgoLogger struct {
 	log   *slog.Logger
 	level kgo.LogLevel
 }
 
-func (l kgoLogger) Level() kgo.LogLevel { return l.level }
+// KgoLogger is a franz-go logger writing to log, for clients other than
+// the runner's (producers, admin clients): warnings and errors, and
+// franz-go's info lines when log takes debug.
+func KgoLogger(log *slog.Logger) kgo.Logger {
+	return kgoLogger{log: log, level: kgo.LogLevelWarn}
+}
+
+func (l kgoLogger) Level() kgo.LogLevel {
+	if l.level < kgo.LogLevelInfo && l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return kgo.LogLevelInfo
+	}
+	return l.level
+}
 
 func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	var sl slog.Level

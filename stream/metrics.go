@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
 )
 
 // metrics are the runner's Prometheus collectors. They exist (unregistered)
@@ -51,7 +53,7 @@ func newMetrics(reg prometheus.Registerer, group string) (*metrics, error) {
 		}, []string{"topic"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "consumer_lag",
-			Help: "Records behind the high watermark after the last handled batch, per owned partition.",
+			Help: "Records between the group's committed offset and the log end, per partition this member owns (measured every LagInterval).",
 		}, []string{"topic", "partition"}),
 	}
 	if reg == nil {
@@ -96,6 +98,17 @@ func (m *metrics) setLag(topic string, partition int32, lag int64) {
 
 func (m *metrics) forgetLag(topic string, partition int32) {
 	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+}
+
+// ClientMetrics is the option that registers franz-go's kprom metrics of a
+// client on reg (offlinebox_kafka_*: connections, bytes, records, errors
+// per broker), labelled group and client_id. The runner uses it for its
+// group member; give it to NewProducer for a producer (group "producer").
+func ClientMetrics(reg prometheus.Registerer, group string) kgo.Opt {
+	return kgo.WithHooks(kprom.NewMetrics("offlinebox_kafka",
+		kprom.Registerer(sharedRegisterer{reg}),
+		kprom.WithStaticLabel(map[string]string{"group": group}),
+		kprom.WithClientLabel()))
 }
 
 // sharedRegisterer lets collectors that register with MustRegister (kprom

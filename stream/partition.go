@@ -3,13 +3,13 @@ package stream
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -19,9 +19,8 @@ var errNilDeadRecord = errors.New("handler returned a dead letter without a reco
 
 // partitionBatch is the records of one partition from one poll, in order.
 type partitionBatch struct {
-	tp            topicPartition
-	records       []*kgo.Record
-	highWatermark int64
+	tp      topicPartition
+	records []*kgo.Record
 }
 
 // splitByPartition groups the polled records by partition, keeping offset
@@ -41,7 +40,6 @@ func splitByPartition(fetches kgo.Fetches) []partitionBatch {
 			batches = append(batches, partitionBatch{tp: tp})
 		}
 		batches[i].records = append(batches[i].records, p.Records...)
-		batches[i].highWatermark = max(batches[i].highWatermark, p.HighWatermark)
 	})
 	return batches
 }
@@ -224,14 +222,5 @@ func (r *Runner) deadRecord(d DeadLetter, bare bool) *kgo.Record {
 // wait sleeps the backoff of the given attempt. It returns false, without
 // waiting it out, when ctx ends or a rebalance is waiting.
 func (r *Runner) wait(ctx context.Context, abort <-chan struct{}, attempt int) bool {
-	t := time.NewTimer(backoffDelay(attempt, r.cfg.RetryMin, r.cfg.RetryMax, rand.Float64()))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-abort:
-		return false
-	}
+	return backoff.Policy{Min: r.cfg.RetryMin, Max: r.cfg.RetryMax}.Wait(ctx, attempt, abort) == nil
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kprom"
 )
 
 // ErrClosed is returned by Run on a Runner that was closed, or whose client
@@ -94,10 +93,7 @@ func (r *Runner) clientOpts() []kgo.Opt {
 		kgo.WithLogger(kgoLogger{log: r.cfg.Logger.With("group", r.cfg.Group), level: kgo.LogLevelWarn}),
 	}
 	if r.cfg.Metrics != nil && r.cfg.ClientMetrics {
-		opts = append(opts, kgo.WithHooks(kprom.NewMetrics("offlinebox_kafka",
-			kprom.Registerer(sharedRegisterer{r.cfg.Metrics}),
-			kprom.WithStaticLabel(map[string]string{"group": r.cfg.Group}),
-			kprom.WithClientLabel())))
+		opts = append(opts, ClientMetrics(r.cfg.Metrics, r.cfg.Group))
 	}
 	return append(opts, r.cfg.ExtraOpts...)
 }
@@ -120,7 +116,13 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	log := r.cfg.Logger.With("group", r.cfg.Group)
 	log.Info("stream runner started", "topics", r.cfg.Topics)
+	var lag sync.WaitGroup
+	if r.cfg.Metrics != nil && r.cfg.LagInterval > 0 {
+		lag.Go(func() { r.lagLoop(ctx) })
+	}
 	err := r.loop(ctx)
+	cancel()
+	lag.Wait()
 	r.shutdownClient()
 	log.Info("stream runner stopped")
 	return err
@@ -171,7 +173,6 @@ func (r *Runner) handleBatches(ctx context.Context, abort <-chan struct{}, batch
 		last := b.records[len(b.records)-1]
 		if done[i] {
 			r.state.finish(b.tp, kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1})
-			r.m.setLag(b.tp.topic, b.tp.partition, b.highWatermark-(last.Offset+1))
 			continue
 		}
 		if ctx.Err() != nil {

@@ -75,9 +75,13 @@ func TestRunner_HandlesEachPartitionInOrderAndPartitionsConcurrently(t *testing.
 	if v := metricValue(t, reg, "offlinebox_stream_records_handled_total", map[string]string{"group": "order", "topic": "in"}); v != n {
 		t.Errorf("records_handled_total = %v, want %d", v, n)
 	}
+	deadline := time.Now().Add(10 * time.Second)
 	for p := range partitions {
-		lag := metricValue(t, reg, "offlinebox_stream_consumer_lag", map[string]string{"group": "order", "partition": fmt.Sprint(p)})
-		if lag != 0 {
+		labels := map[string]string{"group": "order", "partition": fmt.Sprint(p)}
+		for metricValue(t, reg, "offlinebox_stream_consumer_lag", labels) != 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if lag := metricValue(t, reg, "offlinebox_stream_consumer_lag", labels); lag != 0 {
 			t.Errorf("consumer_lag of partition %d = %v, want 0 after draining", p, lag)
 		}
 	}

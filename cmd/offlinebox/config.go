@@ -3,14 +3,16 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/offlinebox/offlinebox/api"
 )
 
 // stackConfig names the stores and broker a process talks to. Each field
-// comes from a flag or, when the flag is not given, from its environment
-// variable.
+// comes from its flag or, when the flag is not given, from its environment
+// variable, then from a running demo's env file (envfile.go), then from the
+// built-in default.
 type stackConfig struct {
 	Kafka          string
 	Redis          string
@@ -25,34 +27,93 @@ type stackConfig struct {
 	MetricsListen  string
 	JWTSecret      string
 	Partitions     int
+	// DriftThreshold is the census's N: a user whose devices' cursors
+	// differ by more seqs than this has drifted.
+	DriftThreshold uint64
 	// SessionTimeout: how long the group waits for a silent member (a
 	// killed process) before its partitions move to another.
 	SessionTimeout time.Duration
+	// StoreWait bounds how long a store that does not answer is waited
+	// for at start; 0 waits until ctx ends (workers: a store that is down
+	// is waited for). One-shot tools give up after it.
+	StoreWait time.Duration
+
+	// origin says, per flag name, where a value that did not come from the
+	// command line came from, for error messages.
+	origin map[string]string
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
+// stackSetting ties one flag to its environment variable.
+type stackSetting struct{ flag, env string }
+
+// stackSettings are the flags that may come from the environment or from a
+// demo's env file.
+var stackSettings = []stackSetting{
+	{"kafka", "OFFLINEBOX_KAFKA"},
+	{"redis", "OFFLINEBOX_REDIS"},
+	{"redis-cluster", "OFFLINEBOX_REDIS_CLUSTER"},
+	{"hot-redis", "OFFLINEBOX_HOT_REDIS"},
+	{"clickhouse", "OFFLINEBOX_CLICKHOUSE"},
+	{"clickhouse-db", "OFFLINEBOX_CLICKHOUSE_DB"},
+	{"clickhouse-user", "OFFLINEBOX_CLICKHOUSE_USER"},
+	{"clickhouse-password", "OFFLINEBOX_CLICKHOUSE_PASSWORD"},
+	{"prefix", "OFFLINEBOX_PREFIX"},
+	{"listen", "OFFLINEBOX_LISTEN"},
+	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
+	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
+	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 }
 
-// bind registers the stack flags on fs with environment defaults.
+// bind registers the stack flags on fs with their built-in defaults; the
+// environment and the env file are applied by resolve after parsing, so
+// that -h never prints a secret taken from them.
 func (c *stackConfig) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.Kafka, "kafka", env("OFFLINEBOX_KAFKA", "127.0.0.1:9092"), "Kafka seed brokers, comma separated (env OFFLINEBOX_KAFKA)")
-	fs.StringVar(&c.Redis, "redis", env("OFFLINEBOX_REDIS", "127.0.0.1:6379"), "Redis address; several comma separated with -redis-cluster (env OFFLINEBOX_REDIS)")
-	fs.BoolVar(&c.RedisCluster, "redis-cluster", env("OFFLINEBOX_REDIS_CLUSTER", "") == "1", "Redis is a cluster (env OFFLINEBOX_REDIS_CLUSTER=1)")
-	fs.StringVar(&c.HotRedis, "hot-redis", env("OFFLINEBOX_HOT_REDIS", ""), "separate Redis for hot accounts' inboxes (env OFFLINEBOX_HOT_REDIS)")
-	fs.StringVar(&c.ClickHouse, "clickhouse", env("OFFLINEBOX_CLICKHOUSE", "127.0.0.1:9000"), "ClickHouse native address (env OFFLINEBOX_CLICKHOUSE)")
-	fs.StringVar(&c.ClickHouseDB, "clickhouse-db", env("OFFLINEBOX_CLICKHOUSE_DB", "offlinebox"), "ClickHouse database (env OFFLINEBOX_CLICKHOUSE_DB)")
-	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", env("OFFLINEBOX_CLICKHOUSE_USER", "default"), "ClickHouse user (env OFFLINEBOX_CLICKHOUSE_USER)")
-	fs.StringVar(&c.ClickHousePass, "clickhouse-password", env("OFFLINEBOX_CLICKHOUSE_PASSWORD", ""), "ClickHouse password (env OFFLINEBOX_CLICKHOUSE_PASSWORD)")
-	fs.StringVar(&c.Prefix, "prefix", env("OFFLINEBOX_PREFIX", "ob:"), "Redis key prefix (env OFFLINEBOX_PREFIX)")
-	fs.StringVar(&c.Listen, "listen", env("OFFLINEBOX_LISTEN", "127.0.0.1:8080"), "HTTP API address (env OFFLINEBOX_LISTEN)")
-	fs.StringVar(&c.MetricsListen, "metrics-listen", env("OFFLINEBOX_METRICS_LISTEN", "127.0.0.1:9464"), "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
-	fs.StringVar(&c.JWTSecret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET); required")
+	fs.StringVar(&c.Kafka, "kafka", "127.0.0.1:9092", "Kafka seed brokers, comma separated (env OFFLINEBOX_KAFKA)")
+	fs.StringVar(&c.Redis, "redis", "127.0.0.1:6379", "Redis address; several comma separated with -redis-cluster (env OFFLINEBOX_REDIS)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "Redis is a cluster (env OFFLINEBOX_REDIS_CLUSTER=1)")
+	fs.StringVar(&c.HotRedis, "hot-redis", "", "separate Redis for hot accounts' inboxes (env OFFLINEBOX_HOT_REDIS)")
+	fs.StringVar(&c.ClickHouse, "clickhouse", "127.0.0.1:9000", "ClickHouse native address (env OFFLINEBOX_CLICKHOUSE)")
+	fs.StringVar(&c.ClickHouseDB, "clickhouse-db", "offlinebox", "ClickHouse database (env OFFLINEBOX_CLICKHOUSE_DB)")
+	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", "default", "ClickHouse user (env OFFLINEBOX_CLICKHOUSE_USER)")
+	fs.StringVar(&c.ClickHousePass, "clickhouse-password", "", "ClickHouse password (env OFFLINEBOX_CLICKHOUSE_PASSWORD; never printed)")
+	fs.StringVar(&c.Prefix, "prefix", "ob:", "Redis key prefix (env OFFLINEBOX_PREFIX)")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP API address (env OFFLINEBOX_LISTEN)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
+	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
+	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
+}
+
+// resolve fills every stack flag that was not given on the command line
+// from the environment, then from src's env file.
+func (c *stackConfig) resolve(fs *flag.FlagSet, src sources) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	c.origin = map[string]string{}
+	for _, s := range stackSettings {
+		if given[s.flag] {
+			continue
+		}
+		v, from, ok := src.lookup(s.env)
+		if !ok {
+			continue
+		}
+		if err := fs.Set(s.flag, v); err != nil {
+			return fmt.Errorf("%s (from %s): %w", s.env, from, err)
+		}
+		c.origin[s.flag] = from
+	}
+	return nil
+}
+
+// from names where flag's value came from when not the command line or the
+// default: " (from env OFFLINEBOX_REDIS)".
+func (c *stackConfig) from(flag string) string {
+	if o := c.origin[flag]; o != "" {
+		return " (from " + o + ")"
+	}
+	return ""
 }
 
 func (c *stackConfig) kafkaBrokers() []string { return splitList(c.Kafka) }
@@ -82,10 +143,14 @@ func (c *stackConfig) validate(needSecret bool) error {
 	case c.SessionTimeout < 0:
 		return fmt.Errorf("-session-timeout: %s is negative", c.SessionTimeout)
 	case needSecret && len(c.JWTSecret) < 16:
-		return fmt.Errorf("-jwt-secret: required, at least 16 bytes (env OFFLINEBOX_JWT_SECRET)")
+		return fmt.Errorf("-jwt-secret: required, at least 16 bytes (env OFFLINEBOX_JWT_SECRET, or run `offlinebox demo`, which writes %s)", defaultEnvFile)
 	}
 	return nil
 }
 
 // callTimeout bounds every outbound call a subcommand makes on its own.
 const callTimeout = 10 * time.Second
+
+// toolWait is how long a one-shot tool (verify, history sql, migrate,
+// rebuild) waits for a store before it gives up with one line.
+const toolWait = 4 * time.Second

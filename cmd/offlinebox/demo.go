@@ -43,6 +43,14 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if o.secret == "" {
+		if o.secret, err = demoSecret(dir); err != nil {
+			return err
+		}
+	}
 	// The servers outlive the pipeline: they stop after it drained.
 	cfg, stopServers, err := startEmbeddedStack(ctx, dir, o)
 	defer stopServers()
@@ -73,8 +81,15 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if !o.once {
+		path, removeEnv, err := writeDemoEnv(dir, base, cfg)
+		defer removeEnv()
+		if err != nil {
+			return err
+		}
 		tok, _ := keyring.Mint(demoUser, "", 24*time.Hour)
-		fmt.Fprintf(stdout, "\nServing on %s until interrupted. Try:\n  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", base, tok, base)
+		fmt.Fprintf(stdout, "\nServing on %s until interrupted. Addresses and the secret are in %s;\nevery offlinebox subcommand %s reads it:\n"+
+			"  offlinebox token bob -device laptop\n  offlinebox verify\n  offlinebox history sql \"SELECT count() FROM messages\"\n"+
+			"  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", base, path, whereEnvIsRead(path), tok, base)
 		select {
 		case <-ctx.Done():
 		case err := <-done:
@@ -95,14 +110,69 @@ func parseDemoOptions(args []string) (demoOptions, error) {
 	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
 	fs.StringVar(&o.metrics, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address; empty to disable")
-	fs.StringVar(&o.secret, "jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (a random one when empty)")
+	fs.StringVar(&o.secret, "jwt-secret", "", "HS256 secret (env OFFLINEBOX_JWT_SECRET; else the one kept in the data folder, made at random the first time; never printed)")
+	var lo logOptions
+	lo.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	if err := lo.apply(os.Stderr); err != nil {
+		return o, err
+	}
 	if o.secret == "" {
-		o.secret = randomSecret()
+		o.secret = env("OFFLINEBOX_JWT_SECRET", "")
 	}
 	return o, nil
+}
+
+// demoSecret is the secret kept in the data folder (made at random the
+// first time), so that tokens minted against one run of the demo work
+// against the next.
+func demoSecret(dir string) (string, error) {
+	path := filepath.Join(dir, "jwt-secret")
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) >= 16 {
+		return string(b), nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read the demo's secret: %w", err)
+	}
+	secret := randomSecret()
+	if err := os.WriteFile(path, []byte(secret), 0o600); err != nil {
+		return "", fmt.Errorf("keep the demo's secret: %w", err)
+	}
+	return secret, nil
+}
+
+// whereEnvIsRead says how a subcommand finds the env file at path.
+func whereEnvIsRead(path string) string {
+	if filepath.Base(filepath.Dir(path)) == ".data" {
+		return "run from " + filepath.Dir(filepath.Dir(path))
+	}
+	return "given " + envFileVar + "=" + path
+}
+
+// writeDemoEnv writes where the demo's servers listen, and its secret,
+// to the env file every subcommand reads; the returned func removes it.
+func writeDemoEnv(dir, base string, cfg *stackConfig) (string, func(), error) {
+	path := filepath.Join(dir, envFileName)
+	vals := map[string]string{
+		"OFFLINEBOX_KAFKA":           cfg.Kafka,
+		"OFFLINEBOX_REDIS":           cfg.Redis,
+		"OFFLINEBOX_CLICKHOUSE":      cfg.ClickHouse,
+		"OFFLINEBOX_CLICKHOUSE_DB":   cfg.ClickHouseDB,
+		"OFFLINEBOX_CLICKHOUSE_USER": cfg.ClickHouseUser,
+		"OFFLINEBOX_PREFIX":          cfg.Prefix,
+		"OFFLINEBOX_JWT_SECRET":      cfg.JWTSecret,
+		envAPI:                       base,
+	}
+	header := "Written by `offlinebox demo` while it serves; removed when it stops.\n" +
+		"Every offlinebox subcommand run from the folder above reads it; a shell can too: set -a; . " + path + "; set +a\n" +
+		"It holds the demo's JWT secret: for local use only."
+	if err := writeEnvFile(path, header, vals); err != nil {
+		return "", func() {}, err
+	}
+	return path, func() { _ = os.Remove(path) }, nil
 }
 
 // startEmbeddedStack starts redis-server, clickhouse-server and kfake with

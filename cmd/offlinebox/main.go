@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,8 +28,9 @@ func subcommands() []subcommand {
 		{"api", "serve the HTTP pull API", runAPI},
 		{"migrate", "create the topics and the ClickHouse schema (idempotent)", runMigrate},
 		{"token", "mint a development bearer token: token USER [-device D]", runToken},
-		{"verify", "check a live store against the invariants; exit 1 on a violation", runVerify},
+		{"verify", "check a live store against the invariants; exit 1 on a violation, 2 when it could not check", runVerify},
 		{"rebuild", "restore Redis timelines from ClickHouse: rebuild -conv ID | -all", runRebuild},
+		{"probe", "GET a URL, exit 0 on a 2xx answer (container healthchecks): probe URL", runProbe},
 	}
 }
 
@@ -41,19 +41,36 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `offlinebox SUBCOMMAND -h` for its flags.")
+	fmt.Fprintln(w, "Run `offlinebox SUBCOMMAND -h` for its flags, `offlinebox --version` for the build.")
+	fmt.Fprintf(w, "Settings come from flags, then OFFLINEBOX_* variables, then a running demo's %s.\n", defaultEnvFile)
 }
 
 // errVerifyFailed makes verify exit 1 without an extra error line.
 var errVerifyFailed = errors.New("invariants violated")
 
+// exitError carries the exit code of an error other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err := (logOptions{format: env("OFFLINEBOX_LOG_FORMAT", "text"), level: env("OFFLINEBOX_LOG_LEVEL", "info")}).apply(os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "offlinebox: %v\n", err)
+		os.Exit(2)
+	}
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		usage(os.Stderr)
 		if len(os.Args) < 2 {
 			os.Exit(2)
 		}
+		return
+	}
+	if os.Args[1] == "--version" || os.Args[1] == "-version" || os.Args[1] == "version" {
+		fmt.Println(version())
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,6 +88,10 @@ func main() {
 			os.Exit(1)
 		default:
 			fmt.Fprintf(os.Stderr, "offlinebox %s: %v\n", name, err)
+			var ee *exitError
+			if errors.As(err, &ee) {
+				os.Exit(ee.code)
+			}
 			os.Exit(1)
 		}
 	}

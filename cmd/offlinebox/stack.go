@@ -15,8 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
@@ -41,7 +43,7 @@ func openRedis(ctx context.Context, c *stackConfig) (redis.UniversalClient, erro
 		PoolSize:      64,
 	}
 	rdb := redis.NewUniversalClient(opts)
-	if err := waitFor(ctx, "redis "+c.Redis, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
+	if err := waitFor(ctx, c, "redis", c.Redis, "redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func openClickHouse(ctx context.Context, c *stackConfig) (*chstore.Store, error)
 		}
 		return err
 	}
-	if err := waitFor(ctx, "clickhouse "+c.ClickHouse, up); err != nil {
+	if err := waitFor(ctx, c, "clickhouse", c.ClickHouse, "clickhouse", up); err != nil {
 		_ = ch.Close()
 		return nil, err
 	}
@@ -94,35 +96,54 @@ func openClickHouse(ctx context.Context, c *stackConfig) (*chstore.Store, error)
 // chUnknownDatabase is ClickHouse's error code UNKNOWN_DATABASE.
 const chUnknownDatabase = 81
 
-// waitFor retries check with backoff until it succeeds or ctx ends; each
-// attempt has its own timeout.
-func waitFor(ctx context.Context, what string, check func(context.Context) error) error {
-	delay := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := check(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			slog.Warn("waiting for a store", "store", what, "attempt", attempt, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last error: %v)", what, ctx.Err(), err)
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 5*time.Second)
+// storeRetry paces waitFor's attempts.
+var storeRetry = backoff.Policy{Min: 200 * time.Millisecond, Max: 5 * time.Second}
+
+// waitFor retries check with backoff until it succeeds, ctx ends, or
+// c.StoreWait (when set) passed; each attempt has its own timeout. A tool
+// with a StoreWait gives up with one error naming the store, its address
+// and where that address came from, and logs nothing while it waits.
+func waitFor(ctx context.Context, c *stackConfig, what, addr, flag string, check func(context.Context) error) error {
+	if c.StoreWait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.StoreWait)
+		defer cancel()
 	}
+	attempt := func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		return check(actx)
+	}
+	err := backoff.Retry(ctx, storeRetry, attempt, func(n int, err error) {
+		if c.StoreWait == 0 && (n == 1 || n%10 == 0) {
+			slog.Warn("waiting for a store", "store", what, "addr", addr, "attempt", n, "err", err)
+		}
+	})
+	var gaveUp *backoff.GaveUpError
+	if errors.As(err, &gaveUp) {
+		if c.StoreWait > 0 && errors.Is(gaveUp.Cause, context.DeadlineExceeded) {
+			return &exitError{code: 2, err: fmt.Errorf("cannot reach %s at %s%s within %s: %w", what, addr, c.from(flag), c.StoreWait, gaveUp.Last)}
+		}
+		return fmt.Errorf("wait for %s at %s: %w (last error: %v)", what, addr, gaveUp.Cause, gaveUp.Last)
+	}
+	return err
 }
 
 // ensureTopics creates the pipeline's topics when missing.
 func ensureTopics(ctx context.Context, c *stackConfig) error {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	limit := 30 * time.Second
+	if c.StoreWait > 0 {
+		limit = c.StoreWait
+	}
+	actx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	return stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions),
+	err := stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions),
 		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
+	var dial *net.OpError
+	if err != nil && c.StoreWait > 0 && (actx.Err() != nil || errors.As(err, &dial)) {
+		return &exitError{code: 2, err: fmt.Errorf("cannot reach kafka at %s%s: %w", c.Kafka, c.from("kafka"), err)}
+	}
+	return err
 }
 
 // workerSpec is one consumer group and its handler.
@@ -137,22 +158,31 @@ type workerSpec struct {
 
 // runWorker runs one consumer group until ctx ends.
 func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
-	if c.SessionTimeout > 0 {
-		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
-	}
-	r, err := stream.New(stream.Config{
-		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
-		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
-		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ExtraOpts: w.extra,
-	}, w.handler)
+	r, err := newRunner(c, w)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", w.group, err)
+		return err
 	}
 	defer r.Close()
 	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", w.group, err)
 	}
 	return nil
+}
+
+// newRunner is the group member of one worker, its metrics registered.
+func newRunner(c *stackConfig, w workerSpec) (*stream.Runner, error) {
+	if c.SessionTimeout > 0 {
+		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
+	}
+	r, err := stream.New(stream.Config{
+		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
+		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
+		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ClientMetrics: w.registry != nil, ExtraOpts: w.extra,
+	}, w.handler)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", w.group, err)
+	}
+	return r, nil
 }
 
 // serveHTTP serves h on addr until ctx ends.
@@ -205,25 +235,17 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) {
 }
 
 // runTogether runs tasks until all return; the first error cancels the
-// others and is returned.
+// others and is returned. A task that ends with ctx's cancellation is no
+// error.
 func runTogether(ctx context.Context, tasks ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, len(tasks))
+	g, ctx := errgroup.WithContext(ctx)
 	for _, t := range tasks {
-		go func() {
-			err := t(ctx)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				cancel()
+		g.Go(func() error {
+			if err := t(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
 			}
-			errc <- err
-		}()
+			return nil
+		})
 	}
-	var first error
-	for range tasks {
-		if err := <-errc; err != nil && !errors.Is(err, context.Canceled) && first == nil {
-			first = err
-		}
-	}
-	return first
+	return g.Wait()
 }

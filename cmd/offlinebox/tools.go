@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +23,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
@@ -44,7 +47,9 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("offlinebox token", flag.ContinueOnError)
 	device := fs.String("device", "", "pin the token to this device id")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
-	secret := fs.String("jwt-secret", env("OFFLINEBOX_JWT_SECRET", ""), "HS256 secret (env OFFLINEBOX_JWT_SECRET)")
+	secret := fs.String("jwt-secret", "", "HS256 secret (env OFFLINEBOX_JWT_SECRET, then a running demo's "+defaultEnvFile+"; never printed)")
+	var lo logOptions
+	lo.bind(fs)
 	// Flags may come before or after the user.
 	var user string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -52,6 +57,19 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := lo.apply(os.Stderr); err != nil {
+		return err
+	}
+	if *secret == "" {
+		src, err := loadSources()
+		if err != nil {
+			return err
+		}
+		*secret, _, _ = src.lookup("OFFLINEBOX_JWT_SECRET")
+	}
+	if *secret == "" {
+		return fmt.Errorf("no JWT secret: give -jwt-secret, set OFFLINEBOX_JWT_SECRET, or start `offlinebox demo` (it writes %s)", defaultEnvFile)
 	}
 	if user == "" && fs.NArg() > 0 {
 		user = fs.Arg(0)
@@ -81,23 +99,34 @@ func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
 	p, err := open(ctx, c, needs{redis: true})
 	if err != nil {
-		return err
+		return couldNotCheck(err)
 	}
 	defer p.close()
 	rep, err := verifyStore(ctx, p)
 	if err != nil {
-		return err
+		return couldNotCheck(err)
 	}
 	fmt.Fprint(stdout, rep.String())
 	if !rep.OK() {
 		return errVerifyFailed
 	}
 	return nil
+}
+
+// couldNotCheck makes verify exit 2: nothing was found broken, but the
+// check did not run to its end.
+func couldNotCheck(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: 2, err: err}
 }
 
 func verifyStore(ctx context.Context, p *processes) (*verify.Report, error) {
@@ -119,6 +148,7 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
 		return err
 	}
@@ -179,6 +209,7 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	c.StoreWait = toolWait
 	if fs.NArg() != 1 {
 		return errors.New(`usage: offlinebox history sql "SELECT ..."`)
 	}
@@ -203,5 +234,29 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "(%d rows)\n", len(rows))
+	return nil
+}
+
+// runProbe GETs a URL and succeeds on a 2xx answer: the healthcheck of the
+// containers, whose image has no curl.
+func runProbe(ctx context.Context, args []string, _ io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("usage: offlinebox probe URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %s", args[0], resp.Status)
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,10 +37,22 @@ func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stac
 	fs := flag.NewFlagSet("offlinebox "+name, flag.ContinueOnError)
 	c := &stackConfig{}
 	c.bind(fs)
+	var lo logOptions
+	lo.bind(fs)
 	if extra != nil {
 		extra(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if err := lo.apply(os.Stderr); err != nil {
+		return nil, nil, err
+	}
+	src, err := loadSources()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.resolve(fs, src); err != nil {
 		return nil, nil, err
 	}
 	return c, fs, nil
@@ -49,6 +62,9 @@ func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stac
 type processes struct {
 	cfg      *stackConfig
 	registry *prometheus.Registry
+	// metrics is where components register: the registry, or a test's
+	// recorder in front of it.
+	metrics  prometheus.Registerer
 	rdb      redis.UniversalClient
 	store    *redisstore.Store
 	hot      *redisstore.Store
@@ -75,6 +91,7 @@ type needs struct{ redis, clickhouse, producer bool }
 
 func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	p := &processes{cfg: c, registry: newRegistry()}
+	p.metrics = p.registry
 	if n.redis {
 		st, err := openStore(ctx, c)
 		if err != nil {
@@ -101,7 +118,8 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 		p.ch = ch
 	}
 	if n.producer {
-		prod, err := stream.NewProducer(c.kafkaBrokers())
+		prod, err := stream.NewProducer(c.kafkaBrokers(), kgo.WithLogger(stream.KgoLogger(slog.Default().With("component", "producer"))),
+			stream.ClientMetrics(p.metrics, "producer"))
 		if err != nil {
 			p.close()
 			return nil, err
@@ -118,45 +136,45 @@ func (p *processes) router() *redisstore.InboxRouter {
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	f, err := fanout.New(fanout.Config{
 		Store: storeConfig(p.cfg), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
-		Logger: slog.Default().With("worker", "fanout"), Metrics: p.registry,
+		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {
 		return workerSpec{}, nil, err
 	}
 	return workerSpec{group: groupFanout, topics: []string{schemas.TopicMessages}, handler: f,
-		maxPoll: fanout.RecommendedMaxPollRecords, registry: p.registry}, f.Close, nil
+		maxPoll: fanout.RecommendedMaxPollRecords, registry: p.metrics}, f.Close, nil
 }
 
 func (p *processes) convindexWorker() (workerSpec, error) {
-	ix, err := convindex.New(convindex.Config{Logger: slog.Default().With("worker", "convindex"), Metrics: p.registry}, p.router())
+	ix, err := convindex.New(convindex.Config{Logger: slog.Default().With("worker", "convindex"), Metrics: p.metrics}, p.router())
 	if err != nil {
 		return workerSpec{}, err
 	}
 	return workerSpec{group: groupConvindex, topics: []string{schemas.TopicSequenced, schemas.TopicReceipts},
-		handler: ix, registry: p.registry}, nil
+		handler: ix, registry: p.metrics}, nil
 }
 
 func (p *processes) historyWorker() (workerSpec, error) {
-	h, err := history.New(history.Config{Logger: slog.Default().With("worker", "history"), Metrics: p.registry}, p.ch)
+	h, err := history.New(history.Config{Logger: slog.Default().With("worker", "history"), Metrics: p.metrics}, p.ch)
 	if err != nil {
 		return workerSpec{}, err
 	}
 	return workerSpec{group: groupHistory, topics: []string{schemas.TopicSequenced}, handler: h,
-		maxPoll: history.RecommendedMaxPollRecords, registry: p.registry,
+		maxPoll: history.RecommendedMaxPollRecords, registry: p.metrics,
 		extra: []kgo.Opt{kgo.FetchMinBytes(1 << 20), kgo.FetchMaxWait(time.Second)}}, nil
 }
 
 // expiryWorkers sweeps the main store (and drops old ClickHouse
 // partitions) and, when there is one, the hot store.
 func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
-	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.registry}, p.store, p.ch)
+	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics}, p.store, p.ch)
 	if err != nil {
 		return nil, err
 	}
 	workers := []*expiry.Worker{main}
 	if p.hot != nil {
 		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"),
-			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"store": "hot"}, p.registry)}, p.hot, nil)
+			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"store": "hot"}, p.metrics)}, p.hot, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +187,7 @@ func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
 // with the retention worker: both are paced, bounded scans of the store,
 // and one process of them is enough.
 func (p *processes) census() (*api.Census, error) {
-	return api.NewCensus(api.CensusConfig{Metrics: p.registry, Logger: slog.Default().With("worker", "census")}, p.router())
+	return api.NewCensus(api.CensusConfig{DriftThreshold: p.cfg.DriftThreshold, Metrics: p.metrics, Logger: slog.Default().With("worker", "census")}, p.router())
 }
 
 func (p *processes) apiServer(secret string) (*api.Server, error) {
@@ -178,7 +196,7 @@ func (p *processes) apiServer(secret string) (*api.Server, error) {
 		return nil, err
 	}
 	deps := api.Deps{Router: p.router(), Keyring: keyring, Producer: p.producer,
-		Logger: slog.Default().With("component", "api"), Metrics: p.registry}
+		Logger: slog.Default().With("component", "api"), Metrics: p.metrics}
 	if p.ch != nil {
 		deps.History = p.ch
 	}

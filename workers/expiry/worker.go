@@ -11,6 +11,7 @@ import (
 
 	"github.com/alitto/pond/v2"
 
+	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -86,15 +87,17 @@ func New(cfg Config, store *redisstore.Store, history PartitionDropper) (*Worker
 // ends. A failing store is retried with backoff, never skipped.
 func (w *Worker) Run(ctx context.Context) error {
 	poll := min(w.cfg.Interval, time.Minute)
-	backoff := w.cfg.RetryMin
+	retry := backoff.Policy{Min: w.cfg.RetryMin, Max: w.cfg.RetryMax}
+	failures := 0
 	for {
 		wait := poll
 		if err := w.runDue(ctx); err != nil && ctx.Err() == nil {
 			w.m.errors.Inc()
-			w.cfg.Logger.Warn("expiry sweep failed; retrying", "err", err, "in", backoff)
-			wait, backoff = backoff, min(2*backoff, w.cfg.RetryMax)
+			failures++
+			wait = retry.Jittered(failures)
+			w.cfg.Logger.Warn("expiry sweep failed; retrying", "err", err, "in", wait)
 		} else {
-			backoff = w.cfg.RetryMin
+			failures = 0
 		}
 		select {
 		case <-ctx.Done():

@@ -170,11 +170,13 @@ func (f *Fanout) applyRouted(ctx context.Context, updates []redisstore.InboxUpda
 	for st, ups := range byStore {
 		outs, errs := st.ApplyInboxes(ctx, ups)
 		for i, u := range ups {
+			if !errors.Is(errs[i], redisstore.ErrUserMoved) {
+				f.metrics.inboxWrite(u, errs[i] != nil)
+			}
 			switch {
 			case errors.Is(errs[i], redisstore.ErrUserMoved):
 				moved = append(moved, u)
 			case errs[i] != nil:
-				f.metrics.failures.WithLabelValues(failureBucket(u.User)).Inc()
 				err = errors.Join(err, errs[i])
 			case outs[i] == redisstore.InboxReceiveOnly:
 				f.metrics.receiveOnly.Inc()

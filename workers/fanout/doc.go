@@ -61,7 +61,9 @@
 //
 // # Metrics
 //
-// offlinebox_fanout_merge_size{stage}, _inbox_write_failures_total{bucket},
+// offlinebox_fanout_merge_size{stage}, _inbox_writes_total and
+// _inbox_write_failures_total{user_bucket,conv_bucket} (attempts and
+// failures by hash bucket: their ratio per bucket finds a hot shard),
 // _hot_users, _messages_sequenced_total, _duplicates_total,
 // _invalid_records_total, _sequenced_refused_total (sequenced, then refused
 // by the broker for good: a hole in history to look at), _qos0_dropped_total,

@@ -5,15 +5,19 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
-// failureBuckets is how many user-hash buckets inbox write failures are
-// counted in: failures piling up in one bucket point at one hot shard.
+// failureBuckets is how many user-hash and conversation-hash buckets inbox
+// writes and their failures are counted in: failures piling up in one
+// bucket point at one hot shard (a user's keys, or a conversation's).
 const failureBuckets = 16
 
 // metrics are the worker's Prometheus series.
 type metrics struct {
 	merge         *prometheus.HistogramVec
+	writes        *prometheus.CounterVec
 	failures      *prometheus.CounterVec
 	hotUsers      prometheus.Gauge
 	sequenced     prometheus.Counter
@@ -34,10 +38,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"stage=inbox per recipient update.",
 			Buckets: []float64{1, 2, 3, 5, 8, 12, 16, 20, 32},
 		}, []string{"stage"}),
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_inbox_writes_total",
+			Help: "Inbox updates attempted, by user-hash and conversation-hash bucket (divide the failures by it).",
+		}, []string{"user_bucket", "conv_bucket"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_inbox_write_failures_total",
-			Help: "Inbox updates that failed, by user-hash bucket; the batch is retried.",
-		}, []string{"bucket"}),
+			Help: "Inbox updates that failed, by user-hash and conversation-hash bucket; the batch is retried.",
+		}, []string{"user_bucket", "conv_bucket"}),
 		hotUsers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "offlinebox_fanout_hot_users",
 			Help: "Users whose inbox write rate is far above the mean of the window.",
@@ -77,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"result"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.merge, m.failures, m.hotUsers, m.sequenced, m.duplicates,
+		for _, c := range []prometheus.Collector{m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
 			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.moves} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
@@ -87,9 +95,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// failureBucket names the user-hash bucket of user.
-func failureBucket(user string) string {
+// failureBucket names the hash bucket of a user or conversation id.
+func failureBucket(id string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(user))
+	_, _ = h.Write([]byte(id))
 	return strconv.Itoa(int(h.Sum32() % failureBuckets))
+}
+
+// inboxWrite counts one attempted inbox update and, when failed, its
+// failure, both under the buckets of its user and conversation.
+func (m *metrics) inboxWrite(u redisstore.InboxUpdate, failed bool) {
+	ub, cb := failureBucket(u.User), failureBucket(u.Conv)
+	m.writes.WithLabelValues(ub, cb).Inc()
+	if failed {
+		m.failures.WithLabelValues(ub, cb).Inc()
+	}
 }

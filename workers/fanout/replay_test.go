@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -173,5 +174,60 @@ func TestResendsKeepTheirOriginalSeq(t *testing.T) {
 	got := h.sequencedOnTopic()["team"]
 	if len(got) != 4 {
 		t.Fatalf("im.sequenced has seqs %v, want 1..4", got)
+	}
+}
+
+// Inbox writes and their failures are both counted under the hash
+// buckets of the user and of the conversation, so a failure rate per
+// bucket can be computed and a failing shard stands out.
+func TestInboxWriteFailuresAreCountedWithTheirAttemptsByUserAndConversationBucket(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, Config{Metrics: reg})
+	sick := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() { _ = sick.Close() })
+	failing := &failingInbox{after: 0}
+	sick.AddHook(failing)
+	f := h.fanout(sick)
+	recs := records(msg("d1", "hi", "a", to("b")))
+	if _, err := f.Handle(context.Background(), recs); !errors.Is(err, errInjected) {
+		t.Fatalf("Handle with failing inbox writes: %v, want the injected error", err)
+	}
+	failing.after = 1 << 40 // Redis is well again: the retry succeeds
+	handle(t, f, recs)
+
+	count := func(name string) map[[2]string]float64 {
+		out := map[[2]string]float64{}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				out[[2]string{l["user_bucket"], l["conv_bucket"]}] += m.GetCounter().GetValue()
+			}
+		}
+		return out
+	}
+	// Both a and b get an inbox update of d1: each failed once, then
+	// succeeded.
+	conv := failureBucket("d1")
+	wantFailures := map[[2]string]float64{}
+	wantWrites := map[[2]string]float64{}
+	for _, u := range []string{"a", "b"} {
+		wantFailures[[2]string{failureBucket(u), conv}]++
+		wantWrites[[2]string{failureBucket(u), conv}] += 2
+	}
+	if got := count("offlinebox_fanout_inbox_write_failures_total"); !maps.Equal(got, wantFailures) {
+		t.Errorf("failures by (user, conv) bucket = %v, want %v", got, wantFailures)
+	}
+	if got := count("offlinebox_fanout_inbox_writes_total"); !maps.Equal(got, wantWrites) {
+		t.Errorf("writes by (user, conv) bucket = %v, want %v", got, wantWrites)
 	}
 }

@@ -3,6 +3,7 @@ package history_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -162,4 +163,78 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestConsumerLagRisesWhileClickHouseIsDownAndFallsToZeroAfter: the lag
+// an alert watches is measured from the group's commits, so it rises while
+// the sink cannot reach ClickHouse and records keep arriving, and falls to
+// zero once ClickHouse is back and everything is stored.
+func TestConsumerLagRisesWhileClickHouseIsDownAndFallsToZeroAfter(t *testing.T) {
+	_, db := migratedStore(t)
+	g := newGate(t, testenv.ClickHouseAddr(t))
+	_, brokers := testenv.Kafka(t, 2, schemas.TopicSequenced, schemas.TopicDeadLetter)
+	reg := prometheus.NewRegistry()
+	h, err := history.New(history.Config{Logger: quiet, Metrics: reg}, storeAt(t, g.addr, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := stream.New(stream.Config{
+		Brokers: brokers, Group: "history", Topics: []string{schemas.TopicSequenced},
+		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: history.RecommendedMaxPollRecords,
+		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, CommitInterval: 50 * time.Millisecond,
+		LagInterval: 50 * time.Millisecond, Logger: quiet, Metrics: reg,
+		ExtraOpts: []kgo.Opt{
+			kgo.HeartbeatInterval(100 * time.Millisecond),
+			kgo.SessionTimeout(6 * time.Second),
+			kgo.FetchMaxWait(100 * time.Millisecond),
+		},
+	}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		runner.Close()
+	})
+
+	lag := func() (sum float64, series int) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "offlinebox_stream_consumer_lag" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+				series++
+			}
+		}
+		return sum, series
+	}
+	// 40 records arrive over a while, all of them while ClickHouse is down.
+	for i := range 4 {
+		var recs []*kgo.Record
+		for _, r := range sequenced(t, fmt.Sprintf("lag%d", i), 10) {
+			recs = append(recs, &kgo.Record{Topic: schemas.TopicSequenced, Key: r.Key, Value: r.Value})
+		}
+		produce(t, brokers, recs)
+		time.Sleep(50 * time.Millisecond)
+	}
+	eventually(t, 10*time.Second, "the lag gauge rose to the 40 records while ClickHouse was down", func() bool {
+		sum, _ := lag()
+		return sum >= 40
+	})
+	g.open(t)
+	eventually(t, 20*time.Second, "the lag gauge fell back to 0 on both partitions after ClickHouse came back", func() bool {
+		sum, series := lag()
+		return series == 2 && sum == 0
+	})
 }
