@@ -204,7 +204,7 @@ func assertInClickHouse(ctx context.Context, t *testing.T, cfg *stackConfig, wan
 			t.Errorf("ClickHouse holds %d messages of %s, want %d (last error %v)", got, conv, n, err)
 			continue
 		}
-		page, _, err := ch.History(ctx, conv, 0, 10)
+		page, _, err := ch.History(ctx, conv, 0, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
