@@ -187,3 +187,85 @@ func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testin
 		t.Fatalf("rebuilt timeline\n%q\nwant the entries sequencing wrote\n%q", after.timeline, before.timeline)
 	}
 }
+
+func TestRebuildReadsTheEpochItContinuesAndRecordsWhereTheNewOneStarts(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	send := func(n int, tag string) []*schemas.Sequenced {
+		var out []*schemas.Sequenced
+		for i := range n {
+			m := &schemas.Message{ClientMsgId: fmt.Sprint(tag, i), ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+				Sender: "bob", Kind: schemas.Kind_KIND_MESSAGE, ContentType: "text/plain", Body: fmt.Appendf(nil, "%s %d", tag, i)}
+			if len(out) == 0 && tag == "old" {
+				m.Kind, m.Recipients = schemas.Kind_KIND_MEMBER_JOIN, []string{"bob", "alice"}
+			}
+			res, err := rs.Sequence(ctx, "g", []*schemas.Message{m}, nil, now.UnixMilli())
+			if err != nil || res.Items[0].Status != redisstore.SeqNew {
+				t.Fatalf("sequence %s %d: %+v (err %v)", tag, i, res, err)
+			}
+			out = append(out, res.Items[0].Sequenced)
+		}
+		return out
+	}
+	lose := func() {
+		keys, _ := rdb.Keys(ctx, prefix+"{c:g}*").Result()
+		if err := rdb.Del(ctx, keys...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := send(45, "old")
+	if err := ch.InsertBatch(ctx, old[:40]); err != nil { // the sink is 5 behind
+		t.Fatal(err)
+	}
+	lose()
+	r2, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: now})
+	if err != nil || r2.Seq != 40 || !r2.NewEpoch {
+		t.Fatalf("first rebuild %+v, %v; want a new epoch at 40", r2, err)
+	}
+	fresh := send(2, "new")
+	if err := ch.InsertBatch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.InsertBatch(ctx, old[40:]); err != nil { // the old rows arrive late
+		t.Fatal(err)
+	}
+	before := readConv(t, rs, "g")
+
+	// Lost again: the rebuild continues the newest epoch, whose 41 and 42
+	// are the new messages, not the old epoch's late rows.
+	lose()
+	r3, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: now})
+	if err != nil || r3.Seq != 42 || !r3.NewEpoch || r3.Epoch <= r2.Epoch {
+		t.Fatalf("second rebuild %+v, %v; want a newer epoch at 42", r3, err)
+	}
+	after := readConv(t, rs, "g")
+	if !slices.Equal(after.timeline, before.timeline) {
+		t.Fatalf("rebuilt timeline\n%q\nwant the one the second epoch held\n%q", after.timeline, before.timeline)
+	}
+	lin, err := ch.Lineage(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]chstore.EpochOrigin{
+		r2.Epoch: {Epoch: r2.Epoch, Parent: old[0].Epoch, Base: 40},
+		r3.Epoch: {Epoch: r3.Epoch, Parent: r2.Epoch, Base: 42},
+	}
+	if !maps.Equal(lin, want) {
+		t.Fatalf("lineage %v, want %v", lin, want)
+	}
+}
