@@ -30,7 +30,8 @@ type Message struct {
 	SendTimeMS  int64    `json:"send_time_ms,omitempty"`
 }
 
-// Cursor is what the client holds of one conversation.
+// Cursor is a position in a conversation: a seq of an epoch. It is what
+// the client holds of one conversation, and where a held message sits.
 type Cursor struct {
 	Seq   uint64 `json:"seq"`
 	Epoch uint64 `json:"epoch"`

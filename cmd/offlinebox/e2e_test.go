@@ -138,7 +138,7 @@ func TestMessagesProducedToKafkaReachEveryRecipientThroughTheAPIAndClickHouse(t 
 				continue
 			}
 			for i, id := range ids {
-				m, ok := hc.Msgs[uint64(i+1)]
+				m, ok := hc.Msgs[client.Cursor{Seq: uint64(i + 1), Epoch: hc.Epoch}]
 				if !ok || m.ClientMsgID != id {
 					t.Errorf("%s %s seq %d = %+v, want %s (seqs contiguous from 1)", user, conv, i+1, m, id)
 				}
