@@ -226,11 +226,16 @@ func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, lim
 	return out, n, err
 }
 
-// History reads a roaming page of conv below before (0: the newest).
-func (c *Client) History(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
+// History reads a roaming page of conv below before (0: the newest) in
+// one epoch (0: the conversation's current one); the page names the epoch
+// it was read in, and its messages carry it.
+func (c *Client) History(ctx context.Context, conv string, epoch, before uint64, limit int) (Page, int, error) {
 	q := url.Values{}
 	if before > 0 {
 		q.Set("before", strconv.FormatUint(before, 10))
+	}
+	if epoch > 0 {
+		q.Set("epoch", strconv.FormatUint(epoch, 10))
 	}
 	q.Set("limit", strconv.Itoa(limit))
 	var out Page

@@ -175,7 +175,7 @@ func (h *hist) roam(ctx context.Context) error {
 		conv := h.convs[rng.IntN(len(h.convs))]
 		before := 2 + rng.Uint64N(h.maxSeq[conv])
 		t0 := time.Now()
-		p, n, err := c.History(ctx, conv, before, h.o.pageLimit)
+		p, n, err := c.History(ctx, conv, 0, before, h.o.pageLimit)
 		if err != nil {
 			return err
 		}

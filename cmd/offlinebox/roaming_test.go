@@ -193,7 +193,7 @@ func TestRoamingPagesStitchToRedisPagesAndReplaysCountOnce(t *testing.T) {
 		seen[m.Seq]++
 	}
 	for before, pages := page.FirstSeq, 0; ; pages++ {
-		h, _, err := alice.History(ctx, conv, before, 50)
+		h, _, err := alice.History(ctx, conv, 0, before, 50)
 		if err != nil {
 			t.Fatalf("history below %d: %v", before, err)
 		}
