@@ -86,14 +86,18 @@ func TestInboxWrittenWithoutAnEpochAdoptsTheFirstOneItSees(t *testing.T) {
 	s := seqTestStore(t, 0)
 	ctx := context.Background()
 	d, m := InboxDelivered, InboxMentioned
-	for _, u := range []InboxUpdate{
-		{User: "u", Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(d, 1), ev(m, 2)}},
+	for i, step := range []struct {
+		u    InboxUpdate
+		want InboxOutcome
+	}{
+		{InboxUpdate{User: "u", Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(d, 1), ev(m, 2)}}, InboxApplied},
 		// A replay that names its epoch: still a replay, and the epoch is kept.
-		{User: "u", Conv: "c", Form: InboxGroup, Epoch: 7, Events: []InboxEvent{ev(d, 1), ev(m, 2)}},
-		{User: "u", Conv: "c", Form: InboxGroup, Epoch: 7, Events: []InboxEvent{ev(d, 3)}},
+		{InboxUpdate{User: "u", Conv: "c", Form: InboxGroup, Epoch: 7, Events: []InboxEvent{ev(d, 1), ev(m, 2)}}, InboxReplayed},
+		{InboxUpdate{User: "u", Conv: "c", Form: InboxGroup, Epoch: 7, Events: []InboxEvent{ev(d, 3)}}, InboxApplied},
+		{InboxUpdate{User: "u", Conv: "c", Form: InboxGroup, Epoch: 6, Events: []InboxEvent{ev(d, 4)}}, InboxReplayed},
 	} {
-		if _, errs := s.ApplyInboxes(ctx, []InboxUpdate{u}); errs[0] != nil {
-			t.Fatal(errs[0])
+		if outs, errs := s.ApplyInboxes(ctx, []InboxUpdate{step.u}); errs[0] != nil || outs[0] != step.want {
+			t.Fatalf("step %d: %v, %v; want %v", i, outs[0], errs[0], step.want)
 		}
 	}
 	got := readInbox(t, s, "u")

@@ -156,8 +156,9 @@ if t ~= t0 then
   changed = true
 end
 if adopt then
+  -- Only a renewal changes what the user sees; an inbox taking its first
+  -- epoch (a replay included) does not.
   redis.call('HSET', ib, fe, ARGV[3])
-  changed = true
 end
 if active > 0 then
   redis.call('ZADD', cl, 'GT', active, conv)
