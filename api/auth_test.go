@@ -68,7 +68,7 @@ type blockingHistory struct {
 	once    sync.Once
 }
 
-func (b *blockingHistory) History(ctx context.Context, conv string, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
+func (b *blockingHistory) History(ctx context.Context, conv string, epoch, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
 	b.once.Do(func() { close(b.entered) })
 	select {
 	case <-b.release:
@@ -76,6 +76,10 @@ func (b *blockingHistory) History(ctx context.Context, conv string, before uint6
 		return nil, false, ctx.Err()
 	}
 	return nil, false, nil
+}
+
+func (b *blockingHistory) SharedSeq(context.Context, string, uint64, uint64) (uint64, error) {
+	return 0, nil
 }
 
 func TestRequestsBeyondTheInFlightBoundGet503WithRetryAfter(t *testing.T) {

@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -52,20 +55,30 @@ func TestSentMessagesGoThroughThePipelineAsTheAuthenticatedUser(t *testing.T) {
 	}
 }
 
-// memHistory is a history store holding the messages it was given.
+// memHistory is a history store holding the messages it was given, one
+// timeline that every epoch reads; two different epochs share no seq.
 type memHistory []*schemas.Sequenced
 
-func (h memHistory) History(_ context.Context, conv string, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
+func (h memHistory) History(_ context.Context, conv string, epoch, before uint64, limit int) ([]*schemas.Sequenced, bool, error) {
 	var below []*schemas.Sequenced
 	for _, m := range h {
 		if m.GetMessage().GetConvId() == conv && (before == 0 || m.Seq < before) {
-			below = append(below, m)
+			c := proto.Clone(m).(*schemas.Sequenced)
+			c.Epoch = epoch
+			below = append(below, c)
 		}
 	}
 	if len(below) > limit {
 		return below[len(below)-limit:], true, nil
 	}
 	return below, false, nil
+}
+
+func (h memHistory) SharedSeq(_ context.Context, _ string, a, b uint64) (uint64, error) {
+	if a == b {
+		return math.MaxUint64, nil
+	}
+	return 0, nil
 }
 
 func TestHistoryIsForMembersFromWhenTheyJoined(t *testing.T) {

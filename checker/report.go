@@ -136,9 +136,13 @@ func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
 	for _, conv := range sortedConvs(owed, d.st.convs) {
 		c, e, held := t.Convs[conv], owed[conv], d.st.conv(conv)
 		if e.Required != nil {
+			seqs := map[uint64]bool{}
+			for at := range held.msgs {
+				seqs[at.Seq] = true
+			}
 			for s := e.Required.From + 1; s < e.Required.To; s++ {
 				dr.Expected++
-				if _, ok := held.msgs[s]; ok {
+				if seqs[s] {
 					dr.Delivered++
 				} else {
 					dr.Lost++
@@ -146,13 +150,22 @@ func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
 				}
 			}
 		}
-		seen := map[string]uint64{}
-		for s, id := range held.msgs {
-			if prev, dup := seen[id]; dup {
+		// The log numbers one timeline; a rebuild from a history that
+		// lost nothing keeps its seqs, so every epoch's positions are
+		// checked against it. One id twice in one epoch is a duplicate;
+		// in two epochs it is the message both share.
+		type idIn struct {
+			id    string
+			epoch uint64
+		}
+		seen := map[idIn]uint64{}
+		for at, id := range held.msgs {
+			s := at.Seq
+			if prev, dup := seen[idIn{id, at.Epoch}]; dup {
 				dr.Duplicates++
 				r.problem("%s/%s holds %s %s at seqs %d and %d", d.User, d.ID, conv, id, prev, s)
 			}
-			seen[id] = s
+			seen[idIn{id, at.Epoch}] = s
 			switch {
 			case c == nil || s == 0 || s > uint64(len(c.IDs)):
 				dr.Unexpected++

@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -115,7 +116,7 @@ func TestAccountCountsLostDuplicatedMisplacedAndLeakedMessages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &device{Device: Device{User: tc.user, ID: "d1"}, st: newLocalStore()}
-			d.st.conv("g").msgs = tc.held
+			d.st.conv("g").msgs = inEpoch(1, tc.held)
 			r := account(tr, w, []*device{d})
 			got := r.Devices[0]
 			got.User, got.Device = "", ""
@@ -126,6 +127,41 @@ func TestAccountCountsLostDuplicatedMisplacedAndLeakedMessages(t *testing.T) {
 				t.Fatalf("OK() = %v", ok)
 			}
 		})
+	}
+}
+
+// inEpoch places seq → id at positions of one epoch.
+func inEpoch(epoch uint64, held map[uint64]string) map[client.Cursor]string {
+	out := make(map[client.Cursor]string, len(held))
+	for s, id := range held {
+		out[client.Cursor{Seq: s, Epoch: epoch}] = id
+	}
+	return out
+}
+
+func TestAccountKeysWhatADeviceHoldsByEpochAndSeq(t *testing.T) {
+	tr := groupLog(t)
+	d := &device{Device: Device{User: "c", ID: "d1"}, st: newLocalStore()}
+	// The same messages at the same seqs of two epochs (a rebuild from a
+	// history that lost nothing) are the messages both timelines share.
+	held := inEpoch(1, map[uint64]string{4: "m2", 5: "l1", 6: "m3"})
+	maps.Copy(held, inEpoch(2, map[uint64]string{4: "m2", 5: "l1"}))
+	d.st.conv("g").msgs = held
+	r := account(tr, &Workload{}, []*device{d})
+	if got := r.Devices[0]; got.Expected != 3 || got.Delivered != 3 || got.Duplicates != 0 || !r.OK() {
+		t.Fatalf("device report %+v (problems %v), want 3 of 3 delivered, no duplicate", got, r.Problems)
+	}
+	// Another message at a seq of another epoch is no broken promise; the
+	// same position twice with two ids is.
+	s := newLocalStore()
+	s.put(&client.Message{ConvID: "g", Seq: 41, Epoch: 1, ClientMsgID: "old41"})
+	s.put(&client.Message{ConvID: "g", Seq: 41, Epoch: 2, ClientMsgID: "new41"})
+	if s.misordered != 0 || s.redelivered != 0 || len(s.conv("g").msgs) != 2 {
+		t.Fatalf("two epochs' seq 41: misordered %d, redelivered %d, held %d; want 0, 0, 2", s.misordered, s.redelivered, len(s.conv("g").msgs))
+	}
+	s.put(&client.Message{ConvID: "g", Seq: 41, Epoch: 2, ClientMsgID: "other"})
+	if s.misordered != 1 {
+		t.Fatalf("a second id at one position was not flagged: %v", s.problems)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // localStore is a device's own database: what it stored, by conversation
-// and seq, and where its sync continues from. It notes every answer that
+// and position (epoch, seq), and where its sync continues from. It notes every answer that
 // breaks the API's promises about order.
 type localStore struct {
 	convs map[string]*heldConv
@@ -23,7 +23,7 @@ type localStore struct {
 type heldConv struct {
 	epoch  uint64
 	cursor uint64
-	msgs   map[uint64]string // seq → client_msg_id
+	msgs   map[client.Cursor]string // (epoch, seq) → client_msg_id
 	gaps   [][2]uint64
 }
 
@@ -32,7 +32,7 @@ func newLocalStore() *localStore { return &localStore{convs: map[string]*heldCon
 func (s *localStore) conv(id string) *heldConv {
 	c := s.convs[id]
 	if c == nil {
-		c = &heldConv{msgs: map[uint64]string{}}
+		c = &heldConv{msgs: map[client.Cursor]string{}}
 		s.convs[id] = c
 	}
 	return c
@@ -44,19 +44,21 @@ func (s *localStore) problem(format string, args ...any) {
 	}
 }
 
-// put stores one message; a seq already held with another id is a
-// broken promise (a seq names one message forever within an epoch).
+// put stores one message at its (epoch, seq); a position already held
+// with another id is a broken promise (a seq names one message forever
+// within an epoch). The same seq of another epoch is another position.
 func (s *localStore) put(m *client.Message) {
 	c := s.conv(m.ConvID)
-	if old, ok := c.msgs[m.Seq]; ok {
+	at := client.Cursor{Seq: m.Seq, Epoch: m.Epoch}
+	if old, ok := c.msgs[at]; ok {
 		s.redelivered++
 		if old != m.ClientMsgID {
 			s.misordered++
-			s.problem("%s seq %d was %s, now %s", m.ConvID, m.Seq, old, m.ClientMsgID)
+			s.problem("%s seq %d of epoch %d was %s, now %s", m.ConvID, m.Seq, m.Epoch, old, m.ClientMsgID)
 		}
 		return
 	}
-	c.msgs[m.Seq] = m.ClientMsgID
+	c.msgs[at] = m.ClientMsgID
 }
 
 // cursors are what a sync request sends.

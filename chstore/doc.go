@@ -2,13 +2,20 @@
 // message of every conversation, kept for a year or more, for roaming
 // (scrolling back past the Redis window) and for analysts.
 //
-// The table is messages (DDL in schemas/clickhouse, applied by Migrate): one
-// row per (conv_id, seq), ordered by that key and partitioned by month of
-// write time. Writes are at-least-once: workers/history re-inserts whatever
-// Kafka replays. The table's ReplacingMergeTree folds such copies only when
-// it merges parts of one partition, sometime later, so every read here
-// collapses them itself with LIMIT 1 BY seq; callers never see a message
+// The table is history (DDL in schemas/clickhouse, applied by Migrate; the
+// older messages is a view of it): one row per (conv_id, epoch, seq),
+// ordered by that key and partitioned by month of write time. Writes are
+// at-least-once: workers/history re-inserts whatever Kafka replays. The
+// table's ReplacingMergeTree folds such copies only when it merges parts of
+// one partition, sometime later, so every read here collapses them itself
+// with LIMIT 1 BY seq within one epoch's view; callers never see a message
 // twice, and replays never inflate a count.
+//
+// Reads name an epoch (epochs.go): a rebuild of the Redis timeline starts a
+// new epoch from a parent's history at a base counter and records it in the
+// epochs table, and the epoch's view takes seqs up to base from the parent
+// and the rest from its own rows. So an old epoch's rows that arrive after
+// the rebuild stay readable under the old epoch and never show in the new.
 //
 // Retention drops whole months (DropPartitionsBefore) and never a month that
 // still holds rows younger than the cutoff.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -14,7 +16,14 @@ import (
 // newStore returns a migrated Store on a database of its own.
 func newStore(t *testing.T) *chstore.Store {
 	t.Helper()
-	_, db := testenv.ClickHouse(t)
+	s, _ := newStoreConn(t)
+	return s
+}
+
+// newStoreConn is newStore with a connection of its own to the database.
+func newStoreConn(t *testing.T) (*chstore.Store, driver.Conn) {
+	t.Helper()
+	conn, db := testenv.ClickHouse(t)
 	s, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +32,7 @@ func newStore(t *testing.T) *chstore.Store {
 	if err := s.Migrate(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, conn
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -45,11 +45,11 @@ func TestReplayedRecordsAreReadAndCountedOnce(t *testing.T) {
 		if got, err := s.CountMessages(ctx, conv); err != nil || got != n {
 			t.Errorf("CountMessages(%s) = %d, %v; want %d", conv, got, err, n)
 		}
-		if got, err := s.MaxSeq(ctx, conv); err != nil || got != n {
+		if got, err := s.MaxSeq(ctx, conv, 0); err != nil || got != n {
 			t.Errorf("MaxSeq(%s) = %d, %v; want %d", conv, got, err, n)
 		}
 	}
-	all, err := s.Range(ctx, "a", 1, 300)
+	all, err := s.Range(ctx, "a", 0, 1, 300)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestHistoryPagesJoinWithoutGapOrOverlap(t *testing.T) {
 			var got []*schemas.Sequenced
 			before := uint64(0)
 			for page := 0; ; page++ {
-				msgs, hasMore, err := s.History(ctx, "a", before, limit)
+				msgs, hasMore, err := s.History(ctx, "a", 0, before, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func TestHistoryBelowASeq(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, hasMore, err := s.History(testCtx(t), "a", tt.before, tt.limit)
+			msgs, hasMore, err := s.History(testCtx(t), "a", 0, tt.before, tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestHistoryBelowASeq(t *testing.T) {
 			}
 		})
 	}
-	if msgs, hasMore, err := s.History(testCtx(t), "nobody", 0, 10); err != nil || len(msgs) != 0 || hasMore {
+	if msgs, hasMore, err := s.History(testCtx(t), "nobody", 0, 0, 10); err != nil || len(msgs) != 0 || hasMore {
 		t.Fatalf("History of an unknown conversation = %v, %v, %v; want nothing", seqsOf(msgs), hasMore, err)
 	}
 }
@@ -137,14 +137,14 @@ func TestReadsRejectBadArguments(t *testing.T) {
 	s := newStore(t)
 	ctx := testCtx(t)
 	calls := map[string]func() error{
-		"history limit 0":        func() error { _, _, err := s.History(ctx, "a", 0, 0); return err },
-		"history limit 201":      func() error { _, _, err := s.History(ctx, "a", 0, chstore.MaxHistoryLimit+1); return err },
-		"history bad conv":       func() error { _, _, err := s.History(ctx, "a:b", 0, 10); return err },
-		"range from 0":           func() error { _, err := s.Range(ctx, "a", 0, 5); return err },
-		"range backwards":        func() error { _, err := s.Range(ctx, "a", 5, 4); return err },
-		"range too wide":         func() error { _, err := s.Range(ctx, "a", 1, chstore.MaxRangeSpan+1); return err },
+		"history limit 0":        func() error { _, _, err := s.History(ctx, "a", 0, 0, 0); return err },
+		"history limit 201":      func() error { _, _, err := s.History(ctx, "a", 0, 0, chstore.MaxHistoryLimit+1); return err },
+		"history bad conv":       func() error { _, _, err := s.History(ctx, "a:b", 0, 0, 10); return err },
+		"range from 0":           func() error { _, err := s.Range(ctx, "a", 0, 0, 5); return err },
+		"range backwards":        func() error { _, err := s.Range(ctx, "a", 0, 5, 4); return err },
+		"range too wide":         func() error { _, err := s.Range(ctx, "a", 0, 1, chstore.MaxRangeSpan+1); return err },
 		"count empty conv":       func() error { _, err := s.CountMessages(ctx, ""); return err },
-		"max seq bad conv":       func() error { _, err := s.MaxSeq(ctx, "{a}"); return err },
+		"max seq bad conv":       func() error { _, err := s.MaxSeq(ctx, "{a}", 0); return err },
 		"insert without message": func() error { return s.InsertBatch(ctx, []*schemas.Sequenced{{Seq: 1, WriteTimeMs: 1}}) },
 	}
 	for name, call := range calls {

@@ -9,15 +9,15 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// messageColumns is the explicit column list of every INSERT and SELECT of
-// the messages table, in the order rowOf appends them.
+// messageColumns is the explicit column list of every INSERT into the
+// history table, in the order rowOf appends them.
 const messageColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
 	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms"
 
 // maxDateTimeSec is the last second a ClickHouse DateTime (UInt32) holds.
 const maxDateTimeSec = math.MaxUint32
 
-// CheckInsertable reports why the messages table cannot hold a record, as
+// CheckInsertable reports why the history table cannot hold a record, as
 // an error wrapping ErrInvalid, or nil. No retry can fix such a record: the
 // caller dead-letters it instead of blocking the others behind it.
 func CheckInsertable(m *schemas.Sequenced) error {
@@ -34,18 +34,18 @@ func CheckInsertable(m *schemas.Sequenced) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if schemas.ConvTypeName(msg.GetConvType()) == "" {
-		return invalidf("conv_type %d has no value in the messages table", msg.GetConvType())
+		return invalidf("conv_type %d has no value in the history table", msg.GetConvType())
 	}
 	if schemas.KindName(msg.GetKind()) == "" {
-		return invalidf("kind %d has no value in the messages table", msg.GetKind())
+		return invalidf("kind %d has no value in the history table", msg.GetKind())
 	}
 	if schemas.QoSName(msg.GetQos()) == "" {
-		return invalidf("qos %d has no value in the messages table", msg.GetQos())
+		return invalidf("qos %d has no value in the history table", msg.GetQos())
 	}
 	return nil
 }
 
-// InsertBatch appends records to the messages table in one INSERT. Records
+// InsertBatch appends records to the history table in one INSERT. Records
 // already there (a replay) are inserted again and collapse with their first
 // copy; readers of this package never see both. If any record fails
 // CheckInsertable nothing is inserted.
@@ -60,7 +60,7 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []*schemas.Sequenced) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.InsertTimeout)
 	defer cancel()
-	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO messages ("+messageColumns+")")
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+historyTable+" ("+messageColumns+")")
 	if err != nil {
 		return fmt.Errorf("insert %d messages: prepare: %w", len(msgs), err)
 	}

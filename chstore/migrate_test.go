@@ -2,7 +2,14 @@ package chstore_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
@@ -80,4 +87,136 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	if n, err := s.CountMessages(testCtx(t), "c1"); err != nil || n != 0 {
 		t.Fatalf("count on the new database = %d, %v; want 0, nil", n, err)
 	}
+}
+
+// oldSchemaWithData lays out a database as 001 left it, recorded as
+// applied, and inserts records into its messages table.
+func oldSchemaWithData(t *testing.T, conn driver.Conn, recs []*schemas.Sequenced) {
+	t.Helper()
+	ctx := testCtx(t)
+	migrations, err := schemas.ClickHouseMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version UInt32, name String, applied_at DateTime('UTC')
+	) ENGINE = ReplacingMergeTree() ORDER BY version`}, migrations[0].Statements...)
+	stmts = append(stmts, "INSERT INTO schema_migrations (version, name, applied_at) SELECT 1, '001_messages', now()")
+	for _, stmt := range stmts {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("lay out the old schema: %v", err)
+		}
+	}
+	batch, err := conn.PrepareBatch(ctx, "INSERT INTO messages (conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, "+
+		"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		m := r.Message
+		all := uint8(0)
+		if m.MentionAll {
+			all = 1
+		}
+		err := batch.Append(m.ConvId, r.Seq, r.Epoch, schemas.ConvTypeName(m.ConvType), schemas.KindName(m.Kind), m.Sender,
+			append([]string{}, m.Recipients...), append([]string{}, m.Mentions...), all, schemas.QoSName(m.Qos), m.ContentType,
+			m.ClientMsgId, m.Body, time.UnixMilli(m.SendTimeMs).UTC(), m.SendTimeMs, time.UnixMilli(r.WriteTimeMs).UTC(), r.WriteTimeMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatalf("insert into the old messages table: %v", err)
+	}
+}
+
+func TestMigrateMovesAnOldDatabaseToTheEpochKeyAndKeepsEveryRow(t *testing.T) {
+	conn, db := testenv.ClickHouse(t)
+	ctx := testCtx(t)
+	const e1, e2 = uint64(1_000), uint64(2_000)
+	may, june := writtenAt(time.Date(2024, 5, 3, 0, 0, 0, 0, time.UTC)), writtenAt(time.Date(2024, 6, 3, 0, 0, 0, 0, time.UTC))
+	// "m" was rebuilt before the migration: epoch e2 restarted at seq 5,
+	// and e1's rows 6..10 reached the history late. "n" has one epoch and
+	// a replayed row.
+	m1 := inEpochOf(e1, fixture("m", 1, 10, may))
+	m2 := inEpochOf(e2, fixture("m", 6, 12, june))
+	for _, r := range m2 {
+		r.Message.Body = fmt.Appendf(nil, "rebuilt %d", r.Seq)
+	}
+	n1 := inEpochOf(e1, fixture("n", 1, 3, may))
+	oldSchemaWithData(t, conn, slices.Concat(m1, m2, n1, n1[1:2]))
+
+	s, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := map[uint64][]*schemas.Sequenced{
+		e1: m1,
+		e2: slices.Concat(inEpochOf(e2, cloneAll(m1[:5])), m2),
+	}
+	check := func(t *testing.T) {
+		t.Helper()
+		applied, err := s.AppliedMigrations(ctx)
+		if err != nil || !applied[1] || !applied[2] {
+			t.Fatalf("applied migrations = %v, %v; want 1 and 2", applied, err)
+		}
+		var ddl, engine string
+		if err := conn.QueryRow(ctx, "SHOW CREATE TABLE history").Scan(&ddl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(ddl, "ORDER BY (conv_id, epoch, seq)") {
+			t.Fatalf("history is not keyed by (conv_id, epoch, seq):\n%s", ddl)
+		}
+		if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = 'messages'", db).Scan(&engine); err != nil || engine != "View" {
+			t.Fatalf("messages is %q (%v), want the View over history", engine, err)
+		}
+		for conv, n := range map[string]uint64{"m": 17, "n": 3} {
+			if got, err := s.CountMessages(ctx, conv); err != nil || got != n {
+				t.Fatalf("CountMessages(%s) = %d, %v; want %d", conv, got, err, n)
+			}
+		}
+		var viaView uint64
+		if err := conn.QueryRow(ctx, "SELECT uniqExact(conv_id, epoch, seq) FROM messages").Scan(&viaView); err != nil || viaView != 20 {
+			t.Fatalf("distinct rows through the messages view = %d, %v; want 20", viaView, err)
+		}
+		lin, err := s.Lineage(ctx, "m")
+		if err != nil || len(lin) != 1 || lin[e2] != (chstore.EpochOrigin{Epoch: e2, Parent: e1, Base: 5}) {
+			t.Fatalf("lineage of m = %v, %v; want e2 from e1 at 5, inferred from the rows", lin, err)
+		}
+		for epoch, msgs := range want {
+			got := pageAll(t, s, "m", epoch, 4)
+			if len(got) != len(msgs) {
+				t.Fatalf("history of m epoch %d: seqs %v, want %d messages", epoch, seqsOf(got), len(msgs))
+			}
+			for i := range got {
+				if !proto.Equal(got[i], msgs[i]) {
+					t.Fatalf("history of m epoch %d, message %d = %v, want %v", epoch, i, got[i], msgs[i])
+				}
+			}
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate the old database: %v", err)
+	}
+	t.Run("migrated", check)
+	// A crash before 002 was recorded runs it again over its own result.
+	if err := conn.Exec(ctx, "TRUNCATE TABLE schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) SELECT 1, '001_messages', now()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate again: %v", err)
+	}
+	t.Run("migrated twice", check)
+}
+
+func cloneAll(msgs []*schemas.Sequenced) []*schemas.Sequenced {
+	out := make([]*schemas.Sequenced, len(msgs))
+	for i, m := range msgs {
+		out[i] = proto.Clone(m).(*schemas.Sequenced)
+	}
+	return out
 }

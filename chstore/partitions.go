@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Partition is one month of the messages table (by write time, UTC).
+// Partition is one month of the history table (by write time, UTC).
 type Partition struct {
 	// ID is the partition id, YYYYMM.
 	ID string
@@ -27,28 +27,28 @@ func (p Partition) End() (time.Time, error) {
 	return month.AddDate(0, 1, 0), nil
 }
 
-// Partitions lists the messages table's partitions, oldest first.
+// Partitions lists the history table's partitions, oldest first.
 func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	rows, err := s.conn.Query(ctx, `SELECT partition_id, min(min_time), max(max_time), sum(rows)
-		FROM system.parts WHERE database = ? AND table = 'messages' AND active
-		GROUP BY partition_id ORDER BY partition_id`, s.cfg.Database)
+		FROM system.parts WHERE database = ? AND table = ? AND active
+		GROUP BY partition_id ORDER BY partition_id`, s.cfg.Database, historyTable)
 	if err != nil {
-		return nil, fmt.Errorf("list partitions of %s.messages: %w", s.cfg.Database, err)
+		return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
 	}
 	defer rows.Close()
 	var out []Partition
 	for rows.Next() {
 		var p Partition
 		if err := rows.Scan(&p.ID, &p.MinWriteTime, &p.MaxWriteTime, &p.Rows); err != nil {
-			return nil, fmt.Errorf("list partitions of %s.messages: %w", s.cfg.Database, err)
+			return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
 		}
 		p.MinWriteTime, p.MaxWriteTime = p.MinWriteTime.UTC(), p.MaxWriteTime.UTC()
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list partitions of %s.messages: %w", s.cfg.Database, err)
+		return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
 	}
 	return out, nil
 }
@@ -68,14 +68,14 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) (int
 	for _, p := range parts {
 		end, err := p.End()
 		if err != nil {
-			return dropped, fmt.Errorf("retention of %s.messages: %w", s.cfg.Database, err)
+			return dropped, fmt.Errorf("retention of %s.history: %w", s.cfg.Database, err)
 		}
 		if end.After(cutoff) {
 			continue
 		}
 		// The id is YYYYMM digits (checked by End), safe to quote as is.
-		if err := s.conn.Exec(ctx, "ALTER TABLE messages DROP PARTITION ID '"+p.ID+"'"); err != nil {
-			return dropped, fmt.Errorf("drop partition %s of %s.messages: %w", p.ID, s.cfg.Database, err)
+		if err := s.conn.Exec(ctx, "ALTER TABLE "+historyTable+" DROP PARTITION ID '"+p.ID+"'"); err != nil {
+			return dropped, fmt.Errorf("drop partition %s of %s.history: %w", p.ID, s.cfg.Database, err)
 		}
 		dropped++
 		s.cfg.Logger.Info("clickhouse partition dropped", "database", s.cfg.Database,

@@ -52,7 +52,7 @@ func TestDropPartitionsBeforeDropsOnlyMonthsEndedByTheCutoff(t *testing.T) {
 		t.Fatalf("after dropping January: CountMessages(c) = %d, %v; want 20", n, err)
 	}
 	// History over the hole that retention left ends where the data ends.
-	msgs, hasMore, err := s.History(ctx, "c", 0, 25)
+	msgs, hasMore, err := s.History(ctx, "c", 0, 0, 25)
 	if err != nil || hasMore || !slices.Equal(seqsOf(msgs), seqRange(41, 60)) {
 		t.Fatalf("History(c) after retention = %v, %v, %v; want 41..60 without more", seqsOf(msgs), hasMore, err)
 	}

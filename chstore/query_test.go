@@ -47,7 +47,7 @@ func TestQueryRendersValuesAsText(t *testing.T) {
 	s, want := replayedStore(t)
 	cols, rows, err := s.Query(testCtx(t), `SELECT conv_id, seq, kind, recipients, mentions, mention_all,
 		write_time, toDate(write_time) AS day, CAST(NULL AS Nullable(String)) AS nothing
-		FROM messages WHERE conv_id = 'a' AND seq = 4 LIMIT 1`)
+		FROM messages WHERE conv_id = 'a' AND seq = 4 ORDER BY write_time DESC LIMIT 1`)
 	if err != nil {
 		t.Fatal(err)
 	}

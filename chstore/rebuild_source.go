@@ -11,28 +11,33 @@ import (
 // membership records a group's member set is replayed from, and the list
 // of conversations to rebuild.
 const (
-	selectMembership = "SELECT " + readColumns + " FROM messages" +
-		" WHERE conv_id = ? AND seq > ? AND kind IN ('member_join', 'member_leave')" +
+	membershipTail = " AND seq > ? AND kind IN ('member_join', 'member_leave')" +
 		" ORDER BY seq ASC, write_time_ms DESC LIMIT 1 BY seq LIMIT ?"
-	selectConversations = "SELECT DISTINCT conv_id FROM messages WHERE conv_id > ? ORDER BY conv_id LIMIT ?"
+	selectConversations = "SELECT DISTINCT conv_id FROM " + historyTable + " WHERE conv_id > ? ORDER BY conv_id LIMIT ?"
 )
 
-// MembershipChanges returns a conversation's join and leave records with
-// seq > afterSeq in ascending seq, each once, at most limit
-// (1..MaxRangeSpan).
-func (s *Store) MembershipChanges(ctx context.Context, conv string, afterSeq uint64, limit int) ([]*schemas.Sequenced, error) {
-	if err := schemas.ValidID("conv_id", conv); err != nil {
-		return nil, fmt.Errorf("membership changes: %w: %w", ErrInvalid, err)
+// MembershipChanges returns the join and leave records of one epoch of a
+// conversation (0: the newest the history knows) with seq > afterSeq in
+// ascending seq, each once, at most limit (1..MaxRangeSpan).
+func (s *Store) MembershipChanges(ctx context.Context, conv string, epoch, afterSeq uint64, limit int) ([]*schemas.Sequenced, error) {
+	if err := validConv(conv); err != nil {
+		return nil, fmt.Errorf("membership changes: %w", err)
 	}
 	if limit < 1 || limit > MaxRangeSpan {
 		return nil, fmt.Errorf("membership changes %s: %w", conv, invalidf("limit %d is outside 1..%d", limit, MaxRangeSpan))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	recs, err := s.selectMessages(ctx, selectMembership, conv, afterSeq, uint64(limit))
-	if err != nil {
-		return nil, fmt.Errorf("membership changes %s after %d: %w", conv, afterSeq, err)
+	epoch, v, err := s.resolve(ctx, conv, epoch)
+	if err != nil || epoch == 0 {
+		return nil, err
 	}
+	cond, args := v.where()
+	recs, err := s.selectMessages(ctx, selectFrom+cond+membershipTail, append(append([]any{conv}, args...), afterSeq, uint64(limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("membership changes %s epoch %d after %d: %w", conv, epoch, afterSeq, err)
+	}
+	inEpoch(recs, epoch)
 	return recs, nil
 }
 

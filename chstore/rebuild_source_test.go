@@ -37,7 +37,7 @@ func TestMembershipChangesListsJoinsAndLeavesOnceInSeqOrder(t *testing.T) {
 		{7, 10, nil},
 	}
 	for _, tc := range cases {
-		got, err := s.MembershipChanges(ctx, "g", tc.after, tc.limit)
+		got, err := s.MembershipChanges(ctx, "g", 0, tc.after, tc.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestMembershipChangesListsJoinsAndLeavesOnceInSeqOrder(t *testing.T) {
 			t.Fatalf("after %d limit %d: seqs %v, want %v", tc.after, tc.limit, seqs, tc.want)
 		}
 	}
-	if _, err := s.MembershipChanges(ctx, "g", 0, 0); err == nil {
+	if _, err := s.MembershipChanges(ctx, "g", 0, 0, 0); err == nil {
 		t.Fatal("limit 0 accepted")
 	}
 }

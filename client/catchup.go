@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -14,10 +15,15 @@ type HeldMsg struct {
 
 // HeldConv is the device's copy of one conversation.
 type HeldConv struct {
+	// Epoch is the timeline the cursor and gaps count in.
 	Epoch uint64
 	// Cursor is the highest seq held at the top: what sync continues from.
 	Cursor uint64
-	Msgs   map[uint64]HeldMsg
+	// Msgs holds every message stored, by its position: a seq names a
+	// message only within its epoch, so after a rebuild the new epoch's
+	// seq 41 is another message than the old epoch's 41, and both are
+	// kept.
+	Msgs map[Cursor]HeldMsg
 	// Gaps are known missing seq ranges below Cursor, to page through.
 	Gaps [][2]uint64
 }
@@ -25,8 +31,8 @@ type HeldConv struct {
 // Held is the device's local store.
 type Held struct {
 	Convs map[string]*HeldConv
-	// Redelivered counts messages received again that were already held
-	// (a mention in the lane and again in its conversation's slice).
+	// Redelivered counts messages received again at a position already
+	// held (a mention in the lane and again in its conversation's slice).
 	Redelivered int
 }
 
@@ -36,20 +42,22 @@ func NewHeld() *Held { return &Held{Convs: map[string]*HeldConv{}} }
 func (h *Held) conv(id string) *HeldConv {
 	c := h.Convs[id]
 	if c == nil {
-		c = &HeldConv{Msgs: map[uint64]HeldMsg{}}
+		c = &HeldConv{Msgs: map[Cursor]HeldMsg{}}
 		h.Convs[id] = c
 	}
 	return c
 }
 
-// store keeps m; it reports whether it was new.
-func (h *Held) store(m *Message) bool {
+// store keeps m at its (epoch, seq), its own epoch or, when it names none,
+// the epoch of the answer it came in; it reports whether it was new.
+func (h *Held) store(m *Message, epoch uint64) bool {
 	c := h.conv(m.ConvID)
-	if _, ok := c.Msgs[m.Seq]; ok {
+	at := Cursor{Seq: m.Seq, Epoch: cmp.Or(m.Epoch, epoch)}
+	if _, ok := c.Msgs[at]; ok {
 		h.Redelivered++
 		return false
 	}
-	c.Msgs[m.Seq] = HeldMsg{ClientMsgID: m.ClientMsgID, Kind: m.Kind}
+	c.Msgs[at] = HeldMsg{ClientMsgID: m.ClientMsgID, Kind: m.Kind}
 	return true
 }
 
@@ -143,7 +151,8 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 // Apply stores one sync answer and returns what to ack.
 func (h *Held) Apply(resp SyncResponse) []AckItem {
 	for i := range resp.Mentions {
-		h.store(&resp.Mentions[i].Message)
+		m := &resp.Mentions[i].Message
+		h.store(m, h.conv(m.ConvID).Epoch)
 	}
 	var acks []AckItem
 	for i := range resp.Conversations {
@@ -160,11 +169,11 @@ func (h *Held) Apply(resp SyncResponse) []AckItem {
 			}
 		}
 		for j := range sc.Messages {
-			h.store(&sc.Messages[j])
+			h.store(&sc.Messages[j], sc.Epoch)
 			hc.Cursor = max(hc.Cursor, sc.Messages[j].Seq)
 		}
 		if hasGap && sameEpoch {
-			gap, hasGap = hc.lacking(gap)
+			gap, hasGap = hc.lacking(gap, sc.Epoch)
 		}
 		if hasGap {
 			hc.Gaps = append(hc.Gaps, gap)
@@ -194,21 +203,21 @@ func (hc *HeldConv) gapOf(sc *SyncConv) ([2]uint64, bool) {
 	return [2]uint64{}, false
 }
 
-// lacking trims from both ends of g the seqs already held. A named gap
+// lacking trims from both ends of g the seqs of epoch already held. A named gap
 // may cover what the device holds: the slice of the same answer, or,
 // after a sync without cursors, what it stored above its acked cursor.
 // Paging those again is waste. A held seq inside the range stays in it:
 // splitting would cost a request to save a message.
-func (hc *HeldConv) lacking(g [2]uint64) ([2]uint64, bool) {
+func (hc *HeldConv) lacking(g [2]uint64, epoch uint64) ([2]uint64, bool) {
 	from, to := g[0], g[1]
 	for from <= to {
-		if _, ok := hc.Msgs[from]; !ok {
+		if _, ok := hc.Msgs[Cursor{Seq: from, Epoch: epoch}]; !ok {
 			break
 		}
 		from++
 	}
 	for to >= from {
-		if _, ok := hc.Msgs[to]; !ok {
+		if _, ok := hc.Msgs[Cursor{Seq: to, Epoch: epoch}]; !ok {
 			break
 		}
 		to--
@@ -230,7 +239,7 @@ func (c *Client) pageGaps(ctx context.Context, held *Held, o CatchUpOptions, st 
 				st.saw(n)
 				before := after
 				for i := range p.Messages {
-					held.store(&p.Messages[i])
+					held.store(&p.Messages[i], cmp.Or(p.Epoch, hc.Epoch))
 					after = max(after, p.Messages[i].Seq)
 				}
 				if p.Incomplete {

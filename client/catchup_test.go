@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,7 +13,7 @@ func TestHeldApplyRecordsGapsRebasesAndAcks(t *testing.T) {
 	h := NewHeld()
 	h.conv("g").Cursor = 10
 	resp := SyncResponse{
-		Mentions: []SyncMention{{ConvID: "g", Message: Message{ConvID: "g", Seq: 15, ClientMsgID: "m15"}}},
+		Mentions: []SyncMention{{ConvID: "g", Message: Message{ConvID: "g", Seq: 15, Epoch: 7, ClientMsgID: "m15"}}},
 		Conversations: []SyncConv{
 			{ConvID: "g", Epoch: 7, Gap: &struct {
 				From uint64 `json:"from"`
@@ -168,5 +169,49 @@ func TestPageGapsStopsWhenTheServerDoesNotAdvance(t *testing.T) {
 	err := New(srv.URL, "t", nil).pageGaps(ctx, held, CatchUpOptions{PageLimit: 200}, &st)
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("want an error saying the server did not advance, got %v after %d pages", err, st.PageResponses)
+	}
+}
+
+// After a rebuild the new epoch's seqs 41 and 42 are new messages,
+// although the device holds seqs 41..45 of the old epoch: they are
+// stored beside them, not counted as redelivered, and a real redelivery
+// of the new epoch is still one.
+func TestHeldKeysMessagesByEpochAndSeq(t *testing.T) {
+	const oldE, newE = 7, 9
+	at := func(epoch, seq uint64, id string) Message {
+		return Message{ConvID: "g", Seq: seq, Epoch: epoch, ClientMsgID: id}
+	}
+	h := NewHeld()
+	var old []Message
+	for s := uint64(1); s <= 45; s++ {
+		old = append(old, at(oldE, s, fmt.Sprint("old", s)))
+	}
+	h.Apply(SyncResponse{Conversations: []SyncConv{{ConvID: "g", Epoch: oldE, MaxSeq: 45, Messages: old}}})
+	acks := h.Apply(SyncResponse{
+		Mentions: []SyncMention{{ConvID: "g", Message: at(newE, 41, "new41")}},
+		Conversations: []SyncConv{{ConvID: "g", Epoch: newE, MaxSeq: 42, Rebase: true, RebaseReason: "epoch",
+			Messages: []Message{at(newE, 41, "new41"), at(newE, 42, "new42")}}},
+	})
+	hc := h.Convs["g"]
+	if h.Redelivered != 1 {
+		t.Fatalf("redelivered %d, want 1 (the mention, again in the slice)", h.Redelivered)
+	}
+	if len(hc.Msgs) != 47 {
+		t.Fatalf("holds %d messages, want the old 45 and the new 2", len(hc.Msgs))
+	}
+	for pos, want := range map[Cursor]string{
+		{Seq: 41, Epoch: oldE}: "old41", {Seq: 45, Epoch: oldE}: "old45",
+		{Seq: 41, Epoch: newE}: "new41", {Seq: 42, Epoch: newE}: "new42",
+	} {
+		if got := hc.Msgs[pos].ClientMsgID; got != want {
+			t.Errorf("held at %+v: %q, want %q", pos, got, want)
+		}
+	}
+	if len(acks) != 1 || acks[0] != (AckItem{ConvID: "g", Seq: 42, Epoch: newE}) {
+		t.Fatalf("acks %+v, want g at 42 of the new epoch", acks)
+	}
+	h.Apply(SyncResponse{Conversations: []SyncConv{{ConvID: "g", Epoch: newE, MaxSeq: 42, Messages: []Message{at(newE, 42, "new42")}}}})
+	if h.Redelivered != 2 || len(hc.Msgs) != 47 {
+		t.Fatalf("redelivered %d with %d held, want 2 with 47 (new 42 came again)", h.Redelivered, len(hc.Msgs))
 	}
 }

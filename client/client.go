@@ -30,7 +30,8 @@ type Message struct {
 	SendTimeMS  int64    `json:"send_time_ms,omitempty"`
 }
 
-// Cursor is what the client holds of one conversation.
+// Cursor is a position in a conversation: a seq of an epoch. It is what
+// the client holds of one conversation, and where a held message sits.
 type Cursor struct {
 	Seq   uint64 `json:"seq"`
 	Epoch uint64 `json:"epoch"`
@@ -225,11 +226,16 @@ func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, lim
 	return out, n, err
 }
 
-// History reads a roaming page of conv below before (0: the newest).
-func (c *Client) History(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
+// History reads a roaming page of conv below before (0: the newest) in
+// one epoch (0: the conversation's current one); the page names the epoch
+// it was read in, and its messages carry it.
+func (c *Client) History(ctx context.Context, conv string, epoch, before uint64, limit int) (Page, int, error) {
 	q := url.Values{}
 	if before > 0 {
 		q.Set("before", strconv.FormatUint(before, 10))
+	}
+	if epoch > 0 {
+		q.Set("epoch", strconv.FormatUint(epoch, 10))
 	}
 	q.Set("limit", strconv.Itoa(limit))
 	var out Page

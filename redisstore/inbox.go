@@ -57,11 +57,16 @@ const (
 )
 
 // InboxUpdate is one merge batch of one conversation for one user: events in
-// ascending seq order.
+// ascending seq order, all of one epoch.
 type InboxUpdate struct {
-	User   string
-	Conv   string
-	Form   InboxForm
+	User string
+	Conv string
+	Form InboxForm
+	// Epoch is the conversation epoch the seqs belong to. A batch of an
+	// epoch older than the inbox's changes nothing; the first one of a
+	// newer epoch takes back what the inbox counted above its first seq
+	// (see lua/apply_inbox.lua). 0: unknown, applied in the inbox's epoch.
+	Epoch  uint64
 	Events []InboxEvent
 }
 
@@ -169,8 +174,8 @@ func (s *Store) inboxKeys(user string) []string {
 }
 
 func inboxArgs(u InboxUpdate) []any {
-	args := make([]any, 0, 2+3*len(u.Events))
-	args = append(args, u.Conv, string(rune(u.Form)))
+	args := make([]any, 0, 3+3*len(u.Events))
+	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch)
 	for _, e := range u.Events {
 		args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)
 	}

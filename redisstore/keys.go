@@ -68,6 +68,8 @@ const (
 	FieldRead   = 'r'
 	FieldJoined = 'j'
 	FieldType   = 't'
+	// FieldEpoch is the epoch the conversation's l, r and j count in.
+	FieldEpoch = 'e'
 )
 
 // MentionMember names one entry of the mention lane.

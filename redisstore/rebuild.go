@@ -20,12 +20,18 @@ var (
 )
 
 // HistorySource is the durable history a conversation is rebuilt from
-// (the ClickHouse store satisfies it). Range returns the records with
-// fromSeq <= seq <= toSeq in ascending seq, each once, leaving out seqs it
-// does not hold; MaxSeq is the highest seq it holds (0: none).
+// (the ClickHouse store satisfies it), read per epoch: an epoch a rebuild
+// started holds its parent's records up to the counter it started at
+// (see chstore's epochs). Range returns one epoch's records with fromSeq
+// <= seq <= toSeq in ascending seq, each once, leaving out seqs it does not
+// hold; MaxSeq is the highest seq an epoch holds (0: none); LatestEpoch is
+// the newest epoch the history knows (0: none); RecordEpoch records where
+// a new epoch starts, before the rebuild commits it.
 type HistorySource interface {
-	Range(ctx context.Context, conv string, fromSeq, toSeq uint64) ([]*schemas.Sequenced, error)
-	MaxSeq(ctx context.Context, conv string) (uint64, error)
+	Range(ctx context.Context, conv string, epoch, fromSeq, toSeq uint64) ([]*schemas.Sequenced, error)
+	MaxSeq(ctx context.Context, conv string, epoch uint64) (uint64, error)
+	LatestEpoch(ctx context.Context, conv string) (uint64, error)
+	RecordEpoch(ctx context.Context, conv string, epoch, parent, base uint64) error
 }
 
 // Rebuild errors.
@@ -138,10 +144,13 @@ type rebuildMeta struct {
 // references, the last-message summary and, when the history can tell it,
 // the member set. Run it while nothing sequences the conversation.
 //
-// The epoch stays only when the store kept the meta and its counter equals
-// the history's: then the rebuilt timeline is the one clients saw. In every
-// other case the counter the clients saw is unknown (the history may lag
-// behind what was lost), so a new epoch is set, above every earlier one.
+// The history is read in the store's epoch when the meta kept one the
+// history knows, else in the newest epoch the history knows. The epoch
+// stays only when it is the store's and its counter equals the history's:
+// then the rebuilt timeline is the one clients saw. In every other case
+// the counter the clients saw is unknown (the history may lag behind what
+// was lost), so a new epoch is set, above every earlier one, and recorded
+// in the history as starting from the epoch read at the rebuilt counter.
 func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
 	res := RebuildResult{Conv: conv}
 	if err := schemas.ValidID("conv_id", conv); err != nil {
@@ -155,31 +164,28 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 	if err != nil {
 		return res, err
 	}
-	top, err := src.MaxSeq(ctx, conv)
-	if err != nil {
-		return res, fmt.Errorf("rebuild %s: history max seq: %w", conv, err)
-	}
-	if top == 0 {
-		return res, fmt.Errorf("rebuild %s: %w", conv, ErrNoHistory)
-	}
 	curSeq, _ := strconv.ParseUint(cur.seq, 10, 64)
 	curEpoch, _ := strconv.ParseUint(cur.epoch, 10, 64)
 	curFirst, _ := strconv.ParseUint(cur.first, 10, 64)
+	src0, top, latest, err := rebuildSource(ctx, src, conv, curEpoch)
+	if err != nil {
+		return res, err
+	}
 	keepFrom := uint64(0)
 	switch {
-	case cur.seq != "" && curSeq == top && curEpoch > 0:
+	case cur.seq != "" && curSeq == top && curEpoch == src0:
 		keepFrom = max(curFirst, 1)
-	case cur.seq != "" && curSeq > top && !opt.Force:
+	case cur.seq != "" && curSeq > top && curEpoch >= src0 && !opt.Force:
 		return res, fmt.Errorf("rebuild %s: store counter %d, history %d: %w", conv, curSeq, top, ErrHistoryBehind)
 	}
-	p, err := planFirst(ctx, src, conv, top, keepFrom, opt)
+	p, err := planFirst(ctx, src, conv, src0, top, keepFrom, opt)
 	if err != nil {
 		return res, err
 	}
 	if p.sample == nil {
 		// Nothing read (the kept timeline is empty): the top record still
 		// tells the type, the participants and the last message.
-		rows, err := src.Range(ctx, conv, top, top)
+		rows, err := src.Range(ctx, conv, src0, top, top)
 		if err != nil {
 			return res, fmt.Errorf("rebuild %s: read history %d: %w", conv, top, err)
 		}
@@ -192,7 +198,12 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 	}
 	res.Seq, res.First, res.Hole, res.Epoch = top, p.first, p.hole, curEpoch
 	if keepFrom == 0 {
-		res.Epoch, res.NewEpoch = max(uint64(opt.Now.UnixMilli()), curEpoch+1, p.maxEpoch+1), true
+		res.Epoch, res.NewEpoch = max(uint64(opt.Now.UnixMilli()), curEpoch+1, latest+1, p.maxEpoch+1), true
+		// Recorded before the commit: no record of the new epoch can reach
+		// the history without its origin.
+		if err := src.RecordEpoch(ctx, conv, res.Epoch, src0, top); err != nil {
+			return res, fmt.Errorf("rebuild %s: record epoch %d: %w", conv, res.Epoch, err)
+		}
 	}
 	var mr *memberReplay
 	if !cur.hasMembers && p.sample != nil {
@@ -201,6 +212,39 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 		}
 	}
 	return s.rebuildApply(ctx, src, conv, opt, cur, p, mr, res)
+}
+
+// rebuildSource picks the epoch a rebuild reads: the store's own when the
+// history holds records of it, else the newest the history knows. It
+// returns that epoch, its highest seq and the newest epoch known.
+func rebuildSource(ctx context.Context, src HistorySource, conv string, curEpoch uint64) (epoch, top, latest uint64, err error) {
+	latest, err = src.LatestEpoch(ctx, conv)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("rebuild %s: history epoch: %w", conv, err)
+	}
+	if latest == 0 {
+		return 0, 0, 0, fmt.Errorf("rebuild %s: %w", conv, ErrNoHistory)
+	}
+	epoch = latest
+	if curEpoch > 0 && curEpoch != latest {
+		// A rebuild raced by the store's writers left a newer epoch no
+		// record will ever carry: the store's epoch is still the live one.
+		own, err := src.MaxSeq(ctx, conv, curEpoch)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("rebuild %s: history max seq of epoch %d: %w", conv, curEpoch, err)
+		}
+		if own > 0 {
+			return curEpoch, own, latest, nil
+		}
+	}
+	top, err = src.MaxSeq(ctx, conv, epoch)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("rebuild %s: history max seq: %w", conv, err)
+	}
+	if top == 0 {
+		return 0, 0, 0, fmt.Errorf("rebuild %s: %w", conv, ErrNoHistory)
+	}
+	return epoch, top, latest, nil
 }
 
 // rebuildApply stages the timeline and members and commits them.

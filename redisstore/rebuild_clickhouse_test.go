@@ -2,11 +2,14 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
@@ -185,5 +188,156 @@ func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testin
 	after := readConv(t, rs, "d1")
 	if len(before.timeline) != 3 || !slices.Equal(after.timeline, before.timeline) {
 		t.Fatalf("rebuilt timeline\n%q\nwant the entries sequencing wrote\n%q", after.timeline, before.timeline)
+	}
+}
+
+// epochRig is a Redis store and a migrated ClickHouse history, with send
+// sequencing n records of group "g" (the first of tag "old" founds it).
+type epochRig struct {
+	rdb    redis.UniversalClient
+	prefix string
+	rs     *redisstore.Store
+	ch     *chstore.Store
+	now    time.Time
+}
+
+func newEpochRig(ctx context.Context, t *testing.T) *epochRig {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &epochRig{rdb: rdb, prefix: prefix, rs: rs, ch: ch, now: time.Now()}
+}
+
+func (r *epochRig) send(ctx context.Context, t *testing.T, n int, tag string) []*schemas.Sequenced {
+	t.Helper()
+	var out []*schemas.Sequenced
+	for i := range n {
+		m := &schemas.Message{ClientMsgId: fmt.Sprint(tag, i), ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "bob", Kind: schemas.Kind_KIND_MESSAGE, ContentType: "text/plain", Body: fmt.Appendf(nil, "%s %d", tag, i)}
+		if len(out) == 0 && tag == "old" {
+			m.Kind, m.Recipients = schemas.Kind_KIND_MEMBER_JOIN, []string{"bob", "alice"}
+		}
+		res, err := r.rs.Sequence(ctx, "g", []*schemas.Message{m}, nil, r.now.UnixMilli())
+		if err != nil || res.Items[0].Status != redisstore.SeqNew {
+			t.Fatalf("sequence %s %d: %+v (err %v)", tag, i, res, err)
+		}
+		out = append(out, res.Items[0].Sequenced)
+	}
+	return out
+}
+
+// lose deletes the conversation's keys, as a Redis loss would.
+func (r *epochRig) lose(ctx context.Context, t *testing.T) {
+	t.Helper()
+	keys, _ := r.rdb.Keys(ctx, r.prefix+"{c:g}*").Result()
+	if err := r.rdb.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRebuildReadsTheEpochItContinuesAndRecordsWhereTheNewOneStarts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := newEpochRig(ctx, t)
+	rs, ch := r.rs, r.ch
+	old := r.send(ctx, t, 45, "old")
+	if err := ch.InsertBatch(ctx, old[:40]); err != nil { // the sink is 5 behind
+		t.Fatal(err)
+	}
+	r.lose(ctx, t)
+	r2, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: r.now})
+	if err != nil || r2.Seq != 40 || !r2.NewEpoch {
+		t.Fatalf("first rebuild %+v, %v; want a new epoch at 40", r2, err)
+	}
+	fresh := r.send(ctx, t, 2, "new")
+	if err := ch.InsertBatch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.InsertBatch(ctx, old[40:]); err != nil { // the old rows arrive late
+		t.Fatal(err)
+	}
+	before := readConv(t, rs, "g")
+
+	// Lost again: the rebuild continues the newest epoch, whose 41 and 42
+	// are the new messages, not the old epoch's late rows.
+	r.lose(ctx, t)
+	r3, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: r.now})
+	if err != nil || r3.Seq != 42 || !r3.NewEpoch || r3.Epoch <= r2.Epoch {
+		t.Fatalf("second rebuild %+v, %v; want a newer epoch at 42", r3, err)
+	}
+	after := readConv(t, rs, "g")
+	if !slices.Equal(after.timeline, before.timeline) {
+		t.Fatalf("rebuilt timeline\n%q\nwant the one the second epoch held\n%q", after.timeline, before.timeline)
+	}
+	lin, err := ch.Lineage(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]chstore.EpochOrigin{
+		r2.Epoch: {Epoch: r2.Epoch, Parent: old[0].Epoch, Base: 40},
+		r3.Epoch: {Epoch: r3.Epoch, Parent: r2.Epoch, Base: 42},
+	}
+	if !maps.Equal(lin, want) {
+		t.Fatalf("lineage %v, want %v", lin, want)
+	}
+}
+
+// racingHistory runs hook before its first Range.
+type racingHistory struct {
+	*chstore.Store
+	hook func()
+}
+
+func (h *racingHistory) Range(ctx context.Context, conv string, epoch, from, to uint64) ([]*schemas.Sequenced, error) {
+	if h.hook != nil {
+		h.hook()
+		h.hook = nil
+	}
+	return h.Store.Range(ctx, conv, epoch, from, to)
+}
+
+// A forced rebuild that its conversation's writers race records an epoch
+// it never commits. The next run must still read the store's own epoch,
+// which the writers went on with, not that newer, frozen one.
+func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := newEpochRig(ctx, t)
+	recs := r.send(ctx, t, 10, "old")
+	if err := r.ch.InsertBatch(ctx, recs[:8]); err != nil { // the sink is 2 behind
+		t.Fatal(err)
+	}
+	var late []*schemas.Sequenced
+	src := &racingHistory{Store: r.ch, hook: func() { late = r.send(ctx, t, 1, "meanwhile") }}
+	_, err := r.rs.RebuildConversation(ctx, src, "g", redisstore.RebuildOptions{Now: r.now, Force: true})
+	if !errors.Is(err, redisstore.ErrRebuildRaced) {
+		t.Fatalf("raced rebuild: %v, want ErrRebuildRaced", err)
+	}
+	if lin, err := r.ch.Lineage(ctx, "g"); err != nil || len(lin) != 1 {
+		t.Fatalf("lineage after the raced run %v, %v; want the one epoch it recorded", lin, err)
+	}
+	// The sink catches up with everything the live epoch holds.
+	if err := r.ch.InsertBatch(ctx, append(recs[8:], late...)); err != nil {
+		t.Fatal(err)
+	}
+	before := readConv(t, r.rs, "g")
+	res, err := r.rs.RebuildConversation(ctx, r.ch, "g", redisstore.RebuildOptions{Now: r.now})
+	if err != nil || res.NewEpoch || res.Seq != 11 || fmt.Sprint(res.Epoch) != before.epoch {
+		t.Fatalf("rebuild after the race %+v, %v; want the live epoch %s kept at 11", res, err, before.epoch)
+	}
+	if after := readConv(t, r.rs, "g"); !slices.Equal(after.timeline, before.timeline) {
+		t.Fatalf("timeline after the rebuild has %d entries, want the live %d", len(after.timeline), len(before.timeline))
 	}
 }

@@ -10,7 +10,8 @@ import (
 // rebuildPlan is what the history says the conversation's Redis state must
 // be, found before anything is written.
 type rebuildPlan struct {
-	top   uint64 // the history's highest seq: the rebuilt counter
+	epoch uint64 // the history's epoch read
+	top   uint64 // its highest seq: the rebuilt counter
 	first uint64 // first seq of the rebuilt timeline (top+1: empty)
 	hole  uint64 // a seq the history lacks that cut the timeline short
 	ctype schemas.ConvType
@@ -28,8 +29,8 @@ type rebuildPlan struct {
 // it: at the oldest record still within its window, found by reading back
 // until records older than the longest window (nothing older can be kept).
 // A seq the history lacks stops the walk: the timeline must be contiguous.
-func planFirst(ctx context.Context, src HistorySource, conv string, top, keepFrom uint64, opt RebuildOptions) (*rebuildPlan, error) {
-	p := &rebuildPlan{top: top, first: top + 1}
+func planFirst(ctx context.Context, src HistorySource, conv string, epoch, top, keepFrom uint64, opt RebuildOptions) (*rebuildPlan, error) {
+	p := &rebuildPlan{epoch: epoch, top: top, first: top + 1}
 	oldest := opt.Now.Add(-opt.Retention.LongestWindow()).UnixMilli()
 	page := uint64(opt.PageSize)
 	for hi := top; hi >= 1; {
@@ -40,7 +41,7 @@ func planFirst(ctx context.Context, src HistorySource, conv string, top, keepFro
 		if keepFrom > 0 {
 			lo = max(lo, keepFrom)
 		}
-		rows, err := src.Range(ctx, conv, lo, hi)
+		rows, err := src.Range(ctx, conv, epoch, lo, hi)
 		if err != nil {
 			return nil, fmt.Errorf("rebuild %s: read history %d..%d: %w", conv, lo, hi, err)
 		}
@@ -85,9 +86,9 @@ func (p *rebuildPlan) note(e *schemas.Sequenced) {
 // conversation's join and leave records on their own; a group's members
 // are replayed from them. Without it a group's members are not restored.
 type MembershipHistory interface {
-	// MembershipChanges returns the join and leave records with seq >
-	// afterSeq, ascending, at most limit.
-	MembershipChanges(ctx context.Context, conv string, afterSeq uint64, limit int) ([]*schemas.Sequenced, error)
+	// MembershipChanges returns one epoch's join and leave records with
+	// seq > afterSeq, ascending, at most limit.
+	MembershipChanges(ctx context.Context, conv string, epoch, afterSeq uint64, limit int) ([]*schemas.Sequenced, error)
 }
 
 // memberReplay is a member set rebuilt the way the sequencing script
@@ -119,13 +120,13 @@ func (s *Store) replayMembers(ctx context.Context, src HistorySource, conv strin
 	}
 	// The founders are named by the record of seq 1; once retention
 	// dropped it the member set cannot be known.
-	if head, err := src.Range(ctx, conv, 1, 1); err != nil {
+	if head, err := src.Range(ctx, conv, p.epoch, 1, 1); err != nil {
 		return nil, fmt.Errorf("rebuild %s: read seq 1: %w", conv, err)
 	} else if len(head) == 0 {
 		return nil, nil
 	}
 	for after := uint64(0); ; {
-		recs, err := mh.MembershipChanges(ctx, conv, after, rebuildMemberPage)
+		recs, err := mh.MembershipChanges(ctx, conv, p.epoch, after, rebuildMemberPage)
 		if err != nil {
 			return nil, fmt.Errorf("rebuild %s: read membership after %d: %w", conv, after, err)
 		}

@@ -33,7 +33,7 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 	today := DayOf(opt.Now.UnixMilli())
 	for lo := p.first; lo <= p.top; lo += uint64(opt.PageSize) {
 		hi := min(lo+uint64(opt.PageSize)-1, p.top)
-		rows, err := src.Range(ctx, conv, lo, hi)
+		rows, err := src.Range(ctx, conv, p.epoch, lo, hi)
 		if err != nil {
 			return out, fmt.Errorf("rebuild %s: read history %d..%d: %w", conv, lo, hi, err)
 		}

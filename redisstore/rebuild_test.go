@@ -13,10 +13,14 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// rbHistory is an in-memory history: the records sequencing published, as
-// the history sink would have stored them.
+// rbHistory is an in-memory history of one timeline per conversation: the
+// records sequencing published, as the history sink would have stored
+// them. Every epoch reads that timeline (how epochs share and split seqs
+// is chstore's, tested there and in rebuild_clickhouse_test.go).
 type rbHistory struct {
 	recs map[string]map[uint64]*schemas.Sequenced
+	// origins are the epochs rebuilds recorded, by conversation.
+	origins map[string][][3]uint64
 	// onRange, when set, runs before every Range (to race a rebuild).
 	onRange func()
 }
@@ -31,7 +35,26 @@ func (h *rbHistory) add(items ...*schemas.Sequenced) {
 	}
 }
 
-func (h *rbHistory) Range(_ context.Context, conv string, from, to uint64) ([]*schemas.Sequenced, error) {
+func (h *rbHistory) LatestEpoch(_ context.Context, conv string) (uint64, error) {
+	var top uint64
+	for _, r := range h.recs[conv] {
+		top = max(top, r.GetEpoch())
+	}
+	for _, o := range h.origins[conv] {
+		top = max(top, o[0])
+	}
+	return top, nil
+}
+
+func (h *rbHistory) RecordEpoch(_ context.Context, conv string, epoch, parent, base uint64) error {
+	if h.origins == nil {
+		h.origins = map[string][][3]uint64{}
+	}
+	h.origins[conv] = append(h.origins[conv], [3]uint64{epoch, parent, base})
+	return nil
+}
+
+func (h *rbHistory) Range(_ context.Context, conv string, _, from, to uint64) ([]*schemas.Sequenced, error) {
 	if h.onRange != nil {
 		h.onRange()
 	}
@@ -44,7 +67,7 @@ func (h *rbHistory) Range(_ context.Context, conv string, from, to uint64) ([]*s
 	return out, nil
 }
 
-func (h *rbHistory) MaxSeq(_ context.Context, conv string) (uint64, error) {
+func (h *rbHistory) MaxSeq(_ context.Context, conv string, _ uint64) (uint64, error) {
 	var top uint64
 	for s := range h.recs[conv] {
 		top = max(top, s)
@@ -52,7 +75,7 @@ func (h *rbHistory) MaxSeq(_ context.Context, conv string) (uint64, error) {
 	return top, nil
 }
 
-func (h *rbHistory) MembershipChanges(_ context.Context, conv string, after uint64, limit int) ([]*schemas.Sequenced, error) {
+func (h *rbHistory) MembershipChanges(_ context.Context, conv string, _, after uint64, limit int) ([]*schemas.Sequenced, error) {
 	seqs := slices.Sorted(maps.Keys(h.recs[conv]))
 	var out []*schemas.Sequenced
 	for _, s := range seqs {

@@ -12,6 +12,9 @@ import (
 // InboxEntry is one conversation of a user's inbox index.
 type InboxEntry struct {
 	Last, Unread, Read, Joined uint64
+	// Epoch is the conversation epoch Last, Read and Joined count in (0:
+	// written before inboxes kept it).
+	Epoch uint64
 	// Form is the `C:t` field: 'd', 'g' or 'L' (the user is in the large
 	// group: its unread is derived from the group's seq).
 	Form byte
@@ -71,6 +74,8 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 			e.Read = n
 		case FieldJoined:
 			e.Joined = n
+		case FieldEpoch:
+			e.Epoch = n
 		}
 		out.Convs[conv] = e
 	}

@@ -75,7 +75,7 @@ func (w *world) send(conv string, ct schemas.ConvType, sender string, mention []
 		if form == redisstore.InboxLarge {
 			ev = append([]redisstore.InboxEvent{{Kind: redisstore.InboxConvertLarge, Seq: seq}}, ev...)
 		}
-		ups = append(ups, redisstore.InboxUpdate{User: u, Conv: conv, Form: form, Events: ev})
+		ups = append(ups, redisstore.InboxUpdate{User: u, Conv: conv, Form: form, Epoch: res.Epoch, Events: ev})
 	}
 	if _, errs := w.s.ApplyInboxes(ctx, ups); slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
 		w.t.Fatalf("apply inboxes: %v", errs)
@@ -110,7 +110,7 @@ func (w *world) group(conv string, founders ...string) {
 				evs = append(evs, ev)
 			}
 		}
-		ups = append(ups, redisstore.InboxUpdate{User: u, Conv: conv, Form: form, Events: evs})
+		ups = append(ups, redisstore.InboxUpdate{User: u, Conv: conv, Form: form, Epoch: res.Epoch, Events: evs})
 	}
 	if _, errs := w.s.ApplyInboxes(context.Background(), ups); slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
 		w.t.Fatalf("apply inboxes: %v", errs)
@@ -253,6 +253,10 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 				rdb.ZAdd(ctx, k.Devices("dave"), redis.Z{Score: float64(i), Member: fmt.Sprint("d", i)})
 			}
 		}, KindDevices, "", "dave"},
+		{"an inbox counting in an epoch after the conversation's", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			epoch, _ := rdb.HGet(ctx, k.ConvMeta("g1"), "epoch").Uint64()
+			rdb.HSet(ctx, k.Inbox("carol"), redisstore.InboxField("g1", redisstore.FieldEpoch), epoch+1)
+		}, KindInbox, "g1", "carol"},
 		{"an inbox naming a missing conversation", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HSet(ctx, k.Inbox("dave"), redisstore.InboxField("lost", redisstore.FieldLast), 1)
 		}, KindInbox, "lost", "dave"},

@@ -126,7 +126,7 @@ func (h *hist) sink(ctx context.Context) error {
 	}
 	h.log.Printf("sunk %d rows in %s: %.0f rows/s, %.0f rows per INSERT", h.res.Rows, busy.Round(time.Millisecond),
 		h.res.RowsPerSec, h.res.InsertBatchRowsAvg)
-	page, _, err := h.store.History(ctx, h.convs[0], 0, chstore.MaxHistoryLimit)
+	page, _, err := h.store.History(ctx, h.convs[0], 0, 0, chstore.MaxHistoryLimit)
 	h.sample = page
 	return err
 }
@@ -175,7 +175,7 @@ func (h *hist) roam(ctx context.Context) error {
 		conv := h.convs[rng.IntN(len(h.convs))]
 		before := 2 + rng.Uint64N(h.maxSeq[conv])
 		t0 := time.Now()
-		p, n, err := c.History(ctx, conv, before, h.o.pageLimit)
+		p, n, err := c.History(ctx, conv, 0, before, h.o.pageLimit)
 		if err != nil {
 			return err
 		}

@@ -147,7 +147,7 @@ func TestMessagesProducedToKafkaReachEveryRecipientThroughTheAPIAndClickHouse(t 
 				continue
 			}
 			for i, id := range ids {
-				m, ok := hc.Msgs[uint64(i+1)]
+				m, ok := hc.Msgs[client.Cursor{Seq: uint64(i + 1), Epoch: hc.Epoch}]
 				if !ok || m.ClientMsgID != id {
 					t.Errorf("%s %s seq %d = %+v, want %s (seqs contiguous from 1)", user, conv, i+1, m, id)
 				}
@@ -213,7 +213,7 @@ func assertInClickHouse(ctx context.Context, t *testing.T, cfg *stackConfig, wan
 			t.Errorf("ClickHouse holds %d messages of %s, want %d (last error %v)", got, conv, n, err)
 			continue
 		}
-		page, _, err := ch.History(ctx, conv, 0, 10)
+		page, _, err := ch.History(ctx, conv, 0, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

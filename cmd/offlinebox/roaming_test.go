@@ -193,7 +193,7 @@ func TestRoamingPagesStitchToRedisPagesAndReplaysCountOnce(t *testing.T) {
 		seen[m.Seq]++
 	}
 	for before, pages := page.FirstSeq, 0; ; pages++ {
-		h, _, err := alice.History(ctx, conv, before, 50)
+		h, _, err := alice.History(ctx, conv, 0, before, 50)
 		if err != nil {
 			t.Fatalf("history below %d: %v", before, err)
 		}
@@ -225,7 +225,7 @@ func TestRoamingPagesStitchToRedisPagesAndReplaysCountOnce(t *testing.T) {
 // a crashed sink's uncommitted batch would be re-read.
 func (r *roamingRig) replaySequenced(ctx context.Context, t *testing.T, conv string, n int) int {
 	t.Helper()
-	msgs, err := r.ch.Range(ctx, conv, 1, uint64(n))
+	msgs, err := r.ch.Range(ctx, conv, 0, 1, uint64(n))
 	if err != nil {
 		t.Fatal(err)
 	}

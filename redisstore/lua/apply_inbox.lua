@@ -1,6 +1,11 @@
 -- apply_inbox.lua: apply one merge batch of a conversation's events to ONE
 -- user's inbox in one atomic step. The guards live beside the state they
 -- guard, so a replayed batch changes nothing:
+--   C:e  the epoch C:l, C:r and C:j count in: a batch of an older epoch is
+--        old, whatever its seqs; the first batch of a newer one (the
+--        timeline was rebuilt, its seqs above the rebuilt counter are new
+--        messages) first takes back everything above its first seq: C:l,
+--        C:r and C:j fall to it, the lane's references above it go;
 --   C:l  last seq delivered: a delivery or mention at or below it is old;
 --   C:j  seq of the user's current join: an older join or leave is old;
 --   C:t  the conversation's form: L while the user is in the large group,
@@ -17,7 +22,8 @@
 -- ARGV[2] conversation form: d (direct), g (group), L (large group: unread
 --         and order are derived at read time, only reads, mentions and
 --         membership are written)
--- ARGV[3..] events, ascending seq, 3 fields each: kind, seq, write ms
+-- ARGV[3] the epoch of the batch's seqs (0: unknown, C:e is left as is)
+-- ARGV[4..] events, ascending seq, 3 fields each: kind, seq, write ms
 --   d  delivered (a message or notice from someone else)
 --   m  delivered and mentions the user
 --   o  the user's own message (marks read up to it)
@@ -30,16 +36,18 @@
 -- moved to the hot store (see schemas/redis-keys.md).
 
 local ib, cl, mn, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local conv, form = ARGV[1], ARGV[2]
+local conv, form, epoch = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local first_event = 4
 local pf = redis.call('HMGET', prof, 'ro', 'loc')
 if pf[2] == 'hot' then
   return redis.error_reply('OBMOVED user ' .. prof .. ' lives on the hot store')
 end
 if pf[1] == '1' then return -1 end
 
-local fl, fr, fj, fu, ft = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t'
-local v = redis.call('HMGET', ib, fl, fr, fj, ft)
-local l0, r0, j0, t0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4]
+local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
+local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe)
+local l0, r0, j0, t0, e0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4], tonumber(v[5]) or 0
+if epoch > 0 and epoch < e0 then return 0 end
 local l, r, j, t = l0, r0, j0, t0
 local large = form == 'L'
 local active = 0
@@ -75,7 +83,28 @@ local function unmention(from, to)
   zremall(drop)
 end
 
-for i = 3, #ARGV, 3 do
+-- A newer epoch: what the user held above the batch's first seq was the
+-- old timeline's. A batch without a seq (a lone conversion) cannot tell,
+-- and leaves the epoch to the next one. An inbox written before C:e
+-- existed adopts the epoch as it is.
+local s0
+for i = first_event, #ARGV, 3 do
+  local s = tonumber(ARGV[i + 1])
+  if s > 0 then
+    s0 = s
+    break
+  end
+end
+local adopt = s0 ~= nil and epoch > e0
+local renewed = adopt and e0 > 0
+if renewed then
+  local keep = s0 - 1
+  l0, r0, j0 = math.min(l0, keep), math.min(r0, keep), math.min(j0, keep)
+  l, r, j = l0, r0, j0
+  unmention(keep, 2 ^ 53)
+end
+
+for i = first_event, #ARGV, 3 do
   local k, s, w = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if k == 'o' then
     if s > r then r = s end
@@ -112,10 +141,11 @@ for i = 3, #ARGV, 3 do
 end
 
 if r > r0 then unmention(r0, r) end
-if l ~= l0 or r ~= r0 or j ~= j0 then
+if renewed or l ~= l0 or r ~= r0 or j ~= j0 then
   changed = true
   if large then
     redis.call('HSET', ib, fr, r, fj, j)
+    if renewed then redis.call('HSET', ib, fl, l, fu, math.max(0, l - r)) end
   else
     t = form
     redis.call('HSET', ib, fl, l, fr, r, fj, j, fu, math.max(0, l - r))
@@ -124,6 +154,11 @@ end
 if t ~= t0 then
   redis.call('HSET', ib, ft, t)
   changed = true
+end
+if adopt then
+  -- Only a renewal changes what the user sees; an inbox taking its first
+  -- epoch (a replay included) does not.
+  redis.call('HSET', ib, fe, ARGV[3])
 end
 if active > 0 then
   redis.call('ZADD', cl, 'GT', active, conv)

@@ -85,13 +85,14 @@ func TestHotUserIsReportedAndMovedToTheHotRedis(t *testing.T) {
 	if n, _ := h.rdb.Exists(ctx, k.Inbox("star")).Result(); n != 0 {
 		t.Fatal("star's inbox is still on the main Redis")
 	}
-	// Later writes go to the hot Redis, where the inbox moved whole.
+	// Later writes go to the hot Redis, where the inbox moved whole (six
+	// fields a conversation: l, u, r, j, t, e).
 	handle(t, f, records(msg("dm-fan00", "again", "fan00", to("star"))))
 	ib, err := hotRDB.HGetAll(ctx, k.Inbox("star")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ib) != 30*5 || ib["dm-fan00:u"] != "2" || ib["dm-fan29:u"] != "1" {
+	if len(ib) != 30*6 || ib["dm-fan00:u"] != "2" || ib["dm-fan29:u"] != "1" {
 		t.Fatalf("star's inbox on the hot Redis has %d fields (dm-fan00 unread %s), want all 30 conversations", len(ib), ib["dm-fan00:u"])
 	}
 	// A fan was not moved.

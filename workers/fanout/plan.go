@@ -74,7 +74,7 @@ func planInbox(in planInput) []redisstore.InboxUpdate {
 	slices.Sort(users)
 	out := make([]redisstore.InboxUpdate, len(users))
 	for i, u := range users {
-		out[i] = redisstore.InboxUpdate{User: u, Conv: in.conv, Form: form, Events: ordered(p.events[u])}
+		out[i] = redisstore.InboxUpdate{User: u, Conv: in.conv, Form: form, Epoch: in.res.Epoch, Events: ordered(p.events[u])}
 	}
 	return out
 }

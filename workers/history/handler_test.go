@@ -145,7 +145,7 @@ func TestHandleFailsWhileClickHouseIsUnreachableThenSucceeds(t *testing.T) {
 	if _, err := h.Handle(testCtx(t), records); err != nil {
 		t.Fatalf("Handle with ClickHouse back = %v, want nil", err)
 	}
-	page, hasMore, err := direct.History(testCtx(t), "g2", 0, 20)
+	page, hasMore, err := direct.History(testCtx(t), "g2", 0, 0, 20)
 	if err != nil || hasMore || len(page) != 10 {
 		t.Fatalf("History after recovery = %d messages, %v, %v; want 10", len(page), hasMore, err)
 	}
