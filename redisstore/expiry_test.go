@@ -41,7 +41,7 @@ func expMsg(conv string, ct schemas.ConvType, kind schemas.Kind, id string) *sch
 	case ct == schemas.ConvType_CONV_TYPE_DIRECT:
 		m.Recipients = []string{"bob"}
 	case kind != schemas.Kind_KIND_MESSAGE:
-		m.Recipients, m.Body = []string{"bob", "carol"}, nil
+		m.Recipients, m.Body = []string{"alice", "bob", "carol"}, nil
 	}
 	return m
 }
@@ -241,7 +241,7 @@ func TestExpireConversationTrimsAllMentionsOfLargeGroups(t *testing.T) {
 	ctx := context.Background()
 	g := schemas.ConvType_CONV_TYPE_GROUP
 	join := expMsg("big", g, schemas.Kind_KIND_MEMBER_JOIN, "j")
-	join.Recipients = []string{"a", "b", "c", "d"}
+	join.Recipients = []string{"alice", "b", "c", "d"}
 	if _, err := s.Sequence(ctx, "big", []*schemas.Message{join}, nil, expNow.Add(-50*expDay).UnixMilli()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,13 @@ func (k Keys) Timeline(conv string) string { return k.conv(conv, "tl") }
 // Members maps member → seq at which they joined.
 func (k Keys) Members(conv string) string { return k.conv(conv, "mem") }
 
+// Roles maps a group's owner and admins to their role (o, a); a member
+// without an entry is a plain member.
+func (k Keys) Roles(conv string) string { return k.conv(conv, "role") }
+
+// PastMembers maps a former member to the spans they were a member for.
+func (k Keys) PastMembers(conv string) string { return k.conv(conv, "past") }
+
 // Dedupe maps client_msg_id → seq for records sequenced on the given day.
 func (k Keys) Dedupe(conv string, day int64) string {
 	return k.conv(conv, "dd:"+strconv.FormatInt(day, 10))

@@ -124,6 +124,8 @@ func (s *Store) replayMembers(ctx context.Context, src HistorySource, conv strin
 		return nil, fmt.Errorf("rebuild %s: read seq 1: %w", conv, err)
 	} else if len(head) == 0 {
 		return nil, nil
+	} else if head[0].GetMessage().GetKind() == schemas.Kind_KIND_MESSAGE {
+		r.apply(head[0], s.cfg.LargeGroupThreshold)
 	}
 	for after := uint64(0); ; {
 		recs, err := mh.MembershipChanges(ctx, conv, p.epoch, after, rebuildMemberPage)
@@ -147,6 +149,10 @@ const rebuildMemberPage = 1000
 func (r *memberReplay) apply(e *schemas.Sequenced, threshold int) {
 	before := len(r.members)
 	switch e.GetMessage().GetKind() {
+	case schemas.Kind_KIND_MESSAGE:
+		if e.GetSeq() == 1 {
+			r.members[e.GetMessage().GetSender()] = 0 // a group founded by a message
+		}
 	case schemas.Kind_KIND_MEMBER_JOIN:
 		at := e.GetSeq()
 		if at == 1 {

@@ -34,8 +34,8 @@ const (
 	// SeqDuplicate: its client_msg_id was seen before; Sequenced is the
 	// original entry (nil when that entry already expired).
 	SeqDuplicate
-	// SeqRejected: the record contradicts the conversation (Reason says
-	// how); nothing changed.
+	// SeqRejected: the record contradicts the conversation, or the
+	// group's authority refused it (Reason says how); nothing changed.
 	SeqRejected
 )
 
@@ -107,7 +107,7 @@ func (s *Store) dedupeDays() int64 {
 // window newest first.
 func (s *Store) sequenceKeys(conv string, writeMS int64) []string {
 	k := s.keys
-	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv)}
+	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv)}
 	today := DayOf(writeMS)
 	for d := today; d >= today-s.dedupeDays(); d-- {
 		keys = append(keys, k.Dedupe(conv, d))
@@ -116,7 +116,7 @@ func (s *Store) sequenceKeys(conv string, writeMS int64) []string {
 }
 
 func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
-	args := make([]any, 0, 5+len(probes)+9*len(msgs))
+	args := make([]any, 0, 5+len(probes)+11*len(msgs))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
@@ -128,7 +128,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS i
 		}
 		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
-			sequencePreview(m), body)
+			sequencePreview(m), body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
 	}
 	return args, nil
 }
@@ -148,6 +148,26 @@ func kindCode(k schemas.Kind) string {
 		return "l"
 	}
 	return "m"
+}
+
+// roleCode is the role a join gives, as the sequencing script spells it.
+func roleCode(r schemas.Role) string {
+	switch r {
+	case schemas.Role_ROLE_MEMBER:
+		return "m"
+	case schemas.Role_ROLE_ADMIN:
+		return "a"
+	case schemas.Role_ROLE_OWNER:
+		return "o"
+	}
+	return ""
+}
+
+func authorityCode(a schemas.Authority) string {
+	if a == schemas.Authority_AUTHORITY_SYSTEM {
+		return "s"
+	}
+	return "u"
 }
 
 func boolCode(b bool) string {

@@ -95,19 +95,19 @@ func TestSequenceAssignsContiguousSeqsAndDedupes(t *testing.T) {
 	}{
 		{
 			name:    "one batch is numbered from 1",
-			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u2"), groupMsg("g", "c", "u1")}},
+			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1"), groupMsg("g", "c", "u1")}},
 			want:    [][]string{{"new 1", "new 2", "new 3"}},
 			entries: 3,
 		},
 		{
 			name:    "a replayed batch gets its original seqs and appends nothing",
-			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u2")}, {groupMsg("g", "a", "u1"), groupMsg("g", "b", "u2")}},
+			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1")}, {groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1")}},
 			want:    [][]string{{"new 1", "new 2"}, {"dup 1", "dup 2"}},
 			entries: 2,
 		},
 		{
 			name:    "a resend inside one batch is a duplicate of the first",
-			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u2"), groupMsg("g", "a", "u1")}},
+			batches: [][]*schemas.Message{{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1"), groupMsg("g", "a", "u1")}},
 			want:    [][]string{{"new 1", "new 2", "dup 1"}},
 			entries: 2,
 		},

@@ -75,3 +75,28 @@ func ParseQoS(name string) (QoS, bool) {
 	}
 	return QoS_QOS_UNSPECIFIED, false
 }
+
+// RoleName names a member role.
+func RoleName(r Role) string {
+	switch r {
+	case Role_ROLE_UNSPECIFIED:
+		return "unspecified"
+	case Role_ROLE_MEMBER:
+		return "member"
+	case Role_ROLE_ADMIN:
+		return "admin"
+	case Role_ROLE_OWNER:
+		return "owner"
+	}
+	return ""
+}
+
+// ParseRole is the inverse of RoleName.
+func ParseRole(name string) (Role, bool) {
+	for _, r := range []Role{Role_ROLE_UNSPECIFIED, Role_ROLE_MEMBER, Role_ROLE_ADMIN, Role_ROLE_OWNER} {
+		if RoleName(r) == name {
+			return r, true
+		}
+	}
+	return Role_ROLE_UNSPECIFIED, false
+}

@@ -185,6 +185,117 @@ func (Kind) EnumDescriptor() ([]byte, []int) {
 	return file_offlinebox_proto_rawDescGZIP(), []int{2}
 }
 
+// Role of a group member. The sender of a group's first record is its
+// owner; every other member starts as ROLE_MEMBER. Members send; the owner
+// and admins add and remove others; anyone may leave by themselves. A
+// member_join with a role gives it to the users it names, members or not;
+// only the owner gives ROLE_ADMIN or ROLE_OWNER or takes them back.
+type Role int32
+
+const (
+	Role_ROLE_UNSPECIFIED Role = 0
+	Role_ROLE_MEMBER      Role = 1
+	Role_ROLE_ADMIN       Role = 2
+	// A group has one owner: giving it to a member hands ownership over (the
+	// old owner becomes an admin).
+	Role_ROLE_OWNER Role = 3
+)
+
+// Enum value maps for Role.
+var (
+	Role_name = map[int32]string{
+		0: "ROLE_UNSPECIFIED",
+		1: "ROLE_MEMBER",
+		2: "ROLE_ADMIN",
+		3: "ROLE_OWNER",
+	}
+	Role_value = map[string]int32{
+		"ROLE_UNSPECIFIED": 0,
+		"ROLE_MEMBER":      1,
+		"ROLE_ADMIN":       2,
+		"ROLE_OWNER":       3,
+	}
+)
+
+func (x Role) Enum() *Role {
+	p := new(Role)
+	*p = x
+	return p
+}
+
+func (x Role) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Role) Descriptor() protoreflect.EnumDescriptor {
+	return file_offlinebox_proto_enumTypes[3].Descriptor()
+}
+
+func (Role) Type() protoreflect.EnumType {
+	return &file_offlinebox_proto_enumTypes[3]
+}
+
+func (x Role) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Role.Descriptor instead.
+func (Role) EnumDescriptor() ([]byte, []int) {
+	return file_offlinebox_proto_rawDescGZIP(), []int{3}
+}
+
+// Who vouches for a record's membership effect.
+type Authority int32
+
+const (
+	// The sender, checked against the group's members and roles by the
+	// sequencing step; a record the sender may not send is dead-lettered.
+	Authority_AUTHORITY_SENDER Authority = 0
+	// A trusted backend (a group service) producing straight to
+	// im.messages: the record is not checked against the roles. The API
+	// never sets it.
+	Authority_AUTHORITY_SYSTEM Authority = 1
+)
+
+// Enum value maps for Authority.
+var (
+	Authority_name = map[int32]string{
+		0: "AUTHORITY_SENDER",
+		1: "AUTHORITY_SYSTEM",
+	}
+	Authority_value = map[string]int32{
+		"AUTHORITY_SENDER": 0,
+		"AUTHORITY_SYSTEM": 1,
+	}
+)
+
+func (x Authority) Enum() *Authority {
+	p := new(Authority)
+	*p = x
+	return p
+}
+
+func (x Authority) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Authority) Descriptor() protoreflect.EnumDescriptor {
+	return file_offlinebox_proto_enumTypes[4].Descriptor()
+}
+
+func (Authority) Type() protoreflect.EnumType {
+	return &file_offlinebox_proto_enumTypes[4]
+}
+
+func (x Authority) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Authority.Descriptor instead.
+func (Authority) EnumDescriptor() ([]byte, []int) {
+	return file_offlinebox_proto_rawDescGZIP(), []int{4}
+}
+
 type ReceiptKind int32
 
 const (
@@ -216,11 +327,11 @@ func (x ReceiptKind) String() string {
 }
 
 func (ReceiptKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_offlinebox_proto_enumTypes[3].Descriptor()
+	return file_offlinebox_proto_enumTypes[5].Descriptor()
 }
 
 func (ReceiptKind) Type() protoreflect.EnumType {
-	return &file_offlinebox_proto_enumTypes[3]
+	return &file_offlinebox_proto_enumTypes[5]
 }
 
 func (x ReceiptKind) Number() protoreflect.EnumNumber {
@@ -229,7 +340,7 @@ func (x ReceiptKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ReceiptKind.Descriptor instead.
 func (ReceiptKind) EnumDescriptor() ([]byte, []int) {
-	return file_offlinebox_proto_rawDescGZIP(), []int{3}
+	return file_offlinebox_proto_rawDescGZIP(), []int{5}
 }
 
 type Message struct {
@@ -240,7 +351,8 @@ type Message struct {
 	ConvType    ConvType `protobuf:"varint,3,opt,name=conv_type,json=convType,proto3,enum=offlinebox.v1.ConvType" json:"conv_type,omitempty"`
 	Sender      string   `protobuf:"bytes,4,opt,name=sender,proto3" json:"sender,omitempty"`
 	// Direct: the peer. Group messages: empty (members come from the
-	// conversation). Join/leave: the users joining or leaving.
+	// conversation). Join/leave: the users joining or leaving (a group's
+	// first record, a join, names its founders; its sender is the owner).
 	Recipients []string `protobuf:"bytes,5,rep,name=recipients,proto3" json:"recipients,omitempty"`
 	// User ids mentioned by this message.
 	Mentions []string `protobuf:"bytes,6,rep,name=mentions,proto3" json:"mentions,omitempty"`
@@ -252,7 +364,11 @@ type Message struct {
 	Body        []byte `protobuf:"bytes,11,opt,name=body,proto3" json:"body,omitempty"`
 	// Producer's clock, milliseconds since the epoch. Informational only:
 	// ordering and retention use seq and write time.
-	SendTimeMs    int64 `protobuf:"varint,12,opt,name=send_time_ms,json=sendTimeMs,proto3" json:"send_time_ms,omitempty"`
+	SendTimeMs int64 `protobuf:"varint,12,opt,name=send_time_ms,json=sendTimeMs,proto3" json:"send_time_ms,omitempty"`
+	// KIND_MEMBER_JOIN: the role the recipients get (unspecified: a new
+	// member is ROLE_MEMBER, a member keeps their role).
+	Role          Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
+	Authority     Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -369,6 +485,20 @@ func (x *Message) GetSendTimeMs() int64 {
 		return x.SendTimeMs
 	}
 	return 0
+}
+
+func (x *Message) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *Message) GetAuthority() Authority {
+	if x != nil {
+		return x.Authority
+	}
+	return Authority_AUTHORITY_SENDER
 }
 
 // A message after fanout gave it its place in the conversation.
@@ -531,7 +661,7 @@ var File_offlinebox_proto protoreflect.FileDescriptor
 
 const file_offlinebox_proto_rawDesc = "" +
 	"\n" +
-	"\x10offlinebox.proto\x12\rofflinebox.v1\"\x99\x03\n" +
+	"\x10offlinebox.proto\x12\rofflinebox.v1\"\xfa\x03\n" +
 	"\aMessage\x12\"\n" +
 	"\rclient_msg_id\x18\x01 \x01(\tR\vclientMsgId\x12\x17\n" +
 	"\aconv_id\x18\x02 \x01(\tR\x06convId\x124\n" +
@@ -549,7 +679,9 @@ const file_offlinebox_proto_rawDesc = "" +
 	" \x01(\tR\vcontentType\x12\x12\n" +
 	"\x04body\x18\v \x01(\fR\x04body\x12 \n" +
 	"\fsend_time_ms\x18\f \x01(\x03R\n" +
-	"sendTimeMs\"\x89\x01\n" +
+	"sendTimeMs\x12'\n" +
+	"\x04role\x18\r \x01(\x0e2\x13.offlinebox.v1.RoleR\x04role\x126\n" +
+	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\"\x89\x01\n" +
 	"\tSequenced\x120\n" +
 	"\amessage\x18\x01 \x01(\v2\x16.offlinebox.v1.MessageR\amessage\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
@@ -574,7 +706,17 @@ const file_offlinebox_proto_rawDesc = "" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_MESSAGE\x10\x01\x12\x14\n" +
 	"\x10KIND_MEMBER_JOIN\x10\x02\x12\x15\n" +
-	"\x11KIND_MEMBER_LEAVE\x10\x03*B\n" +
+	"\x11KIND_MEMBER_LEAVE\x10\x03*M\n" +
+	"\x04Role\x12\x14\n" +
+	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vROLE_MEMBER\x10\x01\x12\x0e\n" +
+	"\n" +
+	"ROLE_ADMIN\x10\x02\x12\x0e\n" +
+	"\n" +
+	"ROLE_OWNER\x10\x03*7\n" +
+	"\tAuthority\x12\x14\n" +
+	"\x10AUTHORITY_SENDER\x10\x00\x12\x14\n" +
+	"\x10AUTHORITY_SYSTEM\x10\x01*B\n" +
 	"\vReceiptKind\x12\x1c\n" +
 	"\x18RECEIPT_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11RECEIPT_KIND_READ\x10\x01B*Z(github.com/offlinebox/offlinebox/schemasb\x06proto3"
@@ -591,28 +733,32 @@ func file_offlinebox_proto_rawDescGZIP() []byte {
 	return file_offlinebox_proto_rawDescData
 }
 
-var file_offlinebox_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_offlinebox_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_offlinebox_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_offlinebox_proto_goTypes = []any{
 	(ConvType)(0),     // 0: offlinebox.v1.ConvType
 	(QoS)(0),          // 1: offlinebox.v1.QoS
 	(Kind)(0),         // 2: offlinebox.v1.Kind
-	(ReceiptKind)(0),  // 3: offlinebox.v1.ReceiptKind
-	(*Message)(nil),   // 4: offlinebox.v1.Message
-	(*Sequenced)(nil), // 5: offlinebox.v1.Sequenced
-	(*Receipt)(nil),   // 6: offlinebox.v1.Receipt
+	(Role)(0),         // 3: offlinebox.v1.Role
+	(Authority)(0),    // 4: offlinebox.v1.Authority
+	(ReceiptKind)(0),  // 5: offlinebox.v1.ReceiptKind
+	(*Message)(nil),   // 6: offlinebox.v1.Message
+	(*Sequenced)(nil), // 7: offlinebox.v1.Sequenced
+	(*Receipt)(nil),   // 8: offlinebox.v1.Receipt
 }
 var file_offlinebox_proto_depIdxs = []int32{
 	0, // 0: offlinebox.v1.Message.conv_type:type_name -> offlinebox.v1.ConvType
 	1, // 1: offlinebox.v1.Message.qos:type_name -> offlinebox.v1.QoS
 	2, // 2: offlinebox.v1.Message.kind:type_name -> offlinebox.v1.Kind
-	4, // 3: offlinebox.v1.Sequenced.message:type_name -> offlinebox.v1.Message
-	3, // 4: offlinebox.v1.Receipt.kind:type_name -> offlinebox.v1.ReceiptKind
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	3, // 3: offlinebox.v1.Message.role:type_name -> offlinebox.v1.Role
+	4, // 4: offlinebox.v1.Message.authority:type_name -> offlinebox.v1.Authority
+	6, // 5: offlinebox.v1.Sequenced.message:type_name -> offlinebox.v1.Message
+	5, // 6: offlinebox.v1.Receipt.kind:type_name -> offlinebox.v1.ReceiptKind
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_offlinebox_proto_init() }
@@ -625,7 +771,7 @@ func file_offlinebox_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_offlinebox_proto_rawDesc), len(file_offlinebox_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      6,
 			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,

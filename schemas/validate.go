@@ -95,6 +95,9 @@ func ValidateMessage(m *Message, lim Limits) error {
 	default:
 		return invalid("kind", "unknown kind %d", m.GetKind())
 	}
+	if err := validateAuthority(m); err != nil {
+		return err
+	}
 	for i, r := range m.GetRecipients() {
 		if err := ValidID(fmt.Sprintf("recipients[%d]", i), r); err != nil {
 			return err
@@ -163,4 +166,24 @@ func DecodeReceipt(value []byte) (*Receipt, error) {
 		return nil, invalid("kind", "unknown receipt kind %d", r.GetKind())
 	}
 	return &r, nil
+}
+
+// validateAuthority checks the membership fields of a record: a role only
+// on a join (ownership goes to one user), and a known authority.
+func validateAuthority(m *Message) error {
+	switch r := m.GetRole(); {
+	case r == Role_ROLE_UNSPECIFIED:
+	case r != Role_ROLE_MEMBER && r != Role_ROLE_ADMIN && r != Role_ROLE_OWNER:
+		return invalid("role", "unknown role %d", r)
+	case m.GetKind() != Kind_KIND_MEMBER_JOIN:
+		return invalid("role", "is given by member_join records only")
+	case r == Role_ROLE_OWNER && len(m.GetRecipients()) != 1:
+		return invalid("recipients", "ownership goes to one user, got %d", len(m.GetRecipients()))
+	}
+	switch m.GetAuthority() {
+	case Authority_AUTHORITY_SENDER, Authority_AUTHORITY_SYSTEM:
+	default:
+		return invalid("authority", "unknown authority %d", m.GetAuthority())
+	}
+	return nil
 }

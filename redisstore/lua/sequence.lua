@@ -11,8 +11,23 @@
 -- exact map. An entry below the floor has expired: the record is an old
 -- replay (the dedupe window outlives the timeline's).
 --
+-- Authority: a group's member set is also its access list. The first
+-- record of a group is a join naming its founders, the sender among them,
+-- or a message, whose sender is then the only founder: either way the
+-- sender becomes the owner. After that only members send; only
+-- the owner and admins add or remove others (an admin removes plain
+-- members only); anyone leaves by themselves; only the owner gives or takes
+-- the admin role, or hands ownership over. A record of system authority (a
+-- trusted group service) skips these checks; its founding record's first
+-- recipient is the owner. A refused record is rejected: it gets no seq and
+-- changes nothing. Roles live in P{c:C}:role (o owner, a admin; absent:
+-- member). An owner who leaves hands over to an admin, else to the earliest
+-- member. A leave keeps the span the user was a member for in
+-- P{c:C}:past, so a former member still reads what was meant for them.
+--
 -- KEYS[1]  P{c:C}:meta   KEYS[2] P{c:C}:tl   KEYS[3] P{c:C}:mem
--- KEYS[4]  P{c:C}:ma     KEYS[5..] P{c:C}:dd:DAY (bucket 0), today first,
+-- KEYS[4]  P{c:C}:ma     KEYS[5] P{c:C}:role   KEYS[6] P{c:C}:past
+-- KEYS[7..] P{c:C}:dd:DAY (bucket 0), today first,
 --          then the older days of the dedupe window (new ids go to today);
 --          a day's other buckets are named after its bucket 0
 -- ARGV[1]  write time, ms (the worker's clock; never Redis TIME)
@@ -20,10 +35,12 @@
 -- ARGV[3]  expire-at of today's dedupe keys, unix seconds
 -- ARGV[4]  n records      ARGV[5] p probe users
 -- ARGV[6 .. 5+p]          probe user ids (their member seq is returned)
--- then 9 fields per record: client_msg_id, its dedupe digest (8 bytes),
+-- then 11 fields per record: client_msg_id, its dedupe digest (8 bytes),
 --          conv type (d|g), kind (m message | j join | l leave),
 --          mention_all (1|0), sender, users (newline-separated: the direct
---          peer, or who joins/leaves), preview text, the entry body
+--          peer, or who joins/leaves), preview text, the entry body,
+--          role a join gives ('' none | m member | a admin | o owner),
+--          authority (u the sender | s system)
 --
 -- Returns { epoch, large_from_seq, large_converted (0|1), nmem,
 --           per record {status, seq, data}..., members (flat, only while
@@ -31,7 +48,7 @@
 -- status 0 new, 1 duplicate (data = stored entry, '' if expired),
 --        2 rejected (data = "field|reason", nothing changed).
 
-local meta, tl, mem, ma = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, tl, mem, ma, role, past = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -44,8 +61,10 @@ local mver = tonumber(m[8]) or 0
 local seq0, lgs0 = seq, lgs
 local created = false
 if not epoch then
-  epoch, first, ctype, created = wt, 1, ARGV[base + 3], true
+  epoch, first, created = wt, 1, true
 end
+-- pastSpans bounds the spans kept per former member (the oldest go first).
+local pastSpans = 16
 
 local function split(s)
   local out = {}
@@ -54,7 +73,7 @@ local function split(s)
 end
 
 local days = {}
-for i = 5, #KEYS do days[#days + 1] = dd_day(KEYS[i]) end
+for i = 7, #KEYS do days[#days + 1] = dd_day(KEYS[i]) end
 
 -- idField is the protobuf field 1 (client_msg_id) an entry body starts
 -- with; ids are at most 128 bytes, so the length takes one or two bytes.
@@ -89,38 +108,159 @@ local function lookup(cmid, dig)
   return nil
 end
 
--- reject returns a reason, or nil when the record may be sequenced.
-local function reject(typ, kind, sender, users)
-  if typ ~= ctype then
-    return 'conv_type|is ' .. typ .. ' but the conversation is ' .. ctype
+-- roleOf is a user's role: 'o', 'a', 'm' (a member), or nil (not one).
+local function roleOf(u)
+  if redis.call('HEXISTS', mem, u) == 0 then return nil end
+  return redis.call('HGET', role, u) or 'm'
+end
+
+local function has(list, x)
+  for _, v in ipairs(list) do
+    if v == x then return true end
   end
-  if typ == 'd' and nmem > 0 then
-    if not redis.call('HGET', mem, sender) or not redis.call('HGET', mem, users[1]) then
-      return 'sender|direct conversation already has two other participants'
+  return false
+end
+
+-- refuseGroup returns why the sender may not send a group record, or nil.
+local function refuseGroup(kind, sender, users, rl, auth)
+  if seq == 0 then
+    if kind == 'm' and auth ~= 's' then return nil end
+    if kind ~= 'j' then
+      return 'kind|a group begins with a member_join naming its founders, or a message founding it alone'
+    end
+    if auth ~= 's' and not has(users, sender) then
+      return 'recipients|the founders of a group include its sender, who owns it'
+    end
+    if rl ~= '' then return "role|a group's founders are its owner and members" end
+    return nil
+  end
+  if auth == 's' then return nil end
+  local sr = roleOf(sender)
+  if not sr then return 'sender|is not a member of the group' end
+  if kind == 'm' then return nil end
+  if kind == 'l' then
+    if #users == 1 and users[1] == sender then return nil end
+    if sr == 'm' then return 'sender|only the owner or an admin removes others' end
+    for _, u in ipairs(users) do
+      local ur = roleOf(u)
+      if u ~= sender and sr ~= 'o' and ur and ur ~= 'm' then
+        return 'recipients|' .. u .. ' is the owner or an admin: only the owner removes them'
+      end
+    end
+    return nil
+  end
+  if sr == 'm' then return 'sender|only the owner or an admin adds members' end
+  if rl == '' then return nil end
+  if sr ~= 'o' and rl ~= 'm' then return 'role|only the owner gives the admin or owner role' end
+  for _, u in ipairs(users) do
+    local ur = roleOf(u)
+    if ur == 'o' and rl ~= 'o' then
+      return 'recipients|' .. u .. ' owns the group: ownership moves by giving the owner role to another member'
+    end
+    if ur == 'a' and sr ~= 'o' then
+      return 'recipients|' .. u .. ' is an admin: only the owner changes their role'
     end
   end
   return nil
 end
 
+-- reject returns a reason, or nil when the record may be sequenced.
+local function reject(typ, kind, sender, users, rl, auth)
+  if seq == 0 and created then ctype = typ end
+  if typ ~= ctype then
+    return 'conv_type|is ' .. typ .. ' but the conversation is ' .. ctype
+  end
+  if typ == 'd' then
+    if nmem > 0 and (not redis.call('HGET', mem, sender) or not redis.call('HGET', mem, users[1])) then
+      return 'sender|direct conversation already has two other participants'
+    end
+    return nil
+  end
+  return refuseGroup(kind, sender, users, rl, auth)
+end
+
+-- setOwner makes u the owner; a previous owner becomes an admin.
+local function setOwner(u)
+  local all = redis.call('HGETALL', role)
+  for i = 1, #all, 2 do
+    if all[i + 1] == 'o' and all[i] ~= u then redis.call('HSET', role, all[i], 'a') end
+  end
+  redis.call('HSET', role, u, 'o')
+end
+
+-- handOver gives a group whose owner left a new owner: the admin of the
+-- lowest id, else the member who joined first (the lowest id on a tie).
+local function handOver()
+  local best = nil
+  local all = redis.call('HGETALL', role)
+  for i = 1, #all, 2 do
+    if all[i + 1] == 'a' and (not best or all[i] < best) then best = all[i] end
+  end
+  if not best then
+    local bj = nil
+    local ms = redis.call('HGETALL', mem)
+    for i = 1, #ms, 2 do
+      local j = tonumber(ms[i + 1])
+      if not bj or j < bj or (j == bj and ms[i] < best) then best, bj = ms[i], j end
+    end
+  end
+  if best then redis.call('HSET', role, best, 'o') end
+end
+
+-- keepSpan records that u was a member from after seq j to before seq s.
+local function keepSpan(u, j, s)
+  local spans = {}
+  local v = redis.call('HGET', past, u)
+  if v then
+    for sp in string.gmatch(v, '[^,]+') do spans[#spans + 1] = sp end
+  end
+  spans[#spans + 1] = j .. '-' .. s
+  local from = math.max(1, #spans - pastSpans + 1)
+  redis.call('HSET', past, u, table.concat(spans, ',', from, #spans))
+end
+
 -- members applies a record's membership change; it reports whether the
 -- member set changed.
-local function members(kind, s, users, sender)
+local function members(kind, s, users, sender, rl, auth)
   local before = nmem
   if kind == 'm' and ctype == 'd' and nmem == 0 then
     redis.call('HSET', mem, sender, 0, users[1], 0)
     nmem = redis.call('HLEN', mem)
+  elseif kind == 'm' and s == 1 then
+    -- a group founded by a message: its sender alone, as the owner
+    redis.call('HSET', mem, sender, 0)
+    setOwner(sender)
+    nmem = 1
   elseif kind == 'j' then
     -- the very first record of a group names its founders: they see it
     local at = s
     if s == 1 then at = 0 end
     for _, u in ipairs(users) do
       if redis.call('HSETNX', mem, u, at) == 1 then nmem = nmem + 1 end
+      if rl == 'a' then
+        redis.call('HSET', role, u, 'a')
+      elseif rl == 'm' then
+        redis.call('HDEL', role, u)
+      end
+    end
+    if rl == 'o' then setOwner(users[1]) end
+    if s == 1 then
+      if auth == 's' then setOwner(users[1]) else setOwner(sender) end
     end
     if lgs == 0 and nmem > threshold then lgs = s end
   elseif kind == 'l' then
+    local owner = false
     for _, u in ipairs(users) do
-      nmem = nmem - redis.call('HDEL', mem, u)
+      local j = redis.call('HGET', mem, u)
+      if j then
+        redis.call('HDEL', mem, u)
+        nmem = nmem - 1
+        keepSpan(u, j, s)
+        if redis.call('HGET', role, u) == 'o' then owner = true end
+        redis.call('HDEL', role, u)
+      end
     end
+    if owner then handOver() end
   end
   return nmem ~= before
 end
@@ -128,9 +268,10 @@ end
 local out = {}
 local newest = nil
 for i = 0, n - 1 do
-  local a = base + i * 9
+  local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local sender, users = ARGV[a + 6], split(ARGV[a + 7])
+  local rl, auth = ARGV[a + 10], ARGV[a + 11]
   local dup = lookup(cmid, dig)
   if dup then
     -- below first, the entry expired (and a negative index would count
@@ -139,14 +280,14 @@ for i = 0, n - 1 do
     if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
     out[#out + 1] = {1, dup, e or ''}
   else
-    local why = reject(typ, kind, sender, users)
+    local why = reject(typ, kind, sender, users, rl, auth)
     if why then
       out[#out + 1] = {2, 0, why}
     else
       seq = seq + 1
       redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
       if dd_add(days[1], dig, seq) then dd_add_exact(days[1], cmid, seq) end
-      if members(kind, seq, users, sender) then mver = mver + 1 end
+      if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
       if all == '1' and lgs > 0 and seq >= lgs then
         redis.call('ZADD', ma, wt, seq)
       end
@@ -156,7 +297,9 @@ for i = 0, n - 1 do
   end
 end
 
-if seq ~= seq0 or created then
+-- A conversation is created by its first sequenced record: one whose
+-- records were all refused is not created at all.
+if seq ~= seq0 then
   redis.call('HSET', meta, 'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype,
     'nmem', nmem, 'mver', mver)
   if lgs ~= lgs0 then redis.call('HSET', meta, 'lgs', lgs, 'large', 1) end

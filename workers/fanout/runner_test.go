@@ -182,10 +182,15 @@ func TestRebalanceInTheMiddleOfTheStreamKeepsEveryInvariant(t *testing.T) {
 	h.checkProduced(want)
 }
 
-// renamed moves a scenario to other conversation ids.
+// renamed moves a scenario to other conversation ids. A resend is the
+// same *Message as its first copy: each is renamed once.
 func renamed(ms []*schemas.Message, prefix string) []*schemas.Message {
+	done := map[*schemas.Message]bool{}
 	for _, m := range ms {
-		m.ConvId = prefix + m.ConvId
+		if !done[m] {
+			done[m] = true
+			m.ConvId = prefix + m.ConvId
+		}
 	}
 	return ms
 }
