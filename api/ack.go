@@ -89,12 +89,14 @@ func (s *Server) checkSeqItems(r *http.Request, user string, items []seqItem) (m
 	for _, it := range items {
 		a := access[it.conv]
 		switch {
-		case !a.Member:
+		case !a.Member && !a.Left:
 			return nil, forbidden("not a member of conversation %q", it.conv)
 		case it.epoch != 0 && it.epoch != a.Epoch:
 			return nil, conflict(it.field+".epoch", "is not the conversation's epoch %d; sync again to rebase", a.Epoch)
 		case it.seq > a.Seq:
 			return nil, badRequest(it.field+".seq", "%d is beyond the conversation's max seq %d", it.seq, a.Seq)
+		case a.Left && it.seq > a.LastReadable():
+			return nil, badRequest(it.field+".seq", "%d is beyond seq %d, the last before you left", it.seq, a.LastReadable())
 		}
 	}
 	return access, nil

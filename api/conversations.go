@@ -28,6 +28,9 @@ type conversationJSON struct {
 	Preview      *previewJSON `json:"preview"`
 	Mentions     int          `json:"mentions"`
 	AckedSeq     uint64       `json:"acked_seq"`
+	// Left: the user left this group; what was sent while they were a
+	// member stays readable.
+	Left bool `json:"left"`
 }
 
 type previewJSON struct {
@@ -69,7 +72,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	out := conversationListJSON{Conversations: make([]conversationJSON, len(page.Items))}
 	for i, it := range page.Items {
 		c := conversationJSON{ConvID: it.Conv, Kind: it.Kind, Large: it.Large, Unread: it.Unread, LastSeq: it.LastSeq,
-			ReadSeq: it.ReadSeq, LastActiveMS: it.Activity, Mentions: it.Mentions, AckedSeq: it.Acked}
+			ReadSeq: it.ReadSeq, LastActiveMS: it.Activity, Mentions: it.Mentions, AckedSeq: it.Acked, Left: it.Left}
 		if p := it.Preview; p != nil {
 			c.Preview = &previewJSON{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: p.Text}
 		}

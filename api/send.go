@@ -26,6 +26,9 @@ type sendRequest struct {
 	ContentType string   `json:"content_type"`
 	Body        []byte   `json:"body"`
 	SendTimeMS  int64    `json:"send_time_ms"`
+	// Role a member_join gives (member, admin, owner). There is no
+	// authority field: what the API produces always speaks for its sender.
+	Role string `json:"role"`
 }
 
 type sendResponse struct {
@@ -89,6 +92,9 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 	if b.Kind == "" {
 		m.Kind = schemas.Kind_KIND_MESSAGE
 	}
+	if m.Role, ok = schemas.ParseRole(b.Role); (!ok || m.Role == schemas.Role_ROLE_UNSPECIFIED) && b.Role != "" {
+		return nil, badRequest("role", "%q is not one of member, admin, owner", b.Role)
+	}
 	if m.Qos, ok = schemas.ParseQoS(b.QoS); (!ok || m.Qos == schemas.QoS_QOS_UNSPECIFIED) && b.QoS != "" {
 		return nil, badRequest("qos", "%q is not one of at_most_once, at_least_once", b.QoS)
 	}
@@ -107,7 +113,9 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 	return m, nil
 }
 
-// mayPost checks a message against its conversation as it stands.
+// mayPost checks a message against its conversation as it stands. It is a
+// courtesy: the sequencing script enforces the group's roles, since two
+// requests may race past this check (a refused record is dead-lettered).
 func mayPost(m *schemas.Message, a redisstore.ConvAccess) error {
 	if !a.Exists {
 		return nil

@@ -47,6 +47,9 @@ type ConvItem struct {
 	Mentions int
 	// Acked is the highest seq the asking device acked (0: none).
 	Acked uint64
+	// Left: the user left this group. They still read (and mark read)
+	// what was sent while they were a member; nothing after.
+	Left bool
 }
 
 // ConvList is one page of the list, most recently active first.
@@ -86,6 +89,9 @@ func (s *Store) ListConversations(ctx context.Context, users *Store, user, devic
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
 	}
 	if err := s.fillLargeGroups(ctx, large); err != nil {
+		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
+	}
+	if err := s.markLeft(ctx, user, small); err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
 	}
 	items := small
@@ -205,4 +211,33 @@ func subFloor(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// markLeft sets Left on the groups of items the user is no longer a
+// member of: one pipelined read of the groups' member sets (large groups
+// are listed only while the user is a member).
+func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) error {
+	var groups []int
+	for i, it := range items {
+		if it.Kind == KindGroup && !it.Large {
+			groups = append(groups, i)
+		}
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	in := make([]*redis.BoolCmd, len(groups))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, i := range groups {
+			in[k] = p.HExists(ctx, s.keys.Members(items[i].Conv), user)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read memberships: %w", err)
+	}
+	for k, i := range groups {
+		items[i].Left = !in[k].Val()
+	}
+	return nil
 }

@@ -19,6 +19,11 @@ type ConvAccess struct {
 	Member bool
 	// Joined is the seq of the record that made the user a member.
 	Joined uint64
+	// Left: the user was a member and is not now.
+	Left bool
+	// Spans are the stretches the user belonged to, oldest first; while
+	// they are a member the last one is the current (Left 0).
+	Spans []MemberSpan
 	// Type is 'd' (direct) or 'g' (group) as recorded in meta; 0 if absent.
 	Type  byte
 	Large bool
@@ -35,10 +40,12 @@ func (s *Store) ConversationAccess(ctx context.Context, user string, convs []str
 	defer cancel()
 	metas := make([]*redis.SliceCmd, len(convs))
 	mems := make([]*redis.StringCmd, len(convs))
+	pasts := make([]*redis.StringCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "type", "large")
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
+			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
 		}
 		return nil
 	})
@@ -48,12 +55,15 @@ func (s *Store) ConversationAccess(ctx context.Context, user string, convs []str
 	out := make(map[string]ConvAccess, len(convs))
 	for i, c := range convs {
 		a := convAccessOf(c, metas[i].Val())
+		a.Spans = parsePastSpans(pasts[i].Val())
 		if j, err := mems[i].Result(); err == nil {
 			a.Member = true
 			a.Joined, _ = strconv.ParseUint(j, 10, 64)
+			a.Spans = append(a.Spans, MemberSpan{Joined: a.Joined})
 		} else if err != redis.Nil {
 			return nil, fmt.Errorf("read membership of %s in %s: %w", user, c, err)
 		}
+		a.Left = !a.Member && len(a.Spans) > 0
 		out[c] = a
 	}
 	return out, nil
@@ -81,4 +91,53 @@ func convAccessOf(conv string, v []any) ConvAccess {
 	}
 	a.Large = readReplyUint(v[4]) == 1
 	return a
+}
+
+// Reads reports whether the user may read seq: it lies in a span they
+// belonged to.
+func (a ConvAccess) Reads(seq uint64) bool {
+	for _, sp := range a.Spans {
+		if sp.Reads(seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// LastReadable is the highest seq the user may read (0: none): the
+// conversation's last for a member, the last before they left for a
+// former member.
+func (a ConvAccess) LastReadable() uint64 {
+	return a.ReadableBelow(a.Seq + 1)
+}
+
+// ReadableBelow is the highest seq below before that the user may read
+// (0: none); the current span has no end.
+func (a ConvAccess) ReadableBelow(before uint64) uint64 {
+	if before == 0 {
+		return 0
+	}
+	for i := len(a.Spans) - 1; i >= 0; i-- {
+		sp := a.Spans[i]
+		top := before - 1
+		if sp.Left != 0 {
+			top = min(top, sp.Left-1)
+		}
+		if top > sp.Joined {
+			return top
+		}
+	}
+	return 0
+}
+
+// MemberAcross reports whether the user was a member across seq s: from at
+// or before s to after s+1, so that what another epoch holds above s
+// (a timeline that parted from the current one there) was sent to them.
+func (a ConvAccess) MemberAcross(s uint64) bool {
+	for _, sp := range a.Spans {
+		if sp.Joined <= s && (sp.Left == 0 || sp.Left > s+1) {
+			return true
+		}
+	}
+	return false
 }

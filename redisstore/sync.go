@@ -30,8 +30,9 @@ type mentionRef struct {
 
 // syncHead is what sync reads of one conversation before slicing it.
 type syncHead struct {
-	member   bool
-	joined   uint64
+	member   bool   // the user is or was a member
+	left     bool   // was, and is not now
+	joined   uint64 // the join seq of the oldest span the user belonged to
 	seq      uint64
 	epoch    uint64
 	first    uint64
@@ -152,11 +153,13 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	convs := us.syncConvs()
 	metas := make([]*redis.SliceCmd, len(convs))
 	mems := make([]*redis.StringCmd, len(convs))
+	pasts := make([]*redis.StringCmd, len(convs))
 	alls := make([]*redis.ZSliceCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "lts", "type")
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
+			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
 			if us.large[c] {
 				alls[i] = p.ZRangeWithScores(ctx, s.keys.MentionAll(c), 0, -1)
 			}
@@ -169,13 +172,23 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	heads := make(map[string]syncHead, len(convs))
 	for i, c := range convs {
 		j, err := mems[i].Result()
-		if err == redis.Nil {
-			continue
-		} else if err != nil {
+		if err != nil && err != redis.Nil {
 			return nil, fmt.Errorf("sync %s: membership of %s: %w", user, c, err)
+		}
+		spans := parsePastSpans(pasts[i].Val())
+		if err == redis.Nil && len(spans) == 0 {
+			continue
 		}
 		m := metas[i].Val()
 		h := syncHead{member: true, joined: readReplyUint(j), seq: readReplyUint(m[0]), epoch: readReplyUint(m[1])}
+		if len(spans) > 0 {
+			// Each span the user belonged to is theirs to read; a former
+			// member's conversation ends where they left.
+			h.joined = spans[0].Joined
+			if err == redis.Nil {
+				h.left, h.seq = true, min(h.seq, spans[len(spans)-1].Left-1)
+			}
+		}
 		h.first = readReplyUint(m[2])
 		if h.first == 0 {
 			h.first = h.seq + 1

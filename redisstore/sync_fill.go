@@ -281,7 +281,7 @@ func finishSlice(c *SyncConv, p convPlan, sl timelineSlice) {
 		return
 	}
 	oldest := c.Messages[0].Seq
-	floor := max(p.lo, sl.joined, sl.first-1)
+	floor := max(p.lo, sl.floor, sl.first-1)
 	c.HasMore = oldest > floor+1
 	// The second pass extends slices the first one cut: the gap it named
 	// may be closed now, and a gap over seqs the answer holds makes the

@@ -18,8 +18,8 @@ var (
 	syncRangeScript = redis.NewScript(syncRangeLua)
 )
 
-// ErrNotMember is returned when a user asks for a conversation they are not
-// a member of (or that does not exist).
+// ErrNotMember is returned when a user asks for a conversation they never
+// were a member of (or that does not exist).
 var ErrNotMember = errors.New("not a member of the conversation")
 
 // rangeQuery asks for the seqs in (lo, hi) of one conversation.
@@ -33,9 +33,11 @@ type rangeQuery struct {
 
 // timelineSlice is what sync_range.lua answered for one rangeQuery.
 type timelineSlice struct {
-	member    bool
-	joined    uint64
-	seq       uint64 // the conversation's max seq
+	member bool // the user is or was a member
+	// floor is one below the lowest seq of the range the user may read
+	// (the join seq, for a member who never left).
+	floor     uint64
+	seq       uint64 // the conversation's max seq (a former member's last)
 	epoch     uint64
 	first     uint64 // seq of the timeline's head (seq+1 when empty)
 	available int    // seqs of the range inside the window, returned or not
@@ -51,7 +53,7 @@ func (s *Store) readSlices(ctx context.Context, user string, qs []rangeQuery) ([
 			top = 1
 		}
 		calls[i] = scriptCall{
-			keys: []string{s.keys.ConvMeta(q.conv), s.keys.Timeline(q.conv), s.keys.Members(q.conv)},
+			keys: []string{s.keys.ConvMeta(q.conv), s.keys.Timeline(q.conv), s.keys.Members(q.conv), s.keys.PastMembers(q.conv)},
 			args: []any{user, q.lo, q.hi, q.limit, top, q.maxBytes},
 		}
 	}
@@ -89,7 +91,7 @@ func parseSlice(c *redis.Cmd, conv string) (timelineSlice, error) {
 		return sl, fmt.Errorf("short script answer of %d values", len(vals))
 	}
 	sl.member = true
-	sl.joined = readReplyUint(vals[1])
+	sl.floor = readReplyUint(vals[1])
 	sl.seq = readReplyUint(vals[2])
 	sl.epoch = readReplyUint(vals[3])
 	sl.first = readReplyUint(vals[4])
@@ -162,7 +164,7 @@ type Page struct {
 	Epoch   uint64
 	MaxSeq  uint64
 	First   uint64 // first seq still in the Redis window
-	Joined  uint64
+	Joined  uint64 // one below the lowest seq of the range the user may read
 	HasMore bool
 	// Incomplete: part of the range asked for has left the Redis window; it
 	// is only in history.
@@ -197,9 +199,9 @@ func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (P
 		return Page{}, fmt.Errorf("read page of %s: %w", conv, ErrEpochChanged)
 	}
 	return Page{
-		Epoch: sl.epoch, MaxSeq: sl.seq, First: sl.first, Joined: sl.joined,
+		Epoch: sl.epoch, MaxSeq: sl.seq, First: sl.first, Joined: sl.floor,
 		HasMore:    sl.available > len(sl.entries),
-		Incomplete: max(rq.lo, sl.joined)+1 < sl.first,
+		Incomplete: max(rq.lo, sl.floor)+1 < sl.first,
 		Messages:   sl.entries,
 	}, nil
 }

@@ -3,53 +3,84 @@
 -- be popped by expiry at any moment; reading meta and entries separately
 -- could pair a stale `first` with shifted indexes).
 --
--- The slice is the seqs in (lo, hi) that the user may see: above the seq at
--- which they joined and inside the Redis window. Of those, at most `limit`
--- are returned: the newest ones when from_top is 1, the oldest otherwise.
--- With max_bytes > 0 the slice is cut further, from the far end, so that the
--- raw entries stay within max_bytes (at least one entry is always kept).
+-- The slice is the seqs in (lo, hi) that the user may see: those of the
+-- spans they belonged to (after the seq at which they joined, and before
+-- the seq of their leave for the spans that ended) and inside the Redis
+-- window. A former member reads exactly the spans they belonged to; a user
+-- who left and came back reads each span, nothing between. Of those seqs
+-- one span is sliced (the newest span of the range when from_top is 1, the
+-- oldest otherwise), at most `limit` of it: the newest ones when from_top
+-- is 1, the oldest otherwise. With max_bytes > 0 the slice is cut further,
+-- from the far end, so that the raw entries stay within max_bytes (at
+-- least one entry is always kept).
 --
 -- KEYS[1] conversation meta (hash)
 -- KEYS[2] conversation timeline (list)
 -- KEYS[3] conversation members (hash: user -> seq of joining)
+-- KEYS[4] former members (hash: user -> "JOINED-LEFT,..." spans that ended)
 -- ARGV[1] user id
 -- ARGV[2] lo: exclusive lower seq bound
 -- ARGV[3] hi: exclusive upper seq bound, 0 for none
 -- ARGV[4] limit: most entries returned
 -- ARGV[5] from_top: 1 for the newest entries of the range, 0 for the oldest
 -- ARGV[6] max_bytes: 0 for no cut
--- Returns {0} when the user is not a member, else
---   {1, joined, seq, epoch, first, available, entry...}
--- where available counts the seqs of the range inside the window (returned
--- or not) and entries are in ascending seq order.
+-- Returns {0} when the user never was a member, else
+--   {1, floor, seq, epoch, first, available, entry...}
+-- where floor is one below the lowest seq of the range the user may read
+-- (in the window or not), seq the conversation's max seq (for a former
+-- member: the last seq they may read), available counts the seqs of the
+-- range the user may read inside the window (returned or not, every span)
+-- and entries are in ascending seq order.
 local joined = redis.call('HGET', KEYS[3], ARGV[1])
-if not joined then
+local past = redis.call('HGET', KEYS[4], ARGV[1])
+if not joined and not past then
   return {0}
 end
-joined = tonumber(joined)
 local m = redis.call('HMGET', KEYS[1], 'seq', 'epoch', 'first')
 local seq = tonumber(m[1]) or 0
 local epoch = m[2] or '0'
 local first = tonumber(m[3]) or (seq + 1)
 
-local lo = math.max(tonumber(ARGV[2]), joined, first - 1)
+-- spans: the seqs the user may read, {from, to} inclusive, ascending
+local spans = {}
+for j, l in string.gmatch(past or '', '(%d+)-(%d+)') do
+  spans[#spans + 1] = {tonumber(j) + 1, tonumber(l) - 1}
+end
+local top = seq
+if joined then
+  spans[#spans + 1] = {tonumber(joined) + 1, seq}
+elseif #spans > 0 then
+  top = spans[#spans][2]
+end
+
+local lo_asked = tonumber(ARGV[2])
+local lo = math.max(lo_asked, first - 1)
 local hi = tonumber(ARGV[3])
 if hi == 0 or hi > seq + 1 then
   hi = seq + 1
 end
-local available = hi - lo - 1
-if available < 0 then
-  available = 0
+local from_top = ARGV[5] == '1'
+local available, pick, low = 0, nil, nil
+for _, sp in ipairs(spans) do
+  local a, b = math.max(sp[1], lo + 1), math.min(sp[2], hi - 1)
+  if a <= b then
+    available = available + b - a + 1
+    if not pick or from_top then pick = {a, b} end
+  end
+  local la = math.max(sp[1], lo_asked + 1)
+  if not low and la <= math.min(sp[2], hi - 1) then low = la end
 end
-local n = math.min(available, tonumber(ARGV[4]))
-local out = {1, joined, seq, epoch, first, available}
+local out = {1, (low or hi) - 1, top, epoch, first, available}
+if not pick then
+  return out
+end
+local n = math.min(pick[2] - pick[1] + 1, tonumber(ARGV[4]))
 if n <= 0 then
   return out
 end
-local from_top = ARGV[5] == '1'
-local a, b = lo + 1, lo + n
+local a, b = pick[1], pick[1] + n - 1
 if from_top then
-  a, b = hi - n, hi - 1
+  a, b = pick[2] - n + 1, pick[2]
 end
 -- With a byte cut, the entries are read in chunks from the end the slice
 -- keeps, each sized by the entries seen so far, and reading stops once the
