@@ -18,8 +18,10 @@ type Truth struct {
 	Convs map[string]*ConvTruth
 	// Records in the log; Stored are the distinct records that get a seq;
 	// Resends are later copies of a client_msg_id; AtMostOnce are QoS 0
-	// records; Invalid are records the fanout must dead-letter.
-	Records, Stored, Resends, AtMostOnce, Invalid int
+	// records; Invalid are records the fanout must dead-letter as
+	// undecodable; Refused are those the group's authority refuses (also
+	// dead-lettered).
+	Records, Stored, Resends, AtMostOnce, Invalid, Refused int
 }
 
 // ConvTruth is one conversation as the log defines it.
@@ -29,9 +31,15 @@ type ConvTruth struct {
 	// Seq of each client_msg_id.
 	Seq map[string]uint64
 	// Members: user → the seq after which they receive (0 for founders
-	// and direct participants); Left: user → seq of their leave.
+	// and direct participants); Left: user → every span they were a
+	// member for and left, oldest first (a user may leave, be added back
+	// and leave again).
 	Members map[string]uint64
-	Left    map[string]Span
+	Left    map[string][]Span
+	// Roles of a group: its owner ("o") and admins ("a").
+	Roles map[string]string
+	// Refused: client_msg_id → why the authority refused it.
+	Refused map[string]string
 }
 
 // Span is a range of seqs (From, To): exclusive on both ends.
@@ -114,11 +122,17 @@ func (t *Truth) add(value []byte, maxBody int) {
 	}
 	c := t.Convs[m.GetConvId()]
 	if c == nil {
-		c = &ConvTruth{Seq: map[string]uint64{}, Members: map[string]uint64{}, Left: map[string]Span{}}
+		c = &ConvTruth{Seq: map[string]uint64{}, Members: map[string]uint64{}, Left: map[string][]Span{},
+			Roles: map[string]string{}, Refused: map[string]string{}}
 		t.Convs[m.GetConvId()] = c
 	}
 	if _, dup := c.Seq[m.GetClientMsgId()]; dup {
 		t.Resends++
+		return
+	}
+	if why := c.refuse(m); why != "" {
+		t.Refused++
+		c.Refused[m.GetClientMsgId()] = why
 		return
 	}
 	t.Stored++
@@ -148,7 +162,7 @@ func (c *ConvTruth) member(m *schemas.Message, s uint64) {
 	case m.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE:
 		for _, u := range m.GetRecipients() {
 			if j, ok := c.Members[u]; ok {
-				c.Left[u] = Span{From: j, To: s}
+				c.Left[u] = append(c.Left[u], Span{From: j, To: s})
 				delete(c.Members, u)
 			}
 		}
@@ -160,7 +174,7 @@ func (c *ConvTruth) member(m *schemas.Message, s uint64) {
 // lies in Optional but is not owed it (a non-member cannot sync it).
 type Entitlement struct {
 	Required *Span
-	Optional *Span
+	Optional []Span
 }
 
 // For lists the conversations user is or was in and what they are owed.
@@ -171,9 +185,7 @@ func (t *Truth) For(user string) map[string]Entitlement {
 		if j, ok := c.Members[user]; ok {
 			e.Required = &Span{From: j, To: uint64(len(c.IDs)) + 1}
 		}
-		if l, ok := c.Left[user]; ok {
-			e.Optional = &l
-		}
+		e.Optional = c.Left[user]
 		if e.Required != nil || e.Optional != nil {
 			out[id] = e
 		}

@@ -32,11 +32,13 @@ type DeviceReport struct {
 type Report struct {
 	// Sent is the distinct stored records (messages and membership
 	// changes) in im.messages; Records every record there.
-	Sent        int `json:"sent"`
-	Records     int `json:"records"`
-	Resends     int `json:"resends"`
-	AtMostOnce  int `json:"at_most_once"`
-	Invalid     int `json:"invalid"`
+	Sent       int `json:"sent"`
+	Records    int `json:"records"`
+	Resends    int `json:"resends"`
+	AtMostOnce int `json:"at_most_once"`
+	Invalid    int `json:"invalid"`
+	// Refused: records the group's authority refuses (dead-lettered too).
+	Refused     int `json:"refused"`
 	APISent     int `json:"api_sent"`
 	APIResent   int `json:"api_resent"`
 	Expected    int `json:"expected"`
@@ -74,7 +76,8 @@ func (r *Report) problem(format string, args ...any) {
 // account compares each device's store with the truth.
 func account(t *Truth, w *Workload, devices []*device) *Report {
 	r := &Report{Sent: t.Stored, Records: t.Records, Resends: t.Resends, AtMostOnce: t.AtMostOnce, Invalid: t.Invalid,
-		MaxSeq: map[string]uint64{}}
+		Refused: t.Refused,
+		MaxSeq:  map[string]uint64{}}
 	for id, c := range t.Convs {
 		r.MaxSeq[id] = uint64(len(c.IDs))
 	}
@@ -110,7 +113,7 @@ func account(t *Truth, w *Workload, devices []*device) *Report {
 func notInLog(t *Truth, w *Workload, devices []*device, r *Report) int {
 	n := 0
 	check := func(conv, id string) {
-		if c := t.Convs[conv]; c == nil || c.Seq[id] == 0 {
+		if c := t.Convs[conv]; c == nil || (c.Seq[id] == 0 && c.Refused[id] == "") {
 			n++
 			r.problem("%s %s was generated but is not in %s", conv, id, "im.messages")
 		}
@@ -173,7 +176,7 @@ func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
 			case c.IDs[s-1] != id:
 				dr.OutOfOrder++
 				r.problem("%s/%s holds %s as %s seq %d, the log's order makes it %s", d.User, d.ID, id, conv, s, c.IDs[s-1])
-			case !e.Required.has(s) && !e.Optional.has(s):
+			case !e.Required.has(s) && !anyHas(e.Optional, s):
 				dr.Unexpected++
 				r.problem("%s/%s holds %s seq %d outside its membership", d.User, d.ID, conv, s)
 			}
@@ -183,6 +186,15 @@ func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
 }
 
 func (s *Span) has(seq uint64) bool { return s != nil && seq > s.From && seq < s.To }
+
+func anyHas(spans []Span, seq uint64) bool {
+	for i := range spans {
+		if spans[i].has(seq) {
+			return true
+		}
+	}
+	return false
+}
 
 func sortedConvs(owed map[string]Entitlement, held map[string]*heldConv) []string {
 	var out []string

@@ -146,8 +146,11 @@ func (g *gen) leave() {
 
 // poison puts records no consumer can use in the partitions of real
 // conversations: bytes that are no protobuf, a protobuf Message without a
-// conversation type, and a message over the mentions limit.
+// conversation type, a message over the mentions limit, and records the
+// group's authority refuses (a stranger's message, a member removing the
+// founder).
 func (g *gen) poison() {
+	g.refused()
 	for i := range g.cfg.Poison {
 		conv := g.w.Convs[g.rng.IntN(len(g.w.Convs))]
 		raw := []byte{0xff, 0xff, 0xff, 0xff, 0x0f, byte(i), 0x01}
@@ -182,5 +185,26 @@ func (g *gen) apiMessages() {
 			m.ConvId, m.ConvType, m.Sender = conv, schemas.ConvType_CONV_TYPE_GROUP, g.founder[conv]
 		}
 		g.w.API[m.Sender] = append(g.w.API[m.Sender], m)
+	}
+}
+
+// refused adds, to one small group, a message from a user who is not a
+// member and a member's attempt to remove the founder: both must be
+// dead-lettered and change nothing.
+func (g *gen) refused() {
+	conv := g.groups[g.rng.IntN(len(g.groups))]
+	mem := g.members[conv]
+	for _, u := range g.users {
+		if !slices.Contains(mem, u) {
+			m := &schemas.Message{ClientMsgId: g.id(), ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+				Kind: schemas.Kind_KIND_MESSAGE, Sender: u, ContentType: "text/plain", Body: g.body()}
+			g.w.Stream = append(g.w.Stream, Item{Msg: m})
+			break
+		}
+	}
+	if len(mem) > 1 {
+		g.w.Stream = append(g.w.Stream, Item{Msg: &schemas.Message{ClientMsgId: g.id(), ConvId: conv,
+			ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_LEAVE,
+			Sender: mem[1], Recipients: []string{g.founder[conv]}}})
 	}
 }

@@ -106,7 +106,9 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 func fill(res *result, rep *checker.Report, devices int) {
 	res.Sent, res.Expected, res.Delivered, res.Lost = rep.Sent, rep.Expected, rep.Delivered, rep.Lost
 	res.Duplicates, res.OutOfOrder, res.Unexpected, res.Redelivered = rep.Duplicates, rep.OutOfOrder, rep.Unexpected, rep.Redelivered
-	res.Records, res.Resends, res.AtMostOnce, res.Poison = rep.Records, rep.Resends, rep.AtMostOnce, rep.Invalid
+	// Poison counts every record that must be dead-lettered: undecodable
+	// ones and those the groups' authority refuses.
+	res.Records, res.Resends, res.AtMostOnce, res.Poison = rep.Records, rep.Resends, rep.AtMostOnce, rep.Invalid+rep.Refused
 	res.APISent, res.APIResent, res.Devices, res.Syncs = rep.APISent, rep.APIResent, devices, rep.Syncs
 	res.CrashBeforeStore, res.CrashBeforeAck, res.Overloaded = rep.CrashBeforeStore, rep.CrashBeforeAck, rep.Overloaded
 	res.Problems = rep.Problems
