@@ -48,6 +48,12 @@ func TestValidateMessageNamesTheFieldThatIsWrong(t *testing.T) {
 		{"body over the limit", func(m *Message) { m.Body = make([]byte, DefaultMaxBodyBytes+1) }, "body"},
 		{"body at the limit", func(m *Message) { m.Body = make([]byte, DefaultMaxBodyBytes) }, ""},
 		{"unicode ids", func(m *Message) { m.ConvId = "会话-1"; m.Sender = "码仔" }, ""},
+		{"a join giving the admin role", func(m *Message) { groupJoin(m, "bob", "carol"); m.Role = Role_ROLE_ADMIN }, ""},
+		{"a role on a message", func(m *Message) { m.Role = Role_ROLE_ADMIN }, "role"},
+		{"an unknown role", func(m *Message) { groupJoin(m, "bob"); m.Role = 9 }, "role"},
+		{"ownership to two users", func(m *Message) { groupJoin(m, "bob", "carol"); m.Role = Role_ROLE_OWNER }, "recipients"},
+		{"system authority", func(m *Message) { m.Authority = Authority_AUTHORITY_SYSTEM }, ""},
+		{"an unknown authority", func(m *Message) { m.Authority = 5 }, "authority"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,4 +97,8 @@ func TestQoSZeroIsNotStoredAndUnspecifiedIs(t *testing.T) {
 			t.Errorf("QoS %v stored = %v, want %v", qos, got, want)
 		}
 	}
+}
+
+func groupJoin(m *Message, users ...string) {
+	m.ConvType, m.Kind, m.Recipients = ConvType_CONV_TYPE_GROUP, Kind_KIND_MEMBER_JOIN, users
 }
