@@ -221,15 +221,17 @@ func TestRacingFoundersAndStrangersAreRefusedAndDeadLetteredWithTheirReason(t *t
 	e.send(alice, groupBody("new-g", "create", "kind", "member_join", "recipients", []string{"alice", "bob"}))
 	e.send(mallory, groupBody("new-g", "grab", "kind", "member_join", "recipients", []string{"mallory"}))
 	e.send(mallory, groupBody("new-g", "oust", "kind", "member_leave", "recipients", []string{"alice"}))
+	e.send(mallory, groupBody("new-g", "peek"))
 	e.send(bob, groupBody("new-g", "coup", "kind", "member_leave", "recipients", []string{"alice"}))
 	e.send(alice, groupBody("new-g", "secret"))
 	e.runPipeline()
 	e.waitMaxSeq(alice, "new-g", 2)
 
-	dead := e.deadLetters(3)
+	dead := e.deadLetters(4)
 	want := map[string]string{
 		"grab": "sender: is not a member of the group",
 		"oust": "sender: is not a member of the group",
+		"peek": "sender: is not a member of the group",
 		"coup": "sender: only the owner or an admin removes others",
 	}
 	for _, r := range dead {
@@ -237,7 +239,7 @@ func TestRacingFoundersAndStrangersAreRefusedAndDeadLetteredWithTheirReason(t *t
 		if err != nil {
 			t.Fatalf("dead letter does not decode: %v", err)
 		}
-		if m.GetConvId() != "new-g" || want[m.GetClientMsgId()] != header(r, schemas.HeaderDeadReason) {
+		if m.GetConvId() != "new-g" || m.GetSender() == "alice" || want[m.GetClientMsgId()] != header(r, schemas.HeaderDeadReason) {
 			t.Errorf("dead letter %s of %s by %s: reason %q, want %q", m.GetClientMsgId(), m.GetConvId(), m.GetSender(),
 				header(r, schemas.HeaderDeadReason), want[m.GetClientMsgId()])
 		}
@@ -286,5 +288,28 @@ func TestTheOwnerMakesAnAdminThroughTheAPIAndNoClientSpeaksForTheSystem(t *testi
 	if m, _ := schemas.DecodeMessage(dead[0].Value, 0); m.GetClientMsgId() != "add-mallory" ||
 		m.GetAuthority() != schemas.Authority_AUTHORITY_SENDER || header(dead[0], schemas.HeaderDeadReason) != "sender: only the owner or an admin adds members" {
 		t.Fatalf("dead letter %v reason %q", m, header(dead[0], schemas.HeaderDeadReason))
+	}
+}
+
+func TestAFormerMemberOfALargeGroupStillFindsWhatWasMeantForThem(t *testing.T) {
+	e := newEnv(t, envOptions{threshold: 4})
+	e.runPipeline()
+	e.produce(
+		founding("big", "bob", "ann", "cid", "dan", "eve", "fay"),
+		textMsg("big", "b2", "cid"),
+		&schemas.Message{ClientMsgId: "ann-out", ConvId: "big", ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: "ann",
+			Kind: schemas.Kind_KIND_MEMBER_LEAVE, Recipients: []string{"ann"}},
+		textMsg("big", "b4", "fay"),
+	)
+	ann := e.token("ann", "phone")
+	e.waitMaxSeq(e.token("bob", ""), "big", 4)
+	eventually(t, "ann's list shows the group as left with its unread", func() (bool, string) {
+		c, ok := e.listed(ann, "big")
+		return ok && c.Left && c.Unread == 2, fmt.Sprintf("%+v", c)
+	})
+	var s tSync
+	e.callOK(http.StatusOK, "POST", "/v1/sync", ann, map[string]any{}, &s)
+	if len(s.Conversations) != 1 || !slices.Equal(seqsOf(s.Conversations[0].Messages), []uint64{1, 2}) {
+		t.Fatalf("ann's sync: %+v, want big with seqs 1..2", s)
 	}
 }

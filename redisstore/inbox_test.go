@@ -94,19 +94,19 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 			want:    inboxState{fields: map[string]string{"c:r": "6", "c:j": "5", "c:t": "L"}, lane: []string{"c:7"}, large: true},
 		},
 		{
-			name:    "leaving a large group freezes its unread once",
+			name:    "leaving a large group freezes its unread once and lists it by the leave",
 			form:    InboxLarge,
 			batches: [][]InboxEvent{{ev(j, 5), ev(o, 6)}, {ev(x, 9)}},
 			before: func(s *Store) {
 				s.rdb.HSet(context.Background(), s.keys.Inbox("u"), "c:r", 7)
 			},
-			want: inboxState{fields: map[string]string{"c:l": "8", "c:r": "7", "c:j": "5", "c:u": "2", "c:t": "g"}},
+			want: inboxState{fields: map[string]string{"c:l": "8", "c:r": "7", "c:j": "5", "c:u": "2", "c:t": "g"}, listed: 1009},
 		},
 		{
 			name:    "a join and a leave in one batch leave the group frozen, not large",
 			form:    InboxLarge,
 			batches: [][]InboxEvent{{ev(j, 5), ev(o, 6), ev(x, 9)}},
-			want:    inboxState{fields: map[string]string{"c:l": "8", "c:r": "6", "c:j": "5", "c:u": "2", "c:t": "g"}},
+			want:    inboxState{fields: map[string]string{"c:l": "8", "c:r": "6", "c:j": "5", "c:u": "2", "c:t": "g"}, listed: 1009},
 		},
 		{
 			name:    "conversion switches a member to the large form",

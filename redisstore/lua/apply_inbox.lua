@@ -28,7 +28,8 @@
 --   m  delivered and mentions the user
 --   o  the user's own message (marks read up to it)
 --   j  the user joined at seq (sees nothing up to it)
---   x  the user left a large group at seq (its unread is frozen)
+--   x  the user left a large group at seq (its unread is frozen and it
+--      is listed by the leave's write time)
 --   c  the group became large: switch this member to the large form
 --
 -- Returns 1 if anything changed, 0 for a replay, -1 for a receive-only
@@ -134,6 +135,9 @@ for i = first_event, #ARGV, 3 do
       t = 'g'
       redis.call('HSET', ib, fl, l, fu, math.max(0, l - r))
       changed = true
+      -- listed from now on like a small group, so that the former member
+      -- still finds (and can read) what was meant for them
+      active = w
     end
   elseif k == 'c' then
     t = 'L'
