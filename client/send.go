@@ -17,6 +17,9 @@ type Outgoing struct {
 	MentionAll  bool     `json:"mention_all,omitempty"`
 	ContentType string   `json:"content_type,omitempty"`
 	Body        []byte   `json:"body,omitempty"`
+	// Role a member_join gives: member, admin or owner (owners only give
+	// admin and owner; see the API's description of POST /v1/messages).
+	Role string `json:"role,omitempty"`
 }
 
 // Send hands a message to the pipeline. The answer (202) means it was
