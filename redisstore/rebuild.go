@@ -131,6 +131,12 @@ func (k Keys) RebuildTimeline(conv string) string { return k.conv(conv, "tl:rebu
 // RebuildMembers is where a rebuild stages the member set.
 func (k Keys) RebuildMembers(conv string) string { return k.conv(conv, "mem:rebuild") }
 
+// RebuildRoles is where a rebuild stages the group's roles.
+func (k Keys) RebuildRoles(conv string) string { return k.conv(conv, "role:rebuild") }
+
+// RebuildPastMembers is where a rebuild stages the former members' spans.
+func (k Keys) RebuildPastMembers(conv string) string { return k.conv(conv, "past:rebuild") }
+
 // rebuildMeta is the conversation's meta as the rebuild found it.
 type rebuildMeta struct {
 	seq, epoch, first, ctype, lgs string
@@ -281,13 +287,14 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	}
 	k := s.keys
 	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.RebuildTimeline(conv),
-		k.Members(conv), k.RebuildMembers(conv), k.MentionAll(conv)}
+		k.Members(conv), k.RebuildMembers(conv), k.MentionAll(conv),
+		k.Roles(conv), k.RebuildRoles(conv), k.PastMembers(conv), k.RebuildPastMembers(conv)}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	done, err := rebuildCommitScript.Run(cctx, s.rdb, keys, args...).Int()
 	if err != nil || done != 1 {
 		// Best effort: the staging keys also expire on their own.
-		s.rdb.Del(cctx, k.RebuildTimeline(conv), k.RebuildMembers(conv))
+		s.rdb.Del(cctx, k.RebuildTimeline(conv), k.RebuildMembers(conv), k.RebuildRoles(conv), k.RebuildPastMembers(conv))
 	}
 	switch {
 	case err != nil:

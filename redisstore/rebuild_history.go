@@ -98,12 +98,16 @@ type memberReplay struct {
 	members map[string]uint64
 	mver    uint64
 	lgs     uint64 // seq from which the group is large (0: not large)
+	// roles (o, a) and the former members' past spans ("J-L", oldest
+	// first), as the script keeps them; see rebuild_roles.go.
+	roles map[string]string
+	past  map[string][]string
 }
 
 // replayMembers rebuilds a conversation's member set from its history, or
 // returns nil when the history cannot tell it whole.
 func (s *Store) replayMembers(ctx context.Context, src HistorySource, conv string, p *rebuildPlan) (*memberReplay, error) {
-	r := &memberReplay{members: map[string]uint64{}}
+	r := &memberReplay{members: map[string]uint64{}, roles: map[string]string{}, past: map[string][]string{}}
 	if p.ctype == schemas.ConvType_CONV_TYPE_DIRECT {
 		// Participants are set by the first message and never change.
 		m := p.sample.GetMessage()
@@ -152,6 +156,7 @@ func (r *memberReplay) apply(e *schemas.Sequenced, threshold int) {
 	case schemas.Kind_KIND_MESSAGE:
 		if e.GetSeq() == 1 {
 			r.members[e.GetMessage().GetSender()] = 0 // a group founded by a message
+			r.setOwner(e.GetMessage().GetSender())
 		}
 	case schemas.Kind_KIND_MEMBER_JOIN:
 		at := e.GetSeq()
@@ -163,13 +168,12 @@ func (r *memberReplay) apply(e *schemas.Sequenced, threshold int) {
 				r.members[u] = at
 			}
 		}
+		r.joinRoles(e)
 		if r.lgs == 0 && len(r.members) > threshold {
 			r.lgs = e.GetSeq()
 		}
 	case schemas.Kind_KIND_MEMBER_LEAVE:
-		for _, u := range e.GetMessage().GetRecipients() {
-			delete(r.members, u)
-		}
+		r.leave(e)
 	}
 	if len(r.members) != before {
 		r.mver++

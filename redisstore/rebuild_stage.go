@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -89,9 +90,37 @@ func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedup
 	return n, nil
 }
 
-// stageMembers writes the replayed member set to its staging hash.
+// stageMembers writes the replayed member set, roles and past spans to
+// their staging hashes.
 func (s *Store) stageMembers(ctx context.Context, conv string, mr *memberReplay) error {
-	key := s.keys.RebuildMembers(conv)
+	members := make(map[string]string, len(mr.members))
+	for u, at := range mr.members {
+		members[u] = strconv.FormatUint(at, 10)
+	}
+	past := make(map[string]string, len(mr.past))
+	for u, spans := range mr.past {
+		past[u] = strings.Join(spans, ",")
+	}
+	k := s.keys
+	for _, h := range []struct {
+		key  string
+		what string
+		m    map[string]string
+	}{
+		{k.RebuildMembers(conv), "members", members},
+		{k.RebuildRoles(conv), "roles", mr.roles},
+		{k.RebuildPastMembers(conv), "former members", past},
+	} {
+		if err := s.stageHash(ctx, h.key, h.m); err != nil {
+			return fmt.Errorf("rebuild %s: stage %s: %w", conv, h.what, err)
+		}
+	}
+	return nil
+}
+
+// stageHash replaces a staging hash with m, in pages, each with the
+// staging expiry.
+func (s *Store) stageHash(ctx context.Context, key string, m map[string]string) error {
 	fields := make([]any, 0, 2*rebuildMemberPage)
 	flush := func() error {
 		return s.rebuildCall(ctx, func(ctx context.Context) error {
@@ -104,21 +133,19 @@ func (s *Store) stageMembers(ctx context.Context, conv string, mr *memberReplay)
 		})
 	}
 	if err := s.rebuildCall(ctx, func(ctx context.Context) error { return s.rdb.Del(ctx, key).Err() }); err != nil {
-		return fmt.Errorf("rebuild %s: clear staged members: %w", conv, err)
+		return fmt.Errorf("clear: %w", err)
 	}
-	for u, at := range mr.members {
-		fields = append(fields, u, strconv.FormatUint(at, 10))
+	for u, v := range m {
+		fields = append(fields, u, v)
 		if len(fields) == cap(fields) {
 			if err := flush(); err != nil {
-				return fmt.Errorf("rebuild %s: stage members: %w", conv, err)
+				return err
 			}
 			fields = fields[:0]
 		}
 	}
 	if len(fields) > 0 {
-		if err := flush(); err != nil {
-			return fmt.Errorf("rebuild %s: stage members: %w", conv, err)
-		}
+		return flush()
 	}
 	return nil
 }

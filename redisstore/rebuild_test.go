@@ -135,6 +135,8 @@ type rbSnapshot struct {
 	meta    map[string]string
 	tl      []string
 	members map[string]string
+	roles   map[string]string
+	past    map[string]string
 	all     []string
 }
 
@@ -148,6 +150,8 @@ func rbSnap(t *testing.T, s *Store, conv string) rbSnapshot {
 	}
 	sn.tl, _ = s.rdb.LRange(ctx, s.keys.Timeline(conv), 0, -1).Result()
 	sn.members, _ = s.rdb.HGetAll(ctx, s.keys.Members(conv)).Result()
+	sn.roles, _ = s.rdb.HGetAll(ctx, s.keys.Roles(conv)).Result()
+	sn.past, _ = s.rdb.HGetAll(ctx, s.keys.PastMembers(conv)).Result()
 	sn.all, _ = s.rdb.ZRange(ctx, s.keys.MentionAll(conv), 0, -1).Result()
 	return sn
 }
@@ -167,10 +171,11 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 	}{
 		{"timeline lost, meta kept", func(s *Store, c string) []string { return []string{s.keys.Timeline(c)} }, false},
 		{"every conversation key lost", func(s *Store, c string) []string {
-			return []string{s.keys.ConvMeta(c), s.keys.Timeline(c), s.keys.Members(c), s.keys.MentionAll(c)}
+			return []string{s.keys.ConvMeta(c), s.keys.Timeline(c), s.keys.Members(c), s.keys.MentionAll(c),
+				s.keys.Roles(c), s.keys.PastMembers(c)}
 		}, true},
 		{"timeline and members lost", func(s *Store, c string) []string {
-			return []string{s.keys.Timeline(c), s.keys.Members(c)}
+			return []string{s.keys.Timeline(c), s.keys.Members(c), s.keys.Roles(c), s.keys.PastMembers(c)}
 		}, false},
 	}
 	for _, tc := range cases {
@@ -213,7 +218,11 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 			if !maps.Equal(after.members, before.members) || !slices.Equal(after.all, before.all) {
 				t.Fatalf("members %v @all %v, want %v and %v", after.members, after.all, before.members, before.all)
 			}
-			for _, k := range []string{s.keys.RebuildTimeline("g1"), s.keys.RebuildMembers("g1")} {
+			if !maps.Equal(after.roles, before.roles) || !maps.Equal(after.past, before.past) || len(before.past) == 0 {
+				t.Fatalf("roles %v, former members %v; want %v and %v", after.roles, after.past, before.roles, before.past)
+			}
+			for _, k := range []string{s.keys.RebuildTimeline("g1"), s.keys.RebuildMembers("g1"),
+				s.keys.RebuildRoles("g1"), s.keys.RebuildPastMembers("g1")} {
 				if n, _ := s.rdb.Exists(ctx, k).Result(); n != 0 {
 					t.Fatalf("staging key %s left behind", k)
 				}

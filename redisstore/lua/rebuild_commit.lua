@@ -9,11 +9,14 @@
 --
 -- KEYS[1] meta   KEYS[2] timeline   KEYS[3] staged timeline
 -- KEYS[4] members   KEYS[5] staged members   KEYS[6] @all references
+-- KEYS[7] roles     KEYS[8] staged roles
+-- KEYS[9] former members   KEYS[10] staged former members
 -- ARGV[1] meta seq as read ('' when there was no meta)
 -- ARGV[2] meta epoch as read ('' when there was no meta)
 -- ARGV[3] seq   ARGV[4] first   ARGV[5] epoch   ARGV[6] type (d|g)
 -- ARGV[7] number of staged timeline entries
--- ARGV[8] '1': replace the members and set nmem, mver, lgs from ARGV[9..11]
+-- ARGV[8] '1': replace the members, roles and former members, and set
+--         nmem, mver, lgs from ARGV[9..11]
 -- ARGV[9] nmem   ARGV[10] mver   ARGV[11] lgs (0: not large)
 -- ARGV[12] lsender   ARGV[13] lts ('' : leave the summary as it is)
 -- ARGV[14] lprev
@@ -34,13 +37,20 @@ else
   redis.call('DEL', KEYS[2])
 end
 redis.call('HSET', KEYS[1], 'seq', ARGV[3], 'first', ARGV[4], 'epoch', ARGV[5], 'type', ARGV[6])
-if ARGV[8] == '1' then
-  if redis.call('EXISTS', KEYS[5]) == 1 then
-    redis.call('RENAME', KEYS[5], KEYS[4])
-    redis.call('PERSIST', KEYS[4])
+-- replace puts a staged hash in place of the live one (none staged: the
+-- replay found it empty).
+local function replace(live, staged)
+  if redis.call('EXISTS', staged) == 1 then
+    redis.call('RENAME', staged, live)
+    redis.call('PERSIST', live)
   else
-    redis.call('DEL', KEYS[4])
+    redis.call('DEL', live)
   end
+end
+if ARGV[8] == '1' then
+  replace(KEYS[4], KEYS[5])
+  replace(KEYS[7], KEYS[8])
+  replace(KEYS[9], KEYS[10])
   redis.call('HSET', KEYS[1], 'nmem', ARGV[9], 'mver', ARGV[10])
   if ARGV[11] ~= '0' then
     redis.call('HSET', KEYS[1], 'lgs', ARGV[11], 'large', 1)
