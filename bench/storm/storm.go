@@ -95,7 +95,7 @@ func (s *storm) workload() []*schemas.Message {
 		for start := 0; start < len(all); start += 1000 {
 			part := all[start:min(start+1000, len(all))]
 			msgs = append(msgs, &schemas.Message{ClientMsgId: b.UUID(), ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
-				Kind: schemas.Kind_KIND_MEMBER_JOIN, Sender: part[0], Recipients: part})
+				Kind: schemas.Kind_KIND_MEMBER_JOIN, Sender: all[0], Recipients: part}) // the owner adds the rest
 		}
 	}
 	// Own messages are not pending: send enough that others' reach o.pending.

@@ -126,7 +126,7 @@ func (sc *scenario) addGroup(members map[string][]string, g string, mem []string
 		part := mem[start:min(start+joinChunk, len(mem))]
 		sc.joins = append(sc.joins, &schemas.Message{ClientMsgId: fmt.Sprintf("%s-join%d", g, start/joinChunk),
 			ConvId: g, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
-			Sender: part[0], Recipients: part})
+			Sender: mem[0], Recipients: part}) // the founder (owner) adds the rest
 	}
 }
 
