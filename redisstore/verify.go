@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -149,4 +150,32 @@ func (s *Store) ReadMentionAll(ctx context.Context, conv string) ([]uint64, erro
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// GroupRoles reads a group's roles (member → o or a) and which of their
+// holders are members, in one round trip each.
+func (s *Store) GroupRoles(ctx context.Context, conv string) (roles map[string]string, strangers []string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if roles, err = s.rdb.HGetAll(ctx, s.keys.Roles(conv)).Result(); err != nil {
+		return nil, nil, fmt.Errorf("read roles of %s: %w", conv, err)
+	}
+	if len(roles) == 0 {
+		return roles, nil, nil
+	}
+	holders := make([]string, 0, len(roles))
+	for u := range roles {
+		holders = append(holders, u)
+	}
+	sort.Strings(holders)
+	in, err := s.rdb.HMGet(ctx, s.keys.Members(conv), holders...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read role holders of %s: %w", conv, err)
+	}
+	for i, v := range in {
+		if v == nil {
+			strangers = append(strangers, holders[i])
+		}
+	}
+	return roles, strangers, nil
 }

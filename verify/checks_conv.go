@@ -3,11 +3,12 @@ package verify
 import (
 	"context"
 
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // checkConv checks one conversation: a contiguous timeline with a body
-// for every seq, the member count, the @all references.
+// for every seq, the member count, a group's roles, the @all references.
 func (r *run) checkConv(ctx context.Context, conv string) error {
 	r.rep.Conversations++
 	for from := uint64(0); ; {
@@ -35,7 +36,37 @@ func (r *run) checkConv(ctx context.Context, conv string) error {
 	if head.Members != head.NMem {
 		r.problem(KindMembers, conv, "", "meta counts %d members, the member set holds %d", head.NMem, head.Members)
 	}
+	if head.Type == "g" {
+		if err := r.checkRoles(ctx, conv, head); err != nil {
+			return err
+		}
+	}
 	return r.checkMentionAll(ctx, conv)
+}
+
+// checkRoles checks a group's authority: one owner while it has members,
+// and roles held by members only.
+func (r *run) checkRoles(ctx context.Context, conv string, head redisstore.ConvHead) error {
+	roles, strangers, err := r.main.GroupRoles(ctx, conv)
+	if err != nil {
+		return err
+	}
+	owners := 0
+	for _, role := range roles {
+		if role == "o" {
+			owners++
+		}
+	}
+	switch {
+	case owners > 1:
+		r.problem(KindRoles, conv, "", "%d owners", owners)
+	case owners == 0 && head.Members > 0:
+		r.problem(KindRoles, conv, "", "%d members and no owner: nobody can add or remove anyone", head.Members)
+	}
+	for _, u := range strangers {
+		r.problem(KindRoles, conv, u, "holds role %s but is not a member", roles[u])
+	}
+	return nil
 }
 
 // checkMentionAll checks that every @all reference of a large group points

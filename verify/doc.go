@@ -3,8 +3,9 @@
 //
 //   - per conversation: the timeline holds exactly the seqs from its floor
 //     `first` to the counter, each entry with its own seq and a body (no
-//     holes); the member count matches the member set; every @all
-//     reference of a large group points at a seq that exists;
+//     holes); the member count matches the member set; a group with
+//     members has exactly one owner and only members hold roles; every
+//     @all reference of a large group points at a seq that exists;
 //   - per user and conversation: the stored unread equals last delivered
 //     minus read, and equals a recount of the messages from others above
 //     the read seq in the timeline (large groups: the unread derived at

@@ -11,6 +11,7 @@ import (
 const (
 	KindTimeline = "timeline"
 	KindMembers  = "members"
+	KindRoles    = "roles"
 	KindInbox    = "inbox"
 	KindUnread   = "unread"
 	KindMention  = "mention"

@@ -219,6 +219,15 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 		{"a member count that disagrees", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HDel(ctx, k.Members("g1"), "carol")
 		}, KindMembers, "g1", ""},
+		{"a group without an owner", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.HDel(ctx, k.Roles("g1"), "alice")
+		}, KindRoles, "g1", ""},
+		{"a role held by a stranger", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.HSet(ctx, k.Roles("g1"), "zed", "a")
+		}, KindRoles, "g1", "zed"},
+		{"two owners", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.HSet(ctx, k.Roles("big"), "bob", "o")
+		}, KindRoles, "big", ""},
 		{"a stored unread off by one", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HIncrBy(ctx, k.Inbox("carol"), redisstore.InboxField("g1", redisstore.FieldUnread), 1)
 		}, KindUnread, "g1", "carol"},
