@@ -277,6 +277,7 @@ type tSyncConv struct {
 	Rebase       bool          `json:"rebase"`
 	RebaseReason string        `json:"rebase_reason"`
 	Incomplete   bool          `json:"incomplete"`
+	Left         bool          `json:"left"`
 	Messages     []messageJSON `json:"messages"`
 }
 

@@ -99,8 +99,8 @@ func TestAFormerMemberReadsAndMarksReadWhatWasMeantForThemAndNothingAfter(t *tes
 	var s tSync
 	e.callOK(http.StatusOK, "POST", "/v1/sync", pb, map[string]any{}, &s)
 	if len(s.Conversations) != 1 || !slices.Equal(seqsOf(s.Conversations[0].Messages), []uint64{1, 2, 3, 4}) ||
-		s.Conversations[0].MaxSeq != 4 {
-		t.Fatalf("pb's sync: %+v, want p-g with seqs 1..4 and max seq 4", s)
+		s.Conversations[0].MaxSeq != 4 || !s.Conversations[0].Left {
+		t.Fatalf("pb's sync: %+v, want p-g, left, with seqs 1..4 and max seq 4", s)
 	}
 	var p tPage
 	e.callOK(http.StatusOK, "GET", "/v1/conversations/p-g/messages?after=0", pb, nil, &p)

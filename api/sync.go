@@ -62,6 +62,7 @@ type syncConvJSON struct {
 	Rebase       bool              `json:"rebase"`
 	RebaseReason string            `json:"rebase_reason,omitempty"`
 	Incomplete   bool              `json:"incomplete"`
+	Left         bool              `json:"left,omitempty"`
 	Messages     []json.RawMessage `json:"messages"`
 }
 
@@ -300,7 +301,7 @@ func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
 		msgs = []json.RawMessage{}
 	}
 	out := syncConvJSON{ConvID: c.Conv, Kind: c.Kind, Large: c.Large, Epoch: c.Epoch, MaxSeq: c.MaxSeq, Unread: c.Unread,
-		HasMore: c.HasMore, Rebase: c.Rebase, RebaseReason: c.RebaseReason, Incomplete: c.Incomplete, Messages: msgs}
+		HasMore: c.HasMore, Rebase: c.Rebase, RebaseReason: c.RebaseReason, Incomplete: c.Incomplete, Left: c.Left, Messages: msgs}
 	if c.Gap != nil {
 		out.Gap = &gapJSON{From: c.Gap.From, To: c.Gap.To}
 	}

@@ -64,10 +64,12 @@ type SyncConv struct {
 		From uint64 `json:"from"`
 		To   uint64 `json:"to"`
 	} `json:"gap"`
-	Rebase       bool      `json:"rebase"`
-	RebaseReason string    `json:"rebase_reason"`
-	Incomplete   bool      `json:"incomplete"`
-	Messages     []Message `json:"messages"`
+	Rebase       bool   `json:"rebase"`
+	RebaseReason string `json:"rebase_reason"`
+	Incomplete   bool   `json:"incomplete"`
+	// Left: the user left this group; nothing comes after MaxSeq.
+	Left     bool      `json:"left"`
+	Messages []Message `json:"messages"`
 }
 
 // SyncResponse is the answer of POST /v1/sync.

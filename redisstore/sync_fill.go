@@ -220,7 +220,7 @@ func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *sy
 	}
 	c := SyncConv{
 		Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: sl.epoch, MaxSeq: sl.seq, Unread: p.unread,
-		Rebase: p.rebase != "", RebaseReason: p.rebase, Incomplete: p.incomplete,
+		Rebase: p.rebase != "", RebaseReason: p.rebase, Incomplete: p.incomplete, Left: p.left,
 	}
 	if len(sl.entries) == 0 && !c.Rebase {
 		return placeGone, false // the news was already gone (expired) or never there

@@ -132,6 +132,9 @@ type SyncConv struct {
 	// Incomplete: messages the client lacks are no longer in Redis; only
 	// history has them.
 	Incomplete bool
+	// Left: the user left this group; MaxSeq is the last seq before they
+	// left, and nothing after it comes.
+	Left bool
 }
 
 // SyncSummary stands for a conversation with news that did not fit in the
