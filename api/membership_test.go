@@ -235,7 +235,7 @@ func TestRacingFoundersAndStrangersAreRefusedAndDeadLetteredWithTheirReason(t *t
 		"coup": "sender: only the owner or an admin removes others",
 	}
 	for _, r := range dead {
-		m, err := schemas.DecodeMessage(r.Value, 0)
+		m, err := schemas.DecodeMessage(r.Value, schemas.Limits{})
 		if err != nil {
 			t.Fatalf("dead letter does not decode: %v", err)
 		}
@@ -285,7 +285,7 @@ func TestTheOwnerMakesAnAdminThroughTheAPIAndNoClientSpeaksForTheSystem(t *testi
 	// record is produced as hers and the sequencing step refuses it.
 	e.send(carol, groupBody("team", "add-mallory", "kind", "member_join", "recipients", []string{"mallory"}))
 	dead := e.deadLetters(1)
-	if m, _ := schemas.DecodeMessage(dead[0].Value, 0); m.GetClientMsgId() != "add-mallory" ||
+	if m, _ := schemas.DecodeMessage(dead[0].Value, schemas.Limits{}); m.GetClientMsgId() != "add-mallory" ||
 		m.GetAuthority() != schemas.Authority_AUTHORITY_SENDER || header(dead[0], schemas.HeaderDeadReason) != "sender: only the owner or an admin adds members" {
 		t.Fatalf("dead letter %v reason %q", m, header(dead[0], schemas.HeaderDeadReason))
 	}
