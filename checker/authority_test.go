@@ -46,7 +46,7 @@ func TestAUserWhoLeftTwiceMayHoldEverySpanTheyBelongedTo(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &device{Device: Device{User: "b", ID: "d1"}, st: newLocalStore()}
-			d.st.conv("g").msgs = tc.held
+			d.st.conv("g").msgs = inEpoch(1, tc.held)
 			r := account(tr, &Workload{}, []*device{d})
 			if got := r.Devices[0].Unexpected; got != tc.unexpected {
 				t.Fatalf("unexpected %d, want %d (problems %v)", got, tc.unexpected, r.Problems)
