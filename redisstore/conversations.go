@@ -17,6 +17,9 @@ var (
 	conversationsPageScript = redis.NewScript(conversationsPageLua)
 )
 
+// errListUnindexed: the user's list indexes are not complete yet.
+const errListUnindexed = "OBINDEX"
+
 // Conversation kinds as the read path names them.
 const (
 	KindDirect = "direct"
@@ -61,8 +64,10 @@ type ConvList struct {
 
 // ListConversations reads one page of user's conversation list: one script
 // on the user's slot, plus one pipelined read of the user's large groups
-// (the inbox fields C:t = L; their order and counters are derived from the
-// groups themselves).
+// (their order and counters are derived from the groups themselves). The
+// script's work is bounded by the page and the user's large groups; a user
+// whose list indexes predate them gets them built first, in bounded steps
+// (BuildListIndex).
 // device may be empty; then Acked is 0. s holds the conversations, users
 // the user's keys (see InboxRouter; the same store without a hot store);
 // ErrUserMoved means users is no longer the right one.
@@ -78,9 +83,15 @@ func (s *Store) ListConversations(ctx context.Context, users *Store, user, devic
 	}
 	k := users.keys
 	keys := []string{
-		k.ConvList(user), k.Inbox(user), k.Previews(user), k.Mentions(user), k.Cursor(user, device), k.Profile(user),
+		k.ConvList(user), k.Inbox(user), k.Previews(user), k.MentionIndex(user), k.Cursor(user, device), k.Profile(user),
+		k.LargeGroups(user), k.ListIndex(user),
 	}
 	vals, err := conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
+	if redis.HasErrorPrefix(err, errListUnindexed) {
+		if err = users.BuildListIndex(ctx, user); err == nil {
+			vals, err = conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
+		}
+	}
 	if err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, asUserMoved(err))
 	}

@@ -168,7 +168,7 @@ func (s *Store) ExpireMentions(ctx context.Context, user string, now time.Time, 
 	}
 	cd := now.Add(-r.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT)).UnixMilli()
 	cg := now.Add(-r.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP)).UnixMilli()
-	keys := []string{s.keys.Mentions(user), s.keys.Inbox(user)}
+	keys := []string{s.keys.Mentions(user), s.keys.Inbox(user), s.keys.MentionIndex(user)}
 	total, offset := 0, 0
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)

@@ -47,6 +47,18 @@ func (k Keys) ConvList(user string) string { return k.user(user, "cl") }
 // Mentions is the user's @mention lane.
 func (k Keys) Mentions(user string) string { return k.user(user, "mn") }
 
+// MentionIndex holds the members of Mentions again, all scored 0, so that
+// one conversation's references are a lexicographic range ("C:" to "C;").
+func (k Keys) MentionIndex(user string) string { return k.user(user, "mx") }
+
+// LargeGroups is the set of the user's conversations whose inbox form is
+// InboxLarge (the `C:t` = L fields, kept as a set the list reads whole).
+func (k Keys) LargeGroups(user string) string { return k.user(user, "lg") }
+
+// ListIndex records whether MentionIndex and LargeGroups are complete for
+// the user (`v` = 1) and, while they are being built, the scan cursors.
+func (k Keys) ListIndex(user string) string { return k.user(user, "ix") }
+
 // Previews holds the last-message preview per conversation.
 func (k Keys) Previews(user string) string { return k.user(user, "pv") }
 

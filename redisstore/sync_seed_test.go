@@ -112,6 +112,7 @@ func (rs *readSeed) deliver(u string, m *schemas.Message, seq, joined uint64) {
 	for _, mu := range m.Mentions {
 		if mu == u && u != m.Sender {
 			p.ZAdd(ctx, k.Mentions(u), zmember(MentionMember(c, seq), rs.now))
+			p.ZAdd(ctx, k.MentionIndex(u), zmember(MentionMember(c, seq), 0))
 		}
 	}
 	if _, err := p.Exec(ctx); err != nil {
@@ -129,6 +130,7 @@ func (rs *readSeed) makeLarge(conv string) {
 	for u := range members {
 		rs.s.rdb.ZRem(ctx, k.ConvList(u), conv)
 		rs.s.rdb.HSet(ctx, k.Inbox(u), InboxField(conv, FieldType), "L")
+		rs.s.rdb.SAdd(ctx, k.LargeGroups(u), conv)
 	}
 }
 

@@ -147,3 +147,47 @@ func (s *Store) ReadDeviceSet(ctx context.Context, user string) (moved bool, dev
 	}
 	return loc.Val() == "hot", dv.Val(), nil
 }
+
+// ListIndexState is a user's list indexes beside what they index, read in
+// one snapshot (schemas/redis-keys.md, "List indexes").
+type ListIndexState struct {
+	Moved bool
+	// Built: the indexes are complete (ix v = 1); before, they are not
+	// compared.
+	Built bool
+	// Large is the large-group set; InboxLarge the conversations whose
+	// inbox form is InboxLarge.
+	Large, InboxLarge []string
+	// Index is the mention index; Lane the mention lane.
+	Index, Lane []string
+}
+
+// ReadListIndex reads a user's list indexes and what they index.
+func (s *Store) ReadListIndex(ctx context.Context, user string) (ListIndexState, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	k := s.keys
+	var ib *redis.MapStringStringCmd
+	var lg, mx, mn *redis.StringSliceCmd
+	var built, loc *redis.StringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		ib = p.HGetAll(ctx, k.Inbox(user))
+		lg = p.SMembers(ctx, k.LargeGroups(user))
+		mx = p.ZRange(ctx, k.MentionIndex(user), 0, -1)
+		mn = p.ZRange(ctx, k.Mentions(user), 0, -1)
+		built = p.HGet(ctx, k.ListIndex(user), "v")
+		loc = p.HGet(ctx, k.Profile(user), "loc")
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return ListIndexState{}, fmt.Errorf("read list index of %s: %w", user, err)
+	}
+	out := ListIndexState{Moved: loc.Val() == "hot", Built: built.Val() == "1",
+		Large: lg.Val(), Index: mx.Val(), Lane: mn.Val()}
+	for f, v := range ib.Val() {
+		if conv, ok := strings.CutSuffix(f, ":"+string(rune(FieldType))); ok && v == string(InboxLarge) {
+			out.InboxLarge = append(out.InboxLarge, conv)
+		}
+	}
+	return out, nil
+}

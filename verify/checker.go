@@ -143,6 +143,8 @@ func (r *run) key(ctx context.Context, st *redisstore.Store, key string) error {
 		return r.checkInbox(ctx, st, ref.User)
 	case ref.User != "" && ref.Part == "mn":
 		return r.checkMentions(ctx, st, ref.User)
+	case ref.User != "" && ref.Part == "ix":
+		return r.checkListIndex(ctx, st, ref.User)
 	case ref.User != "" && ref.Part == "dv":
 		return r.checkDevices(ctx, st, ref.User)
 	case ref.User != "" && strings.HasPrefix(ref.Part, "cur:"):

@@ -17,6 +17,9 @@ const (
 	KindMention  = "mention"
 	KindCursor   = "cursor"
 	KindDevices  = "devices"
+	// KindListIndex: the list's large-group set or mention index differs
+	// from the inbox or lane it indexes.
+	KindListIndex = "list-index"
 )
 
 // Problem is one broken invariant.

@@ -17,7 +17,14 @@
 -- conversations C:u = C:l - C:r always holds; like a read receipt, a rise
 -- of C:r takes the conversation's mentions up to it out of the lane.
 --
+-- The list's indexes change with what they index: mx holds the lane's
+-- members again (scored 0, for per-conversation ranges) and lg the
+-- conversations whose C:t is L. An inbox this script creates starts with
+-- them complete (ix v = 1); an older one gets them from the reader
+-- (list_index_build.lua), which relies on every write keeping them.
+--
 -- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:prof
+-- KEYS[5] P{u:U}:mx  KEYS[6] P{u:U}:lg  KEYS[7] P{u:U}:ix
 -- ARGV[1] conversation id
 -- ARGV[2] conversation form: d (direct), g (group), L (large group: unread
 --         and order are derived at read time, only reads, mentions and
@@ -37,6 +44,7 @@
 -- moved to the hot store (see schemas/redis-keys.md).
 
 local ib, cl, mn, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local mx, lg, ix = KEYS[5], KEYS[6], KEYS[7]
 local conv, form, epoch = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local first_event = 4
 local pf = redis.call('HMGET', prof, 'ro', 'loc')
@@ -44,6 +52,8 @@ if pf[2] == 'hot' then
   return redis.error_reply('OBMOVED user ' .. prof .. ' lives on the hot store')
 end
 if pf[1] == '1' then return -1 end
+if redis.call('EXISTS', ib, mn) == 0 then redis.call('HSET', ix, 'v', 1) end
+local indexed = redis.call('HGET', ix, 'v') == '1'
 
 local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
 local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe)
@@ -55,17 +65,22 @@ local active = 0
 local changed = false
 
 local function mention(s, w)
-  if s > r and redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
+  if s > r then
+    if redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
+    redis.call('ZADD', mx, 0, conv .. ':' .. s)
+  end
 end
 
 local function zremall(ms)
   for i = 1, #ms, 500 do
     redis.call('ZREM', mn, unpack(ms, i, math.min(i + 499, #ms)))
+    redis.call('ZREM', mx, unpack(ms, i, math.min(i + 499, #ms)))
   end
 end
 
 -- unmention drops the conversation's mentions of seqs in (from, to]: by
--- name when the range is shorter than the lane, else by scanning the lane.
+-- name when the range is shorter than the lane, else from the
+-- conversation's range of mx (once indexed; before, by scanning the lane).
 local function unmention(from, to)
   local n = redis.call('ZCARD', mn)
   if to <= from or n == 0 then return end
@@ -74,7 +89,13 @@ local function unmention(from, to)
     for s = from + 1, to do drop[#drop + 1] = conv .. ':' .. s end
   else
     local pre = conv .. ':'
-    for _, m in ipairs(redis.call('ZRANGE', mn, 0, -1)) do
+    local ms
+    if indexed then
+      ms = redis.call('ZRANGEBYLEX', mx, '[' .. pre, '(' .. conv .. ';')
+    else
+      ms = redis.call('ZRANGE', mn, 0, -1)
+    end
+    for _, m in ipairs(ms) do
       if string.sub(m, 1, #pre) == pre then
         local s = tonumber(string.sub(m, #pre + 1))
         if s and s > from and s <= to then drop[#drop + 1] = m end
@@ -158,6 +179,11 @@ end
 if t ~= t0 then
   redis.call('HSET', ib, ft, t)
   changed = true
+  if t == 'L' then
+    redis.call('SADD', lg, conv)
+  elseif t0 == 'L' then
+    redis.call('SREM', lg, conv)
+  end
 end
 if adopt then
   -- Only a renewal changes what the user sees; an inbox taking its first

@@ -4,19 +4,24 @@
 -- large group of the user (their order comes from the conversations
 -- themselves, which live in other slots; the caller merges them in).
 --
--- A user's large groups are the inbox fields C:t = L (no per-user set
--- repeats them: it would cost a key per member of every large group). They
--- are found by one HSCAN of the inbox for the `:t` fields, which is linear
--- in the user's conversations, not in their messages; the page itself
--- stays one indexed range of the list.
+-- Its work is sized by its answer: one indexed range of the list, and per
+-- conversation answered a few field reads and one range count of the
+-- mention index. The user's large groups come whole from their set (large
+-- groups that were small once may still sit in the list; the page skips
+-- them). The indexes (lg, mx) are kept by the scripts that change what
+-- they index; a user whose indexes are not complete yet (ix v absent: an
+-- inbox older than them) gets OBINDEX, and the caller builds them with
+-- list_index_build.lua and asks again.
 --
 -- KEYS[1] conversation list (zset: conv -> last activity ms)
 -- KEYS[2] inbox index (hash: C:l, C:u, C:r, C:j, C:t)
 -- KEYS[3] previews (hash: conv -> preview JSON)
--- KEYS[4] mention lane (zset: "C:SEQ" -> write ms)
+-- KEYS[4] mention index (zset: "C:SEQ" -> 0, the mention lane's members)
 -- KEYS[5] the device's cursor (hash: conv -> acked seq); any absent key
 --         when no device is named
 -- KEYS[6] the user's profile (hash; loc = hot: the keys moved away)
+-- KEYS[7] the user's large groups (set of conv)
+-- KEYS[8] the user's list index state (hash; v = 1: lg and mx complete)
 -- ARGV[1] page cursor score: conversations at or below it ("+inf" first)
 -- ARGV[2] page cursor conv: among conversations scored exactly ARGV[1],
 --         only those ordered after it ("" for none)
@@ -27,49 +32,38 @@
 -- when absent), preview JSON (""), the device's acked seq (""), and the
 -- number of mentions of the conversation in the lane. Fails with OBMOVED
 -- when the user's keys were moved to the hot store: this copy is stale.
-if redis.call('HGET', KEYS[6], 'loc') == 'hot' then
+local cl, ib, pv, mx, cur, prof, lg, ix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+if redis.call('HGET', prof, 'loc') == 'hot' then
   return redis.error_reply('OBMOVED user lives on the hot store')
+end
+if redis.call('HGET', ix, 'v') ~= '1' then
+  return redis.error_reply('OBINDEX the list indexes of this user are not built yet')
 end
 local limit = tonumber(ARGV[3])
 local after = ARGV[2]
 local cursor_score = tonumber(ARGV[1])
 
-local mentions = {}
-for _, m in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-  local conv = string.match(m, '^([^:]+):')
-  if conv then
-    mentions[conv] = (mentions[conv] or 0) + 1
-  end
-end
-
 local large = {}
-local cursor = '0'
-repeat
-  local r = redis.call('HSCAN', KEYS[2], cursor, 'MATCH', '*:t', 'COUNT', 1000)
-  cursor = r[1]
-  for i = 1, #r[2], 2 do
-    if r[2][i + 1] == 'L' then
-      large[string.sub(r[2][i], 1, -3)] = true
-    end
-  end
-until cursor == '0'
+for _, conv in ipairs(redis.call('SMEMBERS', lg)) do
+  large[conv] = true
+end
 
 local out = {0}
 local function record(conv, activity)
-  local f = redis.call('HMGET', KEYS[2], conv .. ':l', conv .. ':u', conv .. ':r', conv .. ':j', conv .. ':t')
+  local f = redis.call('HMGET', ib, conv .. ':l', conv .. ':u', conv .. ':r', conv .. ':j', conv .. ':t')
   out[#out + 1] = conv
   out[#out + 1] = activity
   for i = 1, 5 do
     out[#out + 1] = f[i] or ''
   end
-  out[#out + 1] = redis.call('HGET', KEYS[3], conv) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[5], conv) or ''
-  out[#out + 1] = mentions[conv] or 0
+  out[#out + 1] = redis.call('HGET', pv, conv) or ''
+  out[#out + 1] = redis.call('HGET', cur, conv) or ''
+  out[#out + 1] = redis.call('ZLEXCOUNT', mx, '[' .. conv .. ':', '(' .. conv .. ';')
 end
 
 local offset, batch, n = 0, limit + 16, 0
 while n < limit do
-  local page = redis.call('ZREVRANGEBYSCORE', KEYS[1], ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', offset, batch)
+  local page = redis.call('ZREVRANGEBYSCORE', cl, ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', offset, batch)
   for i = 1, #page, 2 do
     local conv, score = page[i], page[i + 1]
     local skip = after ~= '' and tonumber(score) == cursor_score and conv >= after

@@ -7,6 +7,8 @@
 --
 -- KEYS[1] the user's mention lane (zset)
 -- KEYS[2] the user's inbox (hash)
+-- KEYS[3] the user's mention index (zset: the lane's members again); a
+--         reference leaves both
 -- ARGV[1] cutoff in ms for direct conversations
 -- ARGV[2] cutoff in ms for groups (small and large)
 -- ARGV[3] most members examined by this call
@@ -34,6 +36,7 @@ for i = 1, #cand, 2 do
   end
   if score < cut then
     removed = removed + redis.call('ZREM', KEYS[1], member)
+    redis.call('ZREM', KEYS[3], member)
   end
 end
 return {removed, #cand / 2}

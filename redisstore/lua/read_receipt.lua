@@ -9,6 +9,10 @@
 -- KEYS[1] the user's inbox index (hash: C:l, C:u, C:r, ...)
 -- KEYS[2] the user's mention lane (zset: "C:SEQ" -> write ms)
 -- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
+-- KEYS[4] the user's mention index (zset: the lane's members, scored 0),
+--         kept with the lane; each conversation's references are found in
+--         its range once the index is complete
+-- KEYS[5] the user's list index state (hash; v = 1: mention index complete)
 -- ARGV pairs: conversation, read seq
 -- Returns the number of conversations whose read seq rose. Fails with
 -- OBMOVED when the user's keys were moved to the hot store.
@@ -37,13 +41,21 @@ for i = 1, #ARGV, 2 do
   reads[conv] = r
 end
 local drop = {}
-for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+local function consider(m)
   local conv, seq = string.match(m, '^([^:]+):(%d+)$')
   if conv and reads[conv] and tonumber(seq) <= reads[conv] then
     drop[#drop + 1] = m
   end
 end
+if redis.call('HGET', KEYS[5], 'v') == '1' then
+  for conv in pairs(reads) do
+    for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[4], '[' .. conv .. ':', '(' .. conv .. ';')) do consider(m) end
+  end
+else
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do consider(m) end
+end
 for i = 1, #drop, 500 do
   redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 499, #drop)))
+  redis.call('ZREM', KEYS[4], unpack(drop, i, math.min(i + 499, #drop)))
 end
 return raised
