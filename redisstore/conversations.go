@@ -75,26 +75,21 @@ func (s *Store) ListConversations(ctx context.Context, users *Store, user, devic
 	if limit < 1 {
 		return ConvList{}, fmt.Errorf("list conversations of %s: limit %d is below 1", user, limit)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
 	score, afterConv := "+inf", ""
 	if after.Conv != "" {
 		score, afterConv = strconv.FormatInt(after.Activity, 10), after.Conv
 	}
-	k := users.keys
-	keys := []string{
-		k.ConvList(user), k.Inbox(user), k.Previews(user), k.MentionIndex(user), k.Cursor(user, device), k.Profile(user),
-		k.LargeGroups(user), k.ListIndex(user),
-	}
-	vals, err := conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
+	vals, err := users.listPage(ctx, user, device, score, afterConv, limit+1)
 	if redis.HasErrorPrefix(err, errListUnindexed) {
 		if err = users.BuildListIndex(ctx, user); err == nil {
-			vals, err = conversationsPageScript.Run(ctx, users.rdb, keys, score, afterConv, limit+1).Slice()
+			vals, err = users.listPage(ctx, user, device, score, afterConv, limit+1)
 		}
 	}
 	if err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, asUserMoved(err))
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
 	small, large, err := parseListRecords(vals)
 	if err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
@@ -119,6 +114,18 @@ func (s *Store) ListConversations(ctx context.Context, users *Store, user, devic
 		out.Next = &ListCursor{Activity: last.Activity, Conv: last.Conv}
 	}
 	return out, nil
+}
+
+// listPage runs conversations_page.lua on the user's keys.
+func (s *Store) listPage(ctx context.Context, user, device, score, afterConv string, limit int) ([]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	k := s.keys
+	keys := []string{
+		k.ConvList(user), k.Inbox(user), k.Previews(user), k.MentionIndex(user), k.Cursor(user, device), k.Profile(user),
+		k.LargeGroups(user), k.ListIndex(user),
+	}
+	return conversationsPageScript.Run(ctx, s.rdb, keys, score, afterConv, limit).Slice()
 }
 
 // listedAfter reports whether it comes after the cursor c in the list: the list is

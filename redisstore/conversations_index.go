@@ -17,7 +17,7 @@ var (
 // listIndexStepCount is the SCAN COUNT of one build step: about that many
 // inbox fields and lane members a step, well under a millisecond of Redis
 // time each.
-const listIndexStepCount = 1000
+const listIndexStepCount = 256
 
 // BuildListIndex completes the user's list indexes (the large-group set and
 // the mention index, schemas/redis-keys.md) for an inbox written before

@@ -241,12 +241,15 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 		}, KindUnread, "big", "bob"},
 		{"a mention beyond the counter", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.Mentions("carol"), redis.Z{Score: 1, Member: "g1:99"})
+			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:99"}) // as the inbox script writes both
 		}, KindMention, "g1", "carol"},
 		{"a mention of a message that does not mention the user", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.Mentions("carol"), redis.Z{Score: 1, Member: "g1:3"})
+			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:3"}) // as the inbox script writes both
 		}, KindMention, "g1", "carol"},
 		{"a mention in a conversation that does not exist", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.Mentions("carol"), redis.Z{Score: 1, Member: "nowhere:1"})
+			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "nowhere:1"}) // as the inbox script writes both
 		}, KindMention, "nowhere", "carol"},
 		{"an @all reference beyond the counter", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.MentionAll("big"), redis.Z{Score: 1, Member: "42"})
@@ -269,6 +272,12 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 		{"an inbox naming a missing conversation", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HSet(ctx, k.Inbox("dave"), redisstore.InboxField("lost", redisstore.FieldLast), 1)
 		}, KindInbox, "lost", "dave"},
+		{"a large group missing from the large-group set", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.SRem(ctx, k.LargeGroups("bob"), "big")
+		}, KindListIndex, "big", "bob"},
+		{"a mention index holding what the lane does not", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:2"})
+		}, KindListIndex, "", "carol"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

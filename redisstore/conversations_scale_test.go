@@ -1,0 +1,230 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/embedded"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// privateRedis starts a redis-server of the test's own, so that its SLOWLOG
+// holds this test's commands only.
+func privateRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	// The context is the server's life; StartTimeout bounds the start.
+	p, err := embedded.StartRedis(context.Background(), embedded.RedisOptions{Dir: t.TempDir(), StartTimeout: 30 * time.Second})
+	if err != nil {
+		t.Skipf("no redis-server to start: %v", err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = p.Stop(stop)
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 16})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// seedDirects gives user n direct conversations through the real write
+// path: redisstore.Sequence for each conversation's one message from a peer
+// (4 at a time), then ApplyInboxes for the user, pipelined 2,000 at a time.
+// Conversation i is named prefix+i, written at startMS+i, and mentions the
+// user when i is a multiple of mentionEvery.
+func seedDirects(t *testing.T, s *Store, user, prefix string, n int, startMS int64, mentionEvery int) {
+	t.Helper()
+	ctx := context.Background()
+	seqs := make([]uint64, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				conv, peer := fmt.Sprint(prefix, i), fmt.Sprint("peer-", prefix, i)
+				m := &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_DIRECT, Kind: schemas.Kind_KIND_MESSAGE,
+					ClientMsgId: "m-" + conv, Sender: peer, Recipients: []string{user}, ContentType: "text/plain", Body: []byte("hi")}
+				res, err := s.Sequence(ctx, conv, []*schemas.Message{m}, nil, startMS+int64(i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				seqs[i] = res.Items[0].Seq
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("seed %s: %v", user, err)
+	}
+	for from := 0; from < n; from += 2000 {
+		var ups []InboxUpdate
+		for i := from; i < min(from+2000, n); i++ {
+			kind := InboxDelivered
+			if mentionEvery > 0 && i%mentionEvery == 0 {
+				kind = InboxMentioned
+			}
+			ups = append(ups, InboxUpdate{User: user, Conv: fmt.Sprint(prefix, i), Form: InboxDirect,
+				Events: []InboxEvent{{Kind: kind, Seq: seqs[i], WriteMS: startMS + int64(i)}}})
+		}
+		_, errs := s.ApplyInboxes(ctx, ups)
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("seed %s: %v", user, err)
+			}
+		}
+	}
+}
+
+// seedLargeGroup makes a large group of user's, newest of all (writeMS),
+// through sequencing and the large inbox form.
+func seedLargeGroup(t *testing.T, s *Store, user, conv string, writeMS int64) {
+	t.Helper()
+	ctx := context.Background()
+	join := &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
+		ClientMsgId: "j-" + conv, Sender: "founder", Recipients: []string{"founder", "other", user}}
+	msg := &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MESSAGE,
+		ClientMsgId: "m-" + conv, Sender: "founder", ContentType: "text/plain", Body: []byte("news")}
+	if _, err := s.Sequence(ctx, conv, []*schemas.Message{join, msg}, nil, writeMS); err != nil {
+		t.Fatal(err)
+	}
+	s.rdb.HSet(ctx, s.keys.ConvMeta(conv), "large", 1, "lgs", 1)
+	_, errs := s.ApplyInboxes(ctx, []InboxUpdate{{User: user, Conv: conv, Form: InboxLarge,
+		Events: []InboxEvent{{Kind: InboxJoined, Seq: 1, WriteMS: writeMS}}}})
+	if errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+}
+
+func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMilliseconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 100,000 conversations")
+	}
+	const n, mentionEvery = 100_000, 50
+	ctx := context.Background()
+	rdb := privateRedis(t)
+	s, err := New(rdb, Config{Prefix: "scale:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	seedDirects(t, s, "vip", "d", n, 1_700_000_000_000, mentionEvery)
+	for _, g := range []string{"big0", "big1"} {
+		seedLargeGroup(t, s, "vip", g, 1_800_000_000_000)
+	}
+	others := []string{"ann", "bob", "cid"}
+	for _, u := range others {
+		seedDirects(t, s, u, u+"-d", 30, 1_700_000_000_000, 7)
+	}
+	t.Logf("seeded %d conversations in %s", n, time.Since(start).Round(time.Millisecond))
+
+	// The vip's inbox as a store older than the list indexes left it: the
+	// first list builds them.
+	if err := rdb.Del(ctx, s.keys.LargeGroups("vip"), s.keys.MentionIndex("vip"), s.keys.ListIndex("vip")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", "5000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	otherErrs := make(chan error, len(others))
+	for _, u := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := s.ListConversations(ctx, s, u, "", ListCursor{}, 50)
+				if err == nil && len(l.Items) != 30 {
+					err = fmt.Errorf("%s listed %d conversations, want 30", u, len(l.Items))
+				}
+				if err != nil {
+					otherErrs <- err
+					return
+				}
+			}
+		}()
+	}
+
+	// The vip pages through the first 2,000 and jumps deep into the list.
+	want := func(i int) string { return fmt.Sprint("d", i) }
+	cur, next := ListCursor{}, n-1
+	for page := range 40 {
+		l, err := s.ListConversations(ctx, s, "vip", "", cur, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := l.Items
+		if page == 0 {
+			if len(items) < 2 || items[0].Conv != "big1" || items[1].Conv != "big0" || !items[0].Large || items[0].Unread != 1 {
+				t.Fatalf("first page starts %+v, want the large groups big1, big0 first, 1 unread each", items[:min(2, len(items))])
+			}
+			items = items[2:]
+		}
+		for _, it := range items {
+			wantMentions := 0
+			if next%mentionEvery == 0 {
+				wantMentions = 1
+			}
+			if it.Conv != want(next) || it.Unread != 1 || it.Mentions != wantMentions || it.Kind != KindDirect {
+				t.Fatalf("page %d listed %s unread=%d mentions=%d kind=%s, want %s unread=1 mentions=%d direct",
+					page, it.Conv, it.Unread, it.Mentions, it.Kind, want(next), wantMentions)
+			}
+			next--
+		}
+		cur = *l.Next
+	}
+	deep := ListCursor{Activity: 1_700_000_000_000 + 1000, Conv: want(1000)}
+	for range 20 {
+		l, err := s.ListConversations(ctx, s, "vip", "", deep, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != 50 || l.Items[0].Conv != want(999) || l.Items[49].Conv != want(950) || l.Items[0].Mentions != 0 || l.Items[49].Mentions != 1 {
+			t.Fatalf("deep page: %d items from %s to %s", len(l.Items), l.Items[0].Conv, l.Items[len(l.Items)-1].Conv)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(otherErrs)
+	for err := range otherErrs {
+		t.Fatal(err)
+	}
+
+	slow, err := rdb.Do(ctx, "SLOWLOG", "GET", 50).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range slow {
+		f := e.([]any)
+		args := fmt.Sprint(f[3])
+		t.Errorf("a command took %d µs: %.120s", f[2], args)
+	}
+	// The index the first list built is the one the writes would have kept.
+	ix, err := s.ReadListIndex(ctx, "vip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.Built || len(ix.Index) != n/mentionEvery || len(ix.Lane) != n/mentionEvery || strings.Join(slices.Sorted(slices.Values(ix.Large)), ",") != "big0,big1" {
+		t.Fatalf("built index: built=%v mentions %d of %d, large %v", ix.Built, len(ix.Index), len(ix.Lane), ix.Large)
+	}
+}
