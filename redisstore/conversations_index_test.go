@@ -39,7 +39,9 @@ func TestListIndexesChangeInTheSameScriptsAsWhatTheyIndex(t *testing.T) {
 			t.Fatal(errs[0])
 		}
 	}
-	at := func(k InboxEventKind, seq uint64, ms int64) InboxEvent { return InboxEvent{Kind: k, Seq: seq, WriteMS: ms} }
+	at := func(k InboxEventKind, seq uint64, ms int64) InboxEvent {
+		return InboxEvent{Kind: k, Seq: seq, WriteMS: ms}
+	}
 	old, recent := now.UnixMilli()-20*day, now.UnixMilli()-day
 	steps := []struct {
 		name string
