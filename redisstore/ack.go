@@ -39,13 +39,21 @@ type AckResult struct {
 func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckItem, nowMS int64) (AckResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	args := make([]any, 0, 4+3*len(items))
-	args = append(args, device, nowMS, s.cfg.MaxDevices, s.keys.CursorPrefix(user))
-	for _, it := range items {
-		args = append(args, it.Conv, it.Seq, it.Epoch)
-	}
-	keys := []string{s.keys.Devices(user), s.keys.Evicted(user), s.keys.Cursor(user, device), s.keys.Profile(user)}
-	vals, err := ackCursorScript.Run(ctx, s.rdb, keys, args...).Slice()
+	var vals []any
+	err := s.withDeviceSet(ctx, user, -1, func(devs, cursors []string) error {
+		args := make([]any, 0, 4+len(devs)+3*len(items))
+		args = append(args, device, nowMS, s.cfg.MaxDevices, len(devs))
+		for _, d := range devs {
+			args = append(args, d)
+		}
+		for _, it := range items {
+			args = append(args, it.Conv, it.Seq, it.Epoch)
+		}
+		keys := append([]string{s.keys.Devices(user), s.keys.Evicted(user), s.keys.Cursor(user, device), s.keys.Profile(user)}, cursors...)
+		var err error
+		vals, err = ackCursorScript.Run(ctx, s.rdb, keys, args...).Slice()
+		return err
+	})
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
 	}
@@ -57,6 +65,37 @@ func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckI
 		res.Evicted = append(res.Evicted, readReplyString(v))
 	}
 	return res, nil
+}
+
+// deviceSetTries bounds how often a device-evicting script is run again
+// because the device set changed between the caller's read and the script.
+const deviceSetTries = 3
+
+// withDeviceSet reads the user's n least recently used devices (all when
+// n < 0) with their cursor keys and runs fn with them: the scripts that
+// evict devices delete cursors, and every key a script touches must be in
+// its KEYS. fn runs again, up to deviceSetTries times, while its script
+// answers OBDEVICES (a device to evict was not named: the set changed).
+func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func(devs, cursors []string) error) error {
+	stop := n - 1
+	if n < 0 {
+		stop = -1
+	}
+	var err error
+	for range deviceSetTries {
+		var devs []string
+		if devs, err = s.rdb.ZRange(ctx, s.keys.Devices(user), 0, stop).Result(); err != nil {
+			return fmt.Errorf("read devices: %w", err)
+		}
+		cursors := make([]string, len(devs))
+		for i, d := range devs {
+			cursors[i] = s.keys.Cursor(user, d)
+		}
+		if err = fn(devs, cursors); !redis.HasErrorPrefix(err, "OBDEVICES") {
+			return err
+		}
+	}
+	return err
 }
 
 // DeviceCursor is one conversation's acked position of a device.

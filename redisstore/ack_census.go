@@ -52,17 +52,34 @@ func (s *Store) CensusStep(ctx context.Context, node ScanNode, cursor uint64, co
 	if err != nil {
 		return c, 0, fmt.Errorf("census scan %s from %d: %w", node.Name, cursor, err)
 	}
-	calls := make([]scriptCall, 0, len(keys))
+	var users []string
 	for _, key := range keys {
-		ref, ok := s.keys.ParseKey(key)
-		if !ok || ref.User == "" || ref.Part != "ib" {
-			continue
+		if ref, ok := s.keys.ParseKey(key); ok && ref.User != "" && ref.Part == "ib" {
+			users = append(users, ref.User)
 		}
-		u := ref.User
-		calls = append(calls, scriptCall{
-			keys: []string{s.keys.Devices(u), s.keys.Inbox(u), s.keys.Profile(u)},
-			args: []any{s.keys.CursorPrefix(u), idleBefore.UnixMilli()},
-		})
+	}
+	// The script reads each device's cursor, so it is given their keys:
+	// first the device sets, in one pipeline.
+	devs := make([]*redis.StringSliceCmd, len(users))
+	if len(users) > 0 {
+		if _, err := node.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, u := range users {
+				devs[i] = p.ZRange(ctx, s.keys.Devices(u), 0, -1)
+			}
+			return nil
+		}); err != nil {
+			return c, 0, fmt.Errorf("census devices on %s: %w", node.Name, err)
+		}
+	}
+	calls := make([]scriptCall, 0, len(users))
+	for i, u := range users {
+		call := scriptCall{keys: []string{s.keys.Devices(u), s.keys.Inbox(u), s.keys.Profile(u)},
+			args: []any{len(devs[i].Val()), idleBefore.UnixMilli()}}
+		for _, d := range devs[i].Val() {
+			call.keys = append(call.keys, s.keys.Cursor(u, d))
+			call.args = append(call.args, d)
+		}
+		calls = append(calls, call)
 	}
 	cmds, err := s.evalPiped(ctx, ackCensusScript, calls)
 	if err != nil {

@@ -50,6 +50,103 @@ func (k Keys) DedupeExact(conv string, day int64) string { return k.Dedupe(conv,
 // once the dedupe window, in whole days, has passed after the day ended.
 func (s *Store) dedupeExpireAt(day int64) int64 { return (day + 1 + s.dedupeDays()) * 86_400 }
 
+// Linear hashing of the dedupe buckets, as lua/dedupe_lib.lua does it.
+const (
+	dedupeLoad       = 32
+	dedupeMaxBuckets = 65536
+	// dedupeTries bounds how often a script is run again because a day's
+	// buckets changed between the caller's read and the script (OBDEDUPE).
+	dedupeTries = 3
+)
+
+// dedupeDay is what bucket 0 of a day says about the day.
+type dedupeDay struct {
+	day   int64
+	n, c  int  // buckets, digests held
+	exact bool // the exact map exists
+}
+
+// readDedupeDays reads the state of the given days of conv, in one pipeline.
+func (s *Store) readDedupeDays(ctx context.Context, conv string, days []int64) ([]dedupeDay, error) {
+	cmds := make([]*redis.SliceCmd, len(days))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, d := range days {
+			cmds[i] = p.HMGet(ctx, s.keys.Dedupe(conv, d), "n", "c", "x")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read dedupe days of %s: %w", conv, err)
+	}
+	out := make([]dedupeDay, len(days))
+	for i, d := range days {
+		v := cmds[i].Val()
+		out[i] = dedupeDay{day: d, n: 1, exact: hashString(v[2]) == "1"}
+		if n, err := strconv.Atoi(hashString(v[0])); err == nil {
+			out[i].n = n
+		}
+		out[i].c, _ = strconv.Atoi(hashString(v[1]))
+	}
+	return out, nil
+}
+
+// dedupeKeys lists the keys of a day beyond bucket 0 that looking up the
+// digests and, when adds, adding them (with every split that may follow)
+// can touch: the scripts must be given them in KEYS. dd_missing in
+// lua/dedupe_lib.lua checks the same list against the day as it is then.
+func (k Keys) dedupeKeys(conv string, d dedupeDay, digs []string, adds bool) []string {
+	seen := map[int]bool{0: true}
+	var out []string
+	add := func(b int) {
+		if !seen[b] {
+			seen[b] = true
+			out = append(out, k.DedupeBucket(conv, d.day, b))
+		}
+	}
+	top := d.n
+	if adds {
+		for d.c+len(digs) > dedupeLoad*top && top < dedupeMaxBuckets {
+			top++
+		}
+	}
+	for n := d.n; n <= top; n++ {
+		for _, dig := range digs {
+			add(dedupeAddr(dedupeHash(dig), n))
+		}
+		if n < top {
+			add(n - dedupeLow(n))
+			add(n)
+		}
+	}
+	if adds || d.exact {
+		out = append(out, k.DedupeExact(conv, d.day))
+	}
+	return out
+}
+
+// dedupeHash is the 24 bits of a digest that address its bucket.
+func dedupeHash(dig string) int {
+	return int(dig[0])<<16 | int(dig[1])<<8 | int(dig[2])
+}
+
+// dedupeLow is the largest power of two not above n.
+func dedupeLow(n int) int {
+	lo := 1
+	for lo*2 <= n {
+		lo *= 2
+	}
+	return lo
+}
+
+// dedupeAddr is the bucket of hash h among n buckets.
+func dedupeAddr(h, n int) int {
+	lo := dedupeLow(n)
+	if b := h % (lo * 2); b < n {
+		return b
+	}
+	return h % lo
+}
+
 // dedupeRestore is one client_msg_id to put back in its day's buckets.
 type dedupeRestore struct {
 	day  int64
@@ -64,24 +161,43 @@ func (s *Store) restoreDedupe(ctx context.Context, conv string, ids []dedupeRest
 		return 0, nil
 	}
 	index := map[int64]int{}
-	var keys []string
+	var days []int64
 	var at []any
+	digs := map[int64][]string{}
 	for _, d := range ids {
 		if _, ok := index[d.day]; !ok {
-			index[d.day] = len(keys) + 1
-			keys = append(keys, s.keys.Dedupe(conv, d.day))
+			index[d.day] = len(days) + 1
+			days = append(days, d.day)
 			at = append(at, s.dedupeExpireAt(d.day))
 		}
+		digs[d.day] = append(digs[d.day], s.digest(d.cmid))
 	}
 	args := make([]any, 0, 1+len(at)+4*len(ids))
-	args = append(args, len(keys))
+	args = append(args, len(days))
 	args = append(args, at...)
 	for _, d := range ids {
 		args = append(args, index[d.day], s.digest(d.cmid), d.cmid, d.seq)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	n, err := dedupeRestoreScript.Run(ctx, s.rdb, keys, args...).Int()
+	var n int
+	var err error
+	for range dedupeTries {
+		var state []dedupeDay
+		if state, err = s.readDedupeDays(ctx, conv, days); err != nil {
+			return 0, fmt.Errorf("restore %d dedupe ids of %s: %w", len(ids), conv, err)
+		}
+		keys := make([]string, 0, 2*len(days))
+		for _, d := range days {
+			keys = append(keys, s.keys.Dedupe(conv, d))
+		}
+		for _, st := range state {
+			keys = append(keys, s.keys.dedupeKeys(conv, st, digs[st.day], true)...)
+		}
+		if n, err = dedupeRestoreScript.Run(ctx, s.rdb, keys, args...).Int(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
+			break
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("restore %d dedupe ids of %s: %w", len(ids), conv, err)
 	}

@@ -200,9 +200,17 @@ func (s *Store) EvictDevices(ctx context.Context, user string, idleBefore time.T
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	n, err := expiryEvictDevicesScript.Run(ctx, s.rdb,
-		[]string{s.keys.Devices(user), s.keys.Evicted(user)},
-		s.keys.CursorPrefix(user), s.cfg.MaxDevices, idleBefore.UnixMilli(), max).Int()
+	var n int
+	err := s.withDeviceSet(ctx, user, int64(max), func(devs, cursors []string) error {
+		args := make([]any, 0, 4+len(devs))
+		args = append(args, s.cfg.MaxDevices, idleBefore.UnixMilli(), max, len(devs))
+		for _, d := range devs {
+			args = append(args, d)
+		}
+		var err error
+		n, err = expiryEvictDevicesScript.Run(ctx, s.rdb, append([]string{s.keys.Devices(user), s.keys.Evicted(user)}, cursors...), args...).Int()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("evict devices of %s: %w", user, err)
 	}

@@ -83,7 +83,20 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	raw, err := sequenceScript.Run(ctx, s.rdb, s.sequenceKeys(conv, writeMS), args...).Slice()
+	digs := make([]string, len(msgs))
+	for i, m := range msgs {
+		digs[i] = s.digest(m.GetClientMsgId())
+	}
+	var raw []any
+	for range dedupeTries {
+		var keys []string
+		if keys, err = s.sequenceKeys(ctx, conv, writeMS, digs); err != nil {
+			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		}
+		if raw, err = sequenceScript.Run(ctx, s.rdb, keys, args...).Slice(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sequence %s: %w", conv, err)
 	}
@@ -103,16 +116,26 @@ func (s *Store) dedupeDays() int64 {
 	return int64((s.cfg.DedupeWindow + 24*time.Hour - 1) / (24 * time.Hour))
 }
 
-// sequenceKeys lists the conversation's keys, the dedupe buckets of the
-// window newest first.
-func (s *Store) sequenceKeys(conv string, writeMS int64) []string {
+// sequenceKeys lists the conversation's keys: bucket 0 of each dedupe day
+// of the window newest first, then the days' other keys that looking up
+// digs and adding them to today may touch (as the days are now).
+func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string) ([]string, error) {
 	k := s.keys
 	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv)}
 	today := DayOf(writeMS)
+	var days []int64
 	for d := today; d >= today-s.dedupeDays(); d-- {
 		keys = append(keys, k.Dedupe(conv, d))
+		days = append(days, d)
 	}
-	return keys
+	state, err := s.readDedupeDays(ctx, conv, days)
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range state {
+		keys = append(keys, k.dedupeKeys(conv, st, digs, i == 0)...)
+	}
+	return keys, nil
 }
 
 func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {

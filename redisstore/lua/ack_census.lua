@@ -11,9 +11,11 @@
 -- KEYS[1] the user's devices (zset: device -> last use ms)
 -- KEYS[2] the user's inbox index (hash; its existence makes a user)
 -- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
--- ARGV[1] key prefix of the user's device cursors (the device id follows;
---         the cursor keys share the user's hash tag, hence the slot)
+-- KEYS[4 .. 3+k] the cursors of the devices ARGV names, in that order
+-- ARGV[1] k: how many devices follow (the caller's read of the device set;
+--         a device registered since is counted but its cursor is not read)
 -- ARGV[2] idle cutoff in ms: a last use before it is idle
+-- ARGV[3 .. 2+k] device ids
 -- Returns {counted (0: no inbox, or moved), devices, idle (0|1), drift}.
 if redis.call('HGET', KEYS[3], 'loc') == 'hot' or redis.call('EXISTS', KEYS[2]) == 0 then
   return {0, 0, 0, 0}
@@ -32,9 +34,12 @@ if n < 2 then
   return {1, n, idle, 0}
 end
 
+local cursor_of = {}
+for i = 1, tonumber(ARGV[1]) do cursor_of[ARGV[2 + i]] = KEYS[3 + i] end
 local per, convs = {}, {}
 for d = 1, #devs, 2 do
-  local h = redis.call('HGETALL', ARGV[1] .. devs[d])
+  local h = {}
+  if cursor_of[devs[d]] then h = redis.call('HGETALL', cursor_of[devs[d]]) end
   local cur = {}
   for i = 1, #h, 2 do
     cur[h[i]] = h[i + 1]

@@ -16,34 +16,54 @@
 -- KEYS[2] the user's evicted devices (set)
 -- KEYS[3] the acking device's cursor (hash)
 -- KEYS[4] the user's profile (hash; loc = hot: the keys moved away)
+-- KEYS[5 .. 4+k] the cursors of the devices ARGV names, in that order
 -- ARGV[1] device id
 -- ARGV[2] now, ms
 -- ARGV[3] most devices kept
--- ARGV[4] key prefix of the user's device cursors (the device id follows;
---         the cursor keys share the user's hash tag, hence the slot)
--- ARGV[5..] triples: conversation, seq, epoch
+-- ARGV[4] k: how many devices follow (the caller's read of the device set;
+--         the ones this ack evicts must be among them, so that every
+--         cursor it deletes is in KEYS)
+-- ARGV[5 .. 4+k] device ids
+-- ARGV[5+k ..] triples: conversation, seq, epoch
 -- Returns {was_evicted (0|1), evicted device...}. Fails with OBMOVED when
--- the user's keys were moved to the hot store (see schemas/redis-keys.md).
+-- the user's keys were moved to the hot store (see schemas/redis-keys.md),
+-- and with OBDEVICES, changing nothing, when a device it would evict is
+-- not among those named (the set changed since the caller read it).
 if redis.call('HGET', KEYS[4], 'loc') == 'hot' then
   return redis.error_reply('OBMOVED user lives on the hot store')
 end
 local dev = ARGV[1]
-local was_evicted = redis.call('SREM', KEYS[2], dev)
-redis.call('ZADD', KEYS[1], ARGV[2], dev)
-local out = {was_evicted}
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
+local k = tonumber(ARGV[4])
+local cursor_of = {}
+for i = 1, k do cursor_of[ARGV[4 + i]] = KEYS[4 + i] end
+
+-- The devices to evict: the least recently used beyond the most kept,
+-- never the acking one (its use is now).
+local card = redis.call('ZCARD', KEYS[1])
+if not redis.call('ZSCORE', KEYS[1], dev) then card = card + 1 end
+local over = card - tonumber(ARGV[3])
+local victims = {}
 if over > 0 then
   for _, old in ipairs(redis.call('ZRANGE', KEYS[1], 0, over)) do
-    if old ~= dev and over > 0 then
-      redis.call('ZREM', KEYS[1], old)
-      redis.call('DEL', ARGV[4] .. old)
-      redis.call('SADD', KEYS[2], old)
-      out[#out + 1] = old
-      over = over - 1
+    if old ~= dev and #victims < over then
+      if not cursor_of[old] then
+        return redis.error_reply('OBDEVICES device ' .. old .. ' was not named')
+      end
+      victims[#victims + 1] = old
     end
   end
 end
-for i = 5, #ARGV, 3 do
+
+local was_evicted = redis.call('SREM', KEYS[2], dev)
+redis.call('ZADD', KEYS[1], ARGV[2], dev)
+local out = {was_evicted}
+for _, old in ipairs(victims) do
+  redis.call('ZREM', KEYS[1], old)
+  redis.call('DEL', cursor_of[old])
+  redis.call('SADD', KEYS[2], old)
+  out[#out + 1] = old
+end
+for i = 5 + k, #ARGV, 3 do
   local conv, seq, epoch = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local cur_epoch = tonumber(redis.call('HGET', KEYS[3], conv .. ':e') or '0')
   local cur = tonumber(redis.call('HGET', KEYS[3], conv) or '0')

@@ -11,6 +11,13 @@
 -- holds more than DD_LOAD digests per bucket, so that every bucket stays far
 -- below hash-max-listpack-entries (128) and keeps Redis's compact listpack
 -- encoding. Every key of a day expires at the same instant.
+--
+-- Every key is one the caller named in KEYS (Redis Cluster routes by them):
+-- the caller reads each day's n and c first and names the buckets the
+-- digests fall in, those the splits the batch may cause touch, and the
+-- exact map. dd_missing checks that before anything is written; a day that
+-- changed in between makes the script refuse (OBDEDUPE) with nothing done,
+-- and the caller reads again.
 
 local DD_LOAD = 32
 local DD_MAX_BUCKETS = 65536
@@ -19,7 +26,32 @@ local DD_MAX_BUCKETS = 65536
 local function dd_day(key)
   local v = redis.call('HMGET', key, 'n', 'c', 'x')
   return {key = key, n = tonumber(v[1]) or 1, c = tonumber(v[2]) or 0, x = v[3] == '1',
-    dirty = false, touched = {}}
+    dirty = false, touched = {}, keys = {}, xkey = nil}
+end
+
+-- dd_days reads the days among KEYS[from ..]: each day's bucket 0
+-- (P{c:C}:dd:DAY), in the order given, with the day's other keys given
+-- anywhere after `from` (bucket b: P{c:C}:dd:DAY:b, the exact map
+-- P{c:C}:dd:DAY:x).
+local function dd_days(from)
+  local days, by = {}, {}
+  for i = from, #KEYS do
+    if string.match(KEYS[i], ':dd:%d+$') then
+      local d = dd_day(KEYS[i])
+      days[#days + 1] = d
+      by[KEYS[i]] = d
+    end
+  end
+  for i = from, #KEYS do
+    local base, b = string.match(KEYS[i], '^(.*:dd:%d+):(%w+)$')
+    local d = base and by[base]
+    if d and b == 'x' then
+      d.xkey = KEYS[i]
+    elseif d and tonumber(b) then
+      d.keys[tonumber(b)] = KEYS[i]
+    end
+  end
+  return days
 end
 
 -- dd_hash takes 24 bits of a digest: enough to address DD_MAX_BUCKETS.
@@ -46,7 +78,33 @@ end
 
 local function dd_bucket(day, b)
   if b == 0 then return day.key end
-  return day.key .. ':' .. b
+  -- dd_missing ran first: a bucket not given cannot be asked for
+  return day.keys[b] or error('dedupe bucket ' .. b .. ' of ' .. day.key .. ' is not in KEYS')
+end
+
+local function dd_exact(day)
+  return day.xkey or error('the exact map of ' .. day.key .. ' is not in KEYS')
+end
+
+-- dd_missing names a key of the day that looking up digs and, when adds,
+-- adding them (with every split that may follow) could touch and that is
+-- not in KEYS; nil when all are there. It reads the day as it is now, so
+-- it is the check of the caller's earlier read.
+local function dd_missing(day, digs, adds)
+  local top = day.n
+  if adds then
+    while day.c + #digs > DD_LOAD * top and top < DD_MAX_BUCKETS do top = top + 1 end
+  end
+  local function has(b) return b == 0 or day.keys[b] ~= nil end
+  for n = day.n, top do
+    for _, dig in ipairs(digs) do
+      local b = dd_addr(dd_hash(dig), n)
+      if not has(b) then return day.key .. ':' .. b end
+    end
+    if n < top and not (has(n - dd_low(n)) and has(n)) then return day.key .. ':' .. n end
+  end
+  if (adds or day.x) and not day.xkey then return day.key .. ':x' end
+  return nil
 end
 
 -- dd_find returns the seq the day holds for a digest, or nil.
@@ -96,7 +154,7 @@ end
 -- dd_add_exact stores the full id of a record whose digest the day holds
 -- for another id; it returns 1 when stored, 0 when the id was there.
 local function dd_add_exact(day, cmid, seq)
-  local key = day.key .. ':x'
+  local key = dd_exact(day)
   day.touched[key] = true
   if not day.x then day.x, day.dirty = true, true end
   return redis.call('HSETNX', key, cmid, seq)
@@ -105,7 +163,7 @@ end
 -- dd_find_exact returns the seq of a full id the day holds, or nil.
 local function dd_find_exact(day, cmid)
   if not day.x then return nil end
-  local v = redis.call('HGET', day.key .. ':x', cmid)
+  local v = redis.call('HGET', dd_exact(day), cmid)
   if v then return tonumber(v) end
   return nil
 end

@@ -4,15 +4,26 @@
 -- the day holds the digest for another seq. Ids already there change
 -- nothing, so a repeated restore is harmless.
 --
--- KEYS[1..k] P{c:C}:dd:DAY (bucket 0) of each day restored
+-- KEYS[1..k] P{c:C}:dd:DAY (bucket 0) of each day restored, then the
+--            days' other keys the ids may touch (dedupe_lib.lua); OBDEDUPE,
+--            nothing changed, when one is missing
 -- ARGV[1]    k
 -- ARGV[2 .. k+1] expire-at of each day's keys, unix seconds
 -- then 4 fields per id: day (index into KEYS), digest (8 bytes),
 --            client_msg_id, seq
 -- Returns how many ids were added.
 local k = tonumber(ARGV[1])
-local days = {}
-for i = 1, k do days[i] = dd_day(KEYS[i]) end
+local days = dd_days(1)
+local digs = {}
+for i = 1, k do digs[i] = {} end
+for a = k + 2, #ARGV, 4 do
+  local list = digs[tonumber(ARGV[a])]
+  list[#list + 1] = ARGV[a + 1]
+end
+for i = 1, k do
+  local miss = dd_missing(days[i], digs[i], true)
+  if miss then return redis.error_reply('OBDEDUPE ' .. miss .. ' is not in KEYS: the day changed since it was read') end
+end
 local added = 0
 for a = k + 2, #ARGV, 4 do
   local d, seq = days[tonumber(ARGV[a])], tonumber(ARGV[a + 3])

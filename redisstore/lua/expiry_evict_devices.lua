@@ -3,33 +3,53 @@
 -- device loses its cursor and is remembered in the evicted set, so that when
 -- it returns it is told to resync in full rather than trusted.
 --
+-- Both kinds are the least recently used devices, so at most ARGV[3] of
+-- them, the first of the device set by last use: the caller names those,
+-- with their cursors in KEYS.
+--
 -- KEYS[1] the user's devices (zset: device -> last use in ms)
 -- KEYS[2] the user's evicted devices (set)
--- ARGV[1] key prefix of the user's device cursors (the device id follows);
---         the cursor keys share the user's hash tag, hence the slot
--- ARGV[2] most devices kept
--- ARGV[3] cutoff in ms: devices last used before it are evicted
--- ARGV[4] most devices evicted by this call
--- Returns the number of devices evicted.
-local limit = tonumber(ARGV[4])
-local evicted = 0
-local function evict(dev)
-  redis.call('DEL', ARGV[1] .. dev)
-  redis.call('SADD', KEYS[2], dev)
-  redis.call('ZREM', KEYS[1], dev)
-  evicted = evicted + 1
-end
-local idle = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'LIMIT', 0, limit)
-for _, dev in ipairs(idle) do
-  evict(dev)
-end
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[2])
-if over > limit - evicted then
-  over = limit - evicted
-end
-if over > 0 then
-  for _, dev in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
-    evict(dev)
+-- KEYS[3 .. 2+k] the cursors of the devices ARGV names, in that order
+-- ARGV[1] most devices kept
+-- ARGV[2] cutoff in ms: devices last used before it are evicted
+-- ARGV[3] most devices evicted by this call
+-- ARGV[4] k: how many devices follow
+-- ARGV[5 .. 4+k] device ids (the caller's read of the least recently used)
+-- Returns the number of devices evicted. Fails with OBDEVICES, changing
+-- nothing, when a device to evict is not among those named (the set
+-- changed since the caller read it).
+local limit = tonumber(ARGV[3])
+local k = tonumber(ARGV[4])
+local cursor_of = {}
+for i = 1, k do cursor_of[ARGV[4 + i]] = KEYS[2 + i] end
+
+local victims, chosen = {}, {}
+local function choose(dev)
+  if not chosen[dev] then
+    chosen[dev] = true
+    victims[#victims + 1] = dev
   end
 end
-return evicted
+for _, dev in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, limit)) do
+  choose(dev)
+end
+local over = redis.call('ZCARD', KEYS[1]) - #victims - tonumber(ARGV[1])
+if over > limit - #victims then
+  over = limit - #victims
+end
+if over > 0 then
+  for _, dev in ipairs(redis.call('ZRANGE', KEYS[1], 0, #victims + over - 1)) do
+    choose(dev)
+  end
+end
+for _, dev in ipairs(victims) do
+  if not cursor_of[dev] then
+    return redis.error_reply('OBDEVICES device ' .. dev .. ' was not named')
+  end
+end
+for _, dev in ipairs(victims) do
+  redis.call('DEL', cursor_of[dev])
+  redis.call('SADD', KEYS[2], dev)
+  redis.call('ZREM', KEYS[1], dev)
+end
+return #victims

@@ -28,8 +28,9 @@
 -- KEYS[1]  P{c:C}:meta   KEYS[2] P{c:C}:tl   KEYS[3] P{c:C}:mem
 -- KEYS[4]  P{c:C}:ma     KEYS[5] P{c:C}:role   KEYS[6] P{c:C}:past
 -- KEYS[7..] P{c:C}:dd:DAY (bucket 0), today first,
---          then the older days of the dedupe window (new ids go to today);
---          a day's other buckets are named after its bucket 0
+--          then the older days of the dedupe window (new ids go to today),
+--          and after them the days' other keys the batch may touch
+--          (dedupe_lib.lua); OBDEDUPE, nothing changed, when one is missing
 -- ARGV[1]  write time, ms (the worker's clock; never Redis TIME)
 -- ARGV[2]  large-group threshold (members)
 -- ARGV[3]  expire-at of today's dedupe keys, unix seconds
@@ -72,8 +73,15 @@ local function split(s)
   return out
 end
 
-local days = {}
-for i = 7, #KEYS do days[#days + 1] = dd_day(KEYS[i]) end
+local days = dd_days(7)
+do
+  local digs = {}
+  for i = 0, n - 1 do digs[#digs + 1] = ARGV[base + i * 11 + 2] end
+  for i, d in ipairs(days) do
+    local miss = dd_missing(d, digs, i == 1)
+    if miss then return redis.error_reply('OBDEDUPE ' .. miss .. ' is not in KEYS: the day changed since it was read') end
+  end
+end
 
 -- idField is the protobuf field 1 (client_msg_id) an entry body starts
 -- with; ids are at most 128 bytes, so the length takes one or two bytes.

@@ -1,0 +1,264 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// keysGuard is a go-redis hook that runs every script of this package with
+// testdata/keys_guard.lua in front of it: the script then fails as soon as
+// it touches a key that is not one of its KEYS. It records which scripts
+// ran, so a test can tell that it reached all of them.
+type keysGuard struct {
+	prelude string
+	// names maps a script's SHA-1 to its file (scripts that prepend
+	// dedupe_lib.lua are known by the file that follows it).
+	names   map[string]string
+	sources map[string]string
+	mu      sync.Mutex
+	ran     map[string]bool
+	unknown []string
+}
+
+func newKeysGuard(t *testing.T) *keysGuard {
+	t.Helper()
+	prelude, err := os.ReadFile("testdata/keys_guard.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &keysGuard{prelude: string(prelude), names: map[string]string{}, sources: map[string]string{}, ran: map[string]bool{}}
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("list scripts: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		for _, src := range []string{string(b), dedupeLibLua + string(b)} {
+			sum := sha1.Sum([]byte(src))
+			sha := hex.EncodeToString(sum[:])
+			g.names[sha], g.sources[sha] = name, src
+		}
+	}
+	return g
+}
+
+func (g *keysGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *keysGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		g.guard(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (g *keysGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			g.guard(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// guard turns an EVALSHA or EVAL of a known script into an EVAL of the
+// guarded script, in place.
+func (g *keysGuard) guard(cmd redis.Cmder) {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return
+	}
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	if name != "evalsha" && name != "eval" {
+		return
+	}
+	sha := fmt.Sprint(args[1])
+	if name == "eval" {
+		sum := sha1.Sum([]byte(sha))
+		sha = hex.EncodeToString(sum[:])
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	src, ok := g.sources[sha]
+	if !ok {
+		g.unknown = append(g.unknown, sha)
+		return
+	}
+	g.ran[g.names[sha]] = true
+	args[0], args[1] = "eval", g.prelude+src
+}
+
+// notRun lists the scripts of lua/ that no call ran (dedupe_lib.lua runs
+// inside others).
+func (g *keysGuard) notRun() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, n := range g.names {
+		if !g.ran[n] && n != "dedupe_lib.lua" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestTheKeysGuardCatchesAScriptThatBuildsAKey(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	g := newKeysGuard(t)
+	rdb.AddHook(g)
+	ctx := context.Background()
+	builds := redis.NewScript(`return redis.call('GET', KEYS[1] .. ':other')`)
+	g.sources[builds.Hash()], g.names[builds.Hash()] = `return redis.call('GET', KEYS[1] .. ':other')`, "inline"
+	err := builds.Run(ctx, rdb, []string{prefix + "{u:x}:k"}).Err()
+	if err == nil || !strings.Contains(err.Error(), "not in KEYS") {
+		t.Fatalf("a script reading a key it built answered %v, want the guard's error", err)
+	}
+	declares := redis.NewScript(`return redis.call('GET', KEYS[1])`)
+	g.sources[declares.Hash()], g.names[declares.Hash()] = `return redis.call('GET', KEYS[1])`, "inline2"
+	if err := declares.Run(ctx, rdb, []string{prefix + "{u:x}:k"}).Err(); err != nil && err != redis.Nil {
+		t.Fatalf("a script reading its KEYS failed: %v", err)
+	}
+}
+
+func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	g := newKeysGuard(t)
+	rdb.AddHook(g)
+	s, err := New(rdb, Config{Prefix: prefix, LargeGroupThreshold: 3, MaxDevices: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := expNow
+	ms := now.Add(-40 * expDay).UnixMilli()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	grp, dm := schemas.ConvType_CONV_TYPE_GROUP, schemas.ConvType_CONV_TYPE_DIRECT
+	seq := func(conv string, msgs ...*schemas.Message) *SequenceResult {
+		t.Helper()
+		res, err := s.Sequence(ctx, conv, msgs, nil, ms)
+		must("sequence "+conv, err)
+		return res
+	}
+	text := func(conv string, ct schemas.ConvType, id, sender string, mentions ...string) *schemas.Message {
+		m := &schemas.Message{ConvId: conv, ConvType: ct, Kind: schemas.Kind_KIND_MESSAGE, ClientMsgId: id, Sender: sender,
+			ContentType: "text/plain", Body: []byte("hi " + id), Mentions: mentions}
+		if ct == dm {
+			m.Recipients = []string{"bob"}
+		}
+		return m
+	}
+
+	// Sequencing: 60 ids in one day split the day's dedupe buckets; a resend
+	// is looked up in them; ids sharing a digest go to the exact map.
+	seq("g", &schemas.Message{ConvId: "g", ConvType: grp, Kind: schemas.Kind_KIND_MEMBER_JOIN, ClientMsgId: "j",
+		Sender: "ann", Recipients: []string{"ann", "bob"}})
+	var latest []*schemas.Sequenced
+	for b := range 3 {
+		var batch []*schemas.Message
+		for i := range 20 {
+			batch = append(batch, text("g", grp, fmt.Sprint("g-", b, "-", i), "bob", "ann"))
+		}
+		res := seq("g", batch...)
+		latest = []*schemas.Sequenced{res.Items[19].Sequenced}
+	}
+	if dup := seq("g", text("g", grp, "g-0-3", "bob")); dup.Items[0].Status != SeqDuplicate {
+		t.Fatalf("a resend was sequenced again: %+v", dup.Items[0])
+	}
+	seq("d", text("d", dm, "d-1", "ann"))
+	s.digest = func(string) string { return "\x00\x00\x00\x00\x00\x00\x00\x01" }
+	seq("x", text("x", dm, "x-1", "ann"), text("x", dm, "x-2", "ann"))
+	seq("x", text("x", dm, "x-2", "ann"))
+	s.digest = dedupeDigest
+	_, err = s.restoreDedupe(ctx, "g", []dedupeRestore{{day: DayOf(ms), cmid: "g-0-1", seq: 3}, {day: DayOf(ms) - 1, cmid: "old", seq: 1}})
+	must("restore dedupe", err)
+
+	// A large group with @all references.
+	seq("big", &schemas.Message{ConvId: "big", ConvType: grp, Kind: schemas.Kind_KIND_MEMBER_JOIN, ClientMsgId: "bj",
+		Sender: "ann", Recipients: []string{"ann", "bob", "cid", "dan"}})
+	all := text("big", grp, "b-all", "bob")
+	all.MentionAll = true
+	seq("big", all)
+
+	// The inbox, reads, previews, the list and sync.
+	ev := func(k InboxEventKind, s uint64) InboxEvent { return InboxEvent{Kind: k, Seq: s, WriteMS: ms} }
+	_, errs := s.ApplyInboxes(ctx, []InboxUpdate{
+		{User: "ann", Conv: "g", Form: InboxGroup, Events: []InboxEvent{ev(InboxJoined, 1), ev(InboxMentioned, 2), ev(InboxMentioned, 3), ev(InboxDelivered, 4)}},
+		{User: "ann", Conv: "d", Form: InboxDirect, Events: []InboxEvent{ev(InboxOwn, 1)}},
+		{User: "ann", Conv: "big", Form: InboxLarge, Events: []InboxEvent{ev(InboxJoined, 1), ev(InboxConvertLarge, 1)}},
+	})
+	for _, err := range errs {
+		must("apply inbox", err)
+	}
+	_, err = s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "g", Seq: 2}})
+	must("read receipt", err)
+	must("previews", s.ApplyPreviews(ctx, nil, latest))
+	must("clear list index", rdb.Del(ctx, s.keys.ListIndex("ann")).Err())
+	_, err = s.ListConversations(ctx, s, "ann", "phone", ListCursor{}, 10)
+	must("list", err)
+	_, err = s.Sync(ctx, s, SyncRequest{User: "ann", Device: "phone", Limit: 10, MaxBytes: 64 << 10, Sizer: testSizer{}})
+	must("sync", err)
+
+	// Acks from more devices than allowed evict the least recently used.
+	for i, dev := range []string{"phone", "tablet", "laptop", "watch"} {
+		_, err := s.AckDevice(ctx, "ann", dev, []AckItem{{Conv: "g", Seq: 3, Epoch: 0}}, ms+int64(i))
+		must("ack "+dev, err)
+	}
+	_, err = s.EvictDevices(ctx, "ann", now, 10)
+	must("evict devices", err)
+
+	// Expiry, the sweep lease, the checker's reads, the census.
+	for _, c := range []string{"g", "big", "d"} {
+		_, err := s.ExpireConversation(ctx, c, now, Retention{}, 100)
+		must("expire "+c, err)
+	}
+	_, err = s.ExpireMentions(ctx, "ann", now, Retention{}, 10)
+	must("expire mentions", err)
+	st, err := s.AcquireSweep(ctx, "job", "tok", time.Minute, time.Hour, now)
+	must("acquire sweep", err)
+	_, err = s.AdvanceSweep(ctx, "job", "tok", st.Cursor, 0, now)
+	must("advance sweep", err)
+	_, err = s.CheckTimeline(ctx, "g", 1, 10)
+	must("check timeline", err)
+	_, _, err = s.TimelineEntries(ctx, "g", 1, 3)
+	must("timeline entries", err)
+	nodes, err := s.ScanNodes(ctx)
+	must("scan nodes", err)
+	_, _, err = s.CensusStep(ctx, nodes[0], 0, 1000, now, 10)
+	must("census", err)
+
+	// A rebuild from history.
+	h := rbSeed(t, s, "rb", now)
+	must("lose rb", rdb.Del(ctx, s.keys.Timeline("rb"), s.keys.ConvMeta("rb")).Err())
+	_, err = s.RebuildConversation(ctx, h, "rb", RebuildOptions{Now: now})
+	must("rebuild", err)
+
+	if len(g.unknown) > 0 {
+		t.Fatalf("scripts the guard does not know ran: %v", g.unknown)
+	}
+	if left := g.notRun(); len(left) > 0 {
+		t.Fatalf("the test never ran %v: extend it", left)
+	}
+}
