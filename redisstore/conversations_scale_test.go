@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"slices"
 	"strings"
 	"sync"
@@ -129,17 +130,71 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	t.Logf("seeded %d conversations in %s", n, time.Since(start).Round(time.Millisecond))
 
 	// The vip's inbox as a store older than the list indexes left it: the
-	// first list builds them.
-	if err := rdb.Del(ctx, s.keys.LargeGroups("vip"), s.keys.MentionIndex("vip"), s.keys.ListIndex("vip")).Err(); err != nil {
-		t.Fatal(err)
+	// first list builds them, in steps SLOWLOG must not catch (a round
+	// caught by a stall of the machine is done again; see below).
+	var slow []string
+	for round := range 3 {
+		if err := rdb.Del(ctx, s.keys.LargeGroups("vip"), s.keys.MentionIndex("vip"), s.keys.ListIndex("vip")).Err(); err != nil {
+			t.Fatal(err)
+		}
+		resetSlowlog(t, rdb)
+		if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
+			t.Fatal(err)
+		}
+		if slow = slowlog(t, rdb); len(slow) == 0 {
+			break
+		}
+		t.Logf("build round %d: %d commands over 5 ms: %v", round, len(slow), slow)
 	}
-	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", "5000").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
-		t.Fatal(err)
+	if len(slow) > 0 {
+		t.Errorf("every build had commands over 5 ms, the last: %v", slow)
 	}
 
+	// Commands a list call runs, counted by Redis: bounded by the page
+	// and the user's large groups, whatever the size of the inbox.
+	before := commandCalls(t, rdb)
+	if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
+		t.Fatal(err)
+	}
+	// per conversation answered (51 small, 2 large): 4 reads; the script's
+	// own few; the large groups' 2 reads each; the two INFO calls
+	calls, bound := commandCalls(t, rdb)-before, int64(4*(51+2)+16)
+	if calls > bound {
+		t.Errorf("one list call ran %d commands, more than %d", calls, bound)
+	}
+	t.Logf("one list call of %d conversations ran %d commands", n, calls)
+
+	// A machine shared with other work can stall redis-server itself for a
+	// few ms now and then, and SLOWLOG counts wall time; a list that scans
+	// the inbox is logged on every call. Up to three rounds: one must be
+	// clean.
+	for round := range 3 {
+		if slow = listWhileOthersList(t, s, rdb, n, mentionEvery, others); len(slow) == 0 {
+			break
+		}
+		t.Logf("round %d: %d commands over 5 ms: %v", round, len(slow), slow)
+	}
+	if len(slow) > 0 {
+		t.Errorf("every round had commands over 5 ms, the last: %v", slow)
+	}
+
+	// The index the first list built is the one the writes would have kept.
+	ix, err := s.ReadListIndex(ctx, "vip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.Built || len(ix.Index) != n/mentionEvery || len(ix.Lane) != n/mentionEvery || strings.Join(slices.Sorted(slices.Values(ix.Large)), ",") != "big0,big1" {
+		t.Fatalf("built index: built=%v mentions %d of %d, large %v", ix.Built, len(ix.Index), len(ix.Lane), ix.Large)
+	}
+}
+
+// listWhileOthersList has the vip page through the first 2,000
+// conversations and jump deep into the list while three other users list,
+// checks every page, and returns what SLOWLOG caught meanwhile.
+func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEvery int, others []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	resetSlowlog(t, rdb)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	otherErrs := make(chan error, len(others))
@@ -210,21 +265,58 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 		t.Fatal(err)
 	}
 
-	slow, err := rdb.Do(ctx, "SLOWLOG", "GET", 50).Slice()
+	return slowlog(t, rdb)
+}
+
+// resetSlowlog empties SLOWLOG and has it log every command over 5 ms.
+func resetSlowlog(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", "5000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "slowlog-max-len", "1000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// slowlog describes what SLOWLOG holds.
+func slowlog(t *testing.T, rdb *redis.Client) []string {
+	t.Helper()
+	logged, err := rdb.SlowLogGet(context.Background(), -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range slow {
-		f := e.([]any)
-		args := fmt.Sprint(f[3])
-		t.Errorf("a command took %d µs: %.120s", f[2], args)
+	var slow []string
+	for _, l := range logged {
+		slow = append(slow, fmt.Sprintf("%d µs %.100s", l.Duration.Microseconds(), strings.Join(l.Args, " ")))
 	}
-	// The index the first list built is the one the writes would have kept.
-	ix, err := s.ReadListIndex(ctx, "vip")
+	return slow
+}
+
+// commandCalls is the number of commands Redis has run (scripts' own
+// commands included), from INFO commandstats.
+func commandCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ix.Built || len(ix.Index) != n/mentionEvery || len(ix.Lane) != n/mentionEvery || strings.Join(slices.Sorted(slices.Values(ix.Large)), ",") != "big0,big1" {
-		t.Fatalf("built index: built=%v mentions %d of %d, large %v", ix.Built, len(ix.Index), len(ix.Lane), ix.Large)
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		v, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += n
 	}
+	return total
 }

@@ -68,7 +68,6 @@ func (k Keys) Devices(user string) string { return k.user(user, "dv") }
 // Cursor is one device's acked seq per conversation.
 func (k Keys) Cursor(user, device string) string { return k.user(user, "cur:"+device) }
 
-
 // Evicted is the set of the user's devices evicted from Devices.
 func (k Keys) Evicted(user string) string { return k.user(user, "ev") }
 
