@@ -123,7 +123,6 @@ func (s *Store) listPage(ctx context.Context, user, device, score, afterConv str
 	k := s.keys
 	keys := []string{
 		k.ConvList(user), k.Inbox(user), k.Previews(user), k.MentionIndex(user), k.Cursor(user, device), k.Profile(user),
-		k.LargeGroups(user), k.ListIndex(user),
 	}
 	return conversationsPageScript.Run(ctx, s.rdb, keys, score, afterConv, limit).Slice()
 }

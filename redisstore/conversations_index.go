@@ -19,8 +19,8 @@ var (
 // time each.
 const listIndexStepCount = 256
 
-// BuildListIndex completes the user's list indexes (the large-group set and
-// the mention index, schemas/redis-keys.md) for an inbox written before
+// BuildListIndex completes the user's list indexes (the large-group list
+// and the mention index, schemas/redis-keys.md) for an inbox written before
 // they existed: one bounded script step per round trip, so that Redis
 // serves others between steps however large the inbox. Inboxes created
 // since have them from their first write; for those, and once built, it is
@@ -28,7 +28,7 @@ const listIndexStepCount = 256
 // ahead for a user, e.g. right after an upgrade.
 func (s *Store) BuildListIndex(ctx context.Context, user string) error {
 	k := s.keys
-	keys := []string{k.Inbox(user), k.Mentions(user), k.LargeGroups(user), k.MentionIndex(user), k.ListIndex(user), k.Profile(user)}
+	keys := []string{k.Inbox(user), k.Mentions(user), k.MentionIndex(user), k.Profile(user)}
 	for steps := 0; ; steps++ {
 		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 		done, err := listIndexBuildScript.Run(callCtx, s.rdb, keys, listIndexStepCount).Int()

@@ -130,25 +130,20 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	t.Logf("seeded %d conversations in %s", n, time.Since(start).Round(time.Millisecond))
 
 	// The vip's inbox as a store older than the list indexes left it: the
-	// first list builds them, in steps SLOWLOG must not catch (a round
-	// caught by a stall of the machine is done again; see below).
-	var slow []string
-	for round := range 3 {
-		if err := rdb.Del(ctx, s.keys.LargeGroups("vip"), s.keys.MentionIndex("vip"), s.keys.ListIndex("vip")).Err(); err != nil {
-			t.Fatal(err)
-		}
-		resetSlowlog(t, rdb)
-		if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
-			t.Fatal(err)
-		}
-		if slow = slowlog(t, rdb); len(slow) == 0 {
-			break
-		}
-		t.Logf("build round %d: %d commands over 5 ms: %v", round, len(slow), slow)
+	// first list builds them, in a few thousand steps. Over that many, a
+	// stall of the shared machine lands in SLOWLOG (wall time) almost
+	// surely, so the steps are judged by the CPU time redis-server's main
+	// thread spent on them, which a stall does not add to.
+	forgetListIndexes(t, s, "vip")
+	cpu0, steps0 := mainThreadCPU(t, rdb), commandCount(t, rdb, "evalsha")
+	if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
+		t.Fatal(err)
 	}
-	if len(slow) > 0 {
-		t.Errorf("every build had commands over 5 ms, the last: %v", slow)
+	cpu, steps := mainThreadCPU(t, rdb)-cpu0, commandCount(t, rdb, "evalsha")-steps0
+	if perStep := cpu / time.Duration(max(steps, 1)); steps < 2 || perStep > time.Millisecond {
+		t.Errorf("building the list indexes took %d script calls, %s of Redis CPU each", steps, perStep)
 	}
+	t.Logf("built the list indexes in %d script calls, %s of Redis CPU in all", steps, cpu)
 
 	// Commands a list call runs, counted by Redis: bounded by the page
 	// and the user's large groups, whatever the size of the inbox.
@@ -168,6 +163,7 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	// few ms now and then, and SLOWLOG counts wall time; a list that scans
 	// the inbox is logged on every call. Up to three rounds: one must be
 	// clean.
+	var slow []string
 	for round := range 3 {
 		if slow = listWhileOthersList(t, s, rdb, n, mentionEvery, others); len(slow) == 0 {
 			break
@@ -295,6 +291,50 @@ func slowlog(t *testing.T, rdb *redis.Client) []string {
 		slow = append(slow, fmt.Sprintf("%d µs %.100s", l.Duration.Microseconds(), strings.Join(l.Args, " ")))
 	}
 	return slow
+}
+
+// mainThreadCPU is the CPU time redis-server's main thread has used.
+func mainThreadCPU(t *testing.T, rdb *redis.Client) time.Duration {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user_main_thread" || k == "used_cpu_sys_main_thread") {
+			sec, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("INFO cpu line %q: %v", line, err)
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+	}
+	if total == 0 {
+		t.Fatal("INFO cpu has no main-thread times")
+	}
+	return total
+}
+
+// commandCount is how often Redis ran one command, from INFO commandstats.
+func commandCount(t *testing.T, rdb *redis.Client, name string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+name+":calls="); ok {
+			v, _, _ := strings.Cut(rest, ",")
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("commandstats line %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // commandCalls is the number of commands Redis has run (scripts' own

@@ -171,7 +171,7 @@ func inboxOutcome(c *redis.Cmd, u InboxUpdate) (InboxOutcome, error) {
 func (s *Store) inboxKeys(user string) []string {
 	k := s.keys
 	return []string{k.Inbox(user), k.ConvList(user), k.Mentions(user), k.Profile(user),
-		k.MentionIndex(user), k.LargeGroups(user), k.ListIndex(user)}
+		k.MentionIndex(user)}
 }
 
 func inboxArgs(u InboxUpdate) []any {

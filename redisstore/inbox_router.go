@@ -192,7 +192,7 @@ func (r *InboxRouter) moveKeys(ctx context.Context, user string) error {
 func inboxMoveKeys(ctx context.Context, rdb redis.UniversalClient, k Keys, user string) ([]string, error) {
 	keys := []string{k.Inbox(user), k.ConvList(user), k.Mentions(user), k.Previews(user),
 		k.Devices(user), k.Evicted(user), k.Profile(user),
-		k.MentionIndex(user), k.LargeGroups(user), k.ListIndex(user)}
+		k.MentionIndex(user)}
 	devs, err := rdb.ZRange(ctx, k.Devices(user), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)

@@ -51,14 +51,6 @@ func (k Keys) Mentions(user string) string { return k.user(user, "mn") }
 // one conversation's references are a lexicographic range ("C:" to "C;").
 func (k Keys) MentionIndex(user string) string { return k.user(user, "mx") }
 
-// LargeGroups is the set of the user's conversations whose inbox form is
-// InboxLarge (the `C:t` = L fields, kept as a set the list reads whole).
-func (k Keys) LargeGroups(user string) string { return k.user(user, "lg") }
-
-// ListIndex records whether MentionIndex and LargeGroups are complete for
-// the user (`v` = 1) and, while they are being built, the scan cursors.
-func (k Keys) ListIndex(user string) string { return k.user(user, "ix") }
-
 // Previews holds the last-message preview per conversation.
 func (k Keys) Previews(user string) string { return k.user(user, "pv") }
 
@@ -76,6 +68,17 @@ func (k Keys) Profile(user string) string { return k.user(user, "prof") }
 
 // InboxField names one counter of one conversation in the Inbox hash.
 func InboxField(conv string, counter byte) string { return conv + ":" + string(counter) }
+
+// Inbox fields of the list indexes (see schemas/redis-keys.md): they start
+// with ':', which no conversation's field does.
+const (
+	// InboxLargeGroups lists the conversations whose form is InboxLarge,
+	// each followed by a newline, after a leading one.
+	InboxLargeGroups = ":lg"
+	// InboxIndexed is "1" once InboxLargeGroups and the MentionIndex are
+	// complete for the user.
+	InboxIndexed = ":ix"
+)
 
 // Inbox counters (see schemas/redis-keys.md).
 const (

@@ -49,7 +49,7 @@ func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 	calls := make([]scriptCall, len(users))
 	for i, u := range users {
 		calls[i] = scriptCall{keys: []string{s.keys.Inbox(u), s.keys.Mentions(u), s.keys.Profile(u),
-			s.keys.MentionIndex(u), s.keys.ListIndex(u)}, args: perUser[u]}
+			s.keys.MentionIndex(u)}, args: perUser[u]}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()

@@ -130,7 +130,7 @@ func (rs *readSeed) makeLarge(conv string) {
 	for u := range members {
 		rs.s.rdb.ZRem(ctx, k.ConvList(u), conv)
 		rs.s.rdb.HSet(ctx, k.Inbox(u), InboxField(conv, FieldType), "L")
-		rs.s.rdb.SAdd(ctx, k.LargeGroups(u), conv)
+		listLarge(rs.t, rs.s, u, conv)
 	}
 }
 

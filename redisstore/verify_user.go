@@ -46,6 +46,9 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 	}
 	out := UserInbox{Moved: loc.Val() == "hot", Convs: map[string]InboxEntry{}}
 	for f, v := range ib.Val() {
+		if strings.HasPrefix(f, ":") {
+			continue // the list indexes' fields (InboxLargeGroups, InboxIndexed)
+		}
 		i := strings.LastIndexByte(f, ':')
 		if i < 1 || i != len(f)-2 {
 			out.Malformed = append(out.Malformed, f)
@@ -152,11 +155,11 @@ func (s *Store) ReadDeviceSet(ctx context.Context, user string) (moved bool, dev
 // one snapshot (schemas/redis-keys.md, "List indexes").
 type ListIndexState struct {
 	Moved bool
-	// Built: the indexes are complete (ix v = 1); before, they are not
-	// compared.
+	// Built: the indexes are complete (InboxIndexed); before, they are
+	// not compared.
 	Built bool
-	// Large is the large-group set; InboxLarge the conversations whose
-	// inbox form is InboxLarge.
+	// Large is the InboxLargeGroups list; InboxLarge the conversations
+	// whose inbox form is InboxLarge.
 	Large, InboxLarge []string
 	// Index is the mention index; Lane the mention lane.
 	Index, Lane []string
@@ -168,23 +171,22 @@ func (s *Store) ReadListIndex(ctx context.Context, user string) (ListIndexState,
 	defer cancel()
 	k := s.keys
 	var ib *redis.MapStringStringCmd
-	var lg, mx, mn *redis.StringSliceCmd
-	var built, loc *redis.StringCmd
+	var mx, mn *redis.StringSliceCmd
+	var loc *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		ib = p.HGetAll(ctx, k.Inbox(user))
-		lg = p.SMembers(ctx, k.LargeGroups(user))
 		mx = p.ZRange(ctx, k.MentionIndex(user), 0, -1)
 		mn = p.ZRange(ctx, k.Mentions(user), 0, -1)
-		built = p.HGet(ctx, k.ListIndex(user), "v")
 		loc = p.HGet(ctx, k.Profile(user), "loc")
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return ListIndexState{}, fmt.Errorf("read list index of %s: %w", user, err)
 	}
-	out := ListIndexState{Moved: loc.Val() == "hot", Built: built.Val() == "1",
-		Large: lg.Val(), Index: mx.Val(), Lane: mn.Val()}
-	for f, v := range ib.Val() {
+	h := ib.Val()
+	out := ListIndexState{Moved: loc.Val() == "hot", Built: h[InboxIndexed] == "1",
+		Large: strings.Fields(h[InboxLargeGroups]), Index: mx.Val(), Lane: mn.Val()}
+	for f, v := range h {
 		if conv, ok := strings.CutSuffix(f, ":"+string(rune(FieldType))); ok && v == string(InboxLarge) {
 			out.InboxLarge = append(out.InboxLarge, conv)
 		}

@@ -140,11 +140,12 @@ func (r *run) key(ctx context.Context, st *redisstore.Store, key string) error {
 	case ref.Conv != "" && onMain && ref.Part == "tl":
 		return r.checkOrphanTimeline(ctx, ref.Conv)
 	case ref.User != "" && ref.Part == "ib":
-		return r.checkInbox(ctx, st, ref.User)
+		if err := r.checkInbox(ctx, st, ref.User); err != nil {
+			return err
+		}
+		return r.checkListIndex(ctx, st, ref.User)
 	case ref.User != "" && ref.Part == "mn":
 		return r.checkMentions(ctx, st, ref.User)
-	case ref.User != "" && ref.Part == "ix":
-		return r.checkListIndex(ctx, st, ref.User)
 	case ref.User != "" && ref.Part == "dv":
 		return r.checkDevices(ctx, st, ref.User)
 	case ref.User != "" && strings.HasPrefix(ref.Part, "cur:"):

@@ -8,7 +8,7 @@ import (
 )
 
 // checkListIndex checks a user's list indexes against what they index:
-// the large-group set against the inbox's C:t = L fields, the mention
+// the large-group list against the inbox's C:t = L fields, the mention
 // index against the lane. An index still being built is not compared.
 func (r *run) checkListIndex(ctx context.Context, st *redisstore.Store, user string) error {
 	ix, err := st.ReadListIndex(ctx, user)
@@ -16,10 +16,10 @@ func (r *run) checkListIndex(ctx context.Context, st *redisstore.Store, user str
 		return err
 	}
 	for _, d := range setDiff(ix.InboxLarge, ix.Large) {
-		r.problem(KindListIndex, d, user, "inbox form L, but not in the large-group set")
+		r.problem(KindListIndex, d, user, "inbox form L, but not in the large-group list")
 	}
 	for _, d := range setDiff(ix.Large, ix.InboxLarge) {
-		r.problem(KindListIndex, d, user, "in the large-group set, but the inbox form is not L")
+		r.problem(KindListIndex, d, user, "in the large-group list, but the inbox form is not L")
 	}
 	for _, d := range setDiff(ix.Lane, ix.Index) {
 		r.problem(KindListIndex, "", user, "mention %q is in the lane but not in the mention index", d)

@@ -272,8 +272,8 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 		{"an inbox naming a missing conversation", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HSet(ctx, k.Inbox("dave"), redisstore.InboxField("lost", redisstore.FieldLast), 1)
 		}, KindInbox, "lost", "dave"},
-		{"a large group missing from the large-group set", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
-			rdb.SRem(ctx, k.LargeGroups("bob"), "big")
+		{"a large group missing from the large-group list", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxLargeGroups, "\n")
 		}, KindListIndex, "big", "bob"},
 		{"a mention index holding what the lane does not", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:2"})

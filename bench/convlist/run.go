@@ -107,7 +107,10 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 
 	// The index build first: the big user's inbox as a store older than
 	// the indexes left it.
-	if err := rdb.Del(ctx, k.LargeGroups(bigUser), k.MentionIndex(bigUser), k.ListIndex(bigUser)).Err(); err != nil {
+	if err := rdb.Del(ctx, k.MentionIndex(bigUser)).Err(); err != nil {
+		return err
+	}
+	if err := rdb.HDel(ctx, k.Inbox(bigUser), redisstore.InboxLargeGroups, redisstore.InboxIndexed).Err(); err != nil {
 		return err
 	}
 	if err := resetSlowlog(ctx, rdb); err != nil {

@@ -18,13 +18,13 @@
 -- of C:r takes the conversation's mentions up to it out of the lane.
 --
 -- The list's indexes change with what they index: mx holds the lane's
--- members again (scored 0, for per-conversation ranges) and lg the
--- conversations whose C:t is L. An inbox this script creates starts with
--- them complete (ix v = 1); an older one gets them from the reader
--- (list_index_build.lua), which relies on every write keeping them.
+-- members again (scored 0, for per-conversation ranges) and the inbox
+-- field :lg the conversations whose C:t is L. An inbox this script creates
+-- starts with them complete (:ix = 1); an older one gets them from the
+-- reader (list_index_build.lua), which relies on every write keeping them.
 --
 -- KEYS[1] P{u:U}:ib  KEYS[2] P{u:U}:cl  KEYS[3] P{u:U}:mn  KEYS[4] P{u:U}:prof
--- KEYS[5] P{u:U}:mx  KEYS[6] P{u:U}:lg  KEYS[7] P{u:U}:ix
+-- KEYS[5] P{u:U}:mx
 -- ARGV[1] conversation id
 -- ARGV[2] conversation form: d (direct), g (group), L (large group: unread
 --         and order are derived at read time, only reads, mentions and
@@ -44,7 +44,7 @@
 -- moved to the hot store (see schemas/redis-keys.md).
 
 local ib, cl, mn, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local mx, lg, ix = KEYS[5], KEYS[6], KEYS[7]
+local mx = KEYS[5]
 local conv, form, epoch = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local first_event = 4
 local pf = redis.call('HMGET', prof, 'ro', 'loc')
@@ -52,8 +52,8 @@ if pf[2] == 'hot' then
   return redis.error_reply('OBMOVED user ' .. prof .. ' lives on the hot store')
 end
 if pf[1] == '1' then return -1 end
-if redis.call('EXISTS', ib, mn) == 0 then redis.call('HSET', ix, 'v', 1) end
-local indexed = redis.call('HGET', ix, 'v') == '1'
+local fresh = redis.call('EXISTS', ib, mn) == 0
+local indexed = fresh or redis.call('HGET', ib, ':ix') == '1'
 
 local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
 local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe)
@@ -179,10 +179,16 @@ end
 if t ~= t0 then
   redis.call('HSET', ib, ft, t)
   changed = true
-  if t == 'L' then
-    redis.call('SADD', lg, conv)
-  elseif t0 == 'L' then
-    redis.call('SREM', lg, conv)
+  if t == 'L' or t0 == 'L' then
+    -- :lg is "\nC1\nC2\n": the user's large groups
+    local v, item = redis.call('HGET', ib, ':lg') or '\n', '\n' .. conv .. '\n'
+    local at = string.find(v, item, 1, true)
+    if t == 'L' and not at then
+      redis.call('HSET', ib, ':lg', v .. conv .. '\n')
+    elseif t ~= 'L' and at then
+      v = string.sub(v, 1, at) .. string.sub(v, at + #item)
+      if v == '\n' then redis.call('HDEL', ib, ':lg') else redis.call('HSET', ib, ':lg', v) end
+    end
   end
 end
 if adopt then
@@ -190,6 +196,7 @@ if adopt then
   -- epoch (a replay included) does not.
   redis.call('HSET', ib, fe, ARGV[3])
 end
+if fresh and redis.call('EXISTS', ib) == 1 then redis.call('HSET', ib, ':ix', 1) end
 if active > 0 then
   redis.call('ZADD', cl, 'GT', active, conv)
 end

@@ -6,22 +6,20 @@
 --
 -- Its work is sized by its answer: one indexed range of the list, and per
 -- conversation answered a few field reads and one range count of the
--- mention index. The user's large groups come whole from their set (large
--- groups that were small once may still sit in the list; the page skips
--- them). The indexes (lg, mx) are kept by the scripts that change what
--- they index; a user whose indexes are not complete yet (ix v absent: an
--- inbox older than them) gets OBINDEX, and the caller builds them with
--- list_index_build.lua and asks again.
+-- mention index. The user's large groups come whole from the inbox field
+-- :lg (large groups that were small once may still sit in the list; the
+-- page skips them). The indexes (:lg, mx) are kept by the scripts that
+-- change what they index; a user whose indexes are not complete yet (no
+-- :ix = 1: an inbox older than them) gets OBINDEX, and the caller builds
+-- them with list_index_build.lua and asks again.
 --
 -- KEYS[1] conversation list (zset: conv -> last activity ms)
--- KEYS[2] inbox index (hash: C:l, C:u, C:r, C:j, C:t)
+-- KEYS[2] inbox index (hash: C:l, C:u, C:r, C:j, C:t; :lg, :ix)
 -- KEYS[3] previews (hash: conv -> preview JSON)
 -- KEYS[4] mention index (zset: "C:SEQ" -> 0, the mention lane's members)
 -- KEYS[5] the device's cursor (hash: conv -> acked seq); any absent key
 --         when no device is named
 -- KEYS[6] the user's profile (hash; loc = hot: the keys moved away)
--- KEYS[7] the user's large groups (set of conv)
--- KEYS[8] the user's list index state (hash; v = 1: lg and mx complete)
 -- ARGV[1] page cursor score: conversations at or below it ("+inf" first)
 -- ARGV[2] page cursor conv: among conversations scored exactly ARGV[1],
 --         only those ordered after it ("" for none)
@@ -32,11 +30,13 @@
 -- when absent), preview JSON (""), the device's acked seq (""), and the
 -- number of mentions of the conversation in the lane. Fails with OBMOVED
 -- when the user's keys were moved to the hot store: this copy is stale.
-local cl, ib, pv, mx, cur, prof, lg, ix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local cl, ib, pv, mx, cur, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 if redis.call('HGET', prof, 'loc') == 'hot' then
   return redis.error_reply('OBMOVED user lives on the hot store')
 end
-if redis.call('HGET', ix, 'v') ~= '1' then
+local idx = redis.call('HMGET', ib, ':ix', ':lg')
+if idx[1] ~= '1' then
+  if redis.call('EXISTS', ib) == 0 then return {0} end
   return redis.error_reply('OBINDEX the list indexes of this user are not built yet')
 end
 local limit = tonumber(ARGV[3])
@@ -44,7 +44,7 @@ local after = ARGV[2]
 local cursor_score = tonumber(ARGV[1])
 
 local large = {}
-for _, conv in ipairs(redis.call('SMEMBERS', lg)) do
+for conv in string.gmatch(idx[2] or '', '[^\n]+') do
   large[conv] = true
 end
 

@@ -11,8 +11,7 @@
 -- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
 -- KEYS[4] the user's mention index (zset: the lane's members, scored 0),
 --         kept with the lane; each conversation's references are found in
---         its range once the index is complete
--- KEYS[5] the user's list index state (hash; v = 1: mention index complete)
+--         its range once the index is complete (inbox field :ix = 1)
 -- ARGV pairs: conversation, read seq
 -- Returns the number of conversations whose read seq rose. Fails with
 -- OBMOVED when the user's keys were moved to the hot store.
@@ -47,7 +46,7 @@ local function consider(m)
     drop[#drop + 1] = m
   end
 end
-if redis.call('HGET', KEYS[5], 'v') == '1' then
+if redis.call('HGET', KEYS[1], ':ix') == '1' then
   for conv in pairs(reads) do
     for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[4], '[' .. conv .. ':', '(' .. conv .. ';')) do consider(m) end
   end
