@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -92,7 +93,7 @@ func TestHotUserIsReportedAndMovedToTheHotRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ib) != 30*6 || ib["dm-fan00:u"] != "2" || ib["dm-fan29:u"] != "1" {
+	if len(ib) != 30*6+1 || ib[redisstore.InboxIndexed] != "1" || ib["dm-fan00:u"] != "2" || ib["dm-fan29:u"] != "1" { // and the list index mark
 		t.Fatalf("star's inbox on the hot Redis has %d fields (dm-fan00 unread %s), want all 30 conversations", len(ib), ib["dm-fan00:u"])
 	}
 	// A fan was not moved.
