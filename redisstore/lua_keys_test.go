@@ -173,12 +173,13 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 		return m
 	}
 
-	// Sequencing: 60 ids in one day split the day's dedupe buckets; a resend
+	// Sequencing: 160 ids in one day split the day's dedupe buckets four
+	// times; a resend
 	// is looked up in them; ids sharing a digest go to the exact map.
 	seq("g", &schemas.Message{ConvId: "g", ConvType: grp, Kind: schemas.Kind_KIND_MEMBER_JOIN, ClientMsgId: "j",
 		Sender: "ann", Recipients: []string{"ann", "bob"}})
 	var latest []*schemas.Sequenced
-	for b := range 3 {
+	for b := range 8 {
 		var batch []*schemas.Message
 		for i := range 20 {
 			batch = append(batch, text("g", grp, fmt.Sprint("g-", b, "-", i), "bob", "ann"))
@@ -272,5 +273,119 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	}
 	if left := g.notRun(); len(left) > 0 {
 		t.Fatalf("the test never ran %v: extend it", left)
+	}
+}
+
+// onFirstScript is a go-redis hook that runs once, before the first script
+// call whose keys include key, and then steps aside.
+type onFirstScript struct {
+	key  string
+	do   func()
+	done bool
+}
+
+func (h *onFirstScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *onFirstScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *onFirstScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		name := strings.ToLower(fmt.Sprint(cmd.Args()[0]))
+		if !h.done && (name == "evalsha" || name == "eval") && slices.Contains(cmd.Args(), any(h.key)) {
+			h.done = true
+			h.do()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func TestScriptsGivenKeysFromAStaleReadRefuseAndAreRunAgain(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		// key the first script call names; stale changes the data between
+		// the caller's read and that call
+		key   func(s *Store) string
+		stale func(s *Store, rdb *redis.Client)
+		run   func(s *Store) error
+		check func(s *Store, rdb *redis.Client) error
+	}{
+		{"an ack evicting a device registered after the read",
+			func(s *Store) string { return s.keys.Devices("ann") },
+			func(s *Store, rdb *redis.Client) {
+				rdb.ZAdd(ctx, s.keys.Devices("ann"), redis.Z{Member: "old", Score: 1})
+				rdb.HSet(ctx, s.keys.Cursor("ann", "old"), "g", 1)
+			},
+			func(s *Store) error {
+				_, err := s.AckDevice(ctx, "ann", "new", []AckItem{{Conv: "g", Seq: 2}}, 1000)
+				return err
+			},
+			func(s *Store, rdb *redis.Client) error {
+				if n := rdb.Exists(ctx, s.keys.Cursor("ann", "old")).Val(); n != 0 || !rdb.SIsMember(ctx, s.keys.Evicted("ann"), "old").Val() {
+					return fmt.Errorf("the late device was not evicted with its cursor")
+				}
+				return nil
+			}},
+		{"sequencing into a day split after the read",
+			func(s *Store) string { return s.keys.Dedupe("g", DayOf(5000)) },
+			func(s *Store, rdb *redis.Client) {
+				// another writer filled the day: 2 buckets, and the next id splits them
+				rdb.HSet(ctx, s.keys.Dedupe("g", DayOf(5000)), "n", 2, "c", 64)
+			},
+			func(s *Store) error {
+				m := &schemas.Message{ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_DIRECT, Kind: schemas.Kind_KIND_MESSAGE,
+					ClientMsgId: "m1", Sender: "ann", Recipients: []string{"bob"}, ContentType: "text/plain", Body: []byte("x")}
+				res, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, 5000)
+				if err == nil && res.Items[0].Seq != 1 {
+					err = fmt.Errorf("sequenced as seq %d", res.Items[0].Seq)
+				}
+				return err
+			},
+			func(s *Store, rdb *redis.Client) error {
+				if n := rdb.LLen(ctx, s.keys.Timeline("g")).Val(); n != 1 {
+					return fmt.Errorf("timeline holds %d entries, want 1", n)
+				}
+				return nil
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, prefix := testenv.Redis(t)
+			g := newKeysGuard(t)
+			rdb.AddHook(g)
+			s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refused := 0
+			rdb.AddHook(&onFirstScript{key: tc.key(s), do: func() { tc.stale(s, rdb) }})
+			rdb.AddHook(&countRefusals{n: &refused})
+			if err := tc.run(s); err != nil {
+				t.Fatal(err)
+			}
+			if refused != 1 {
+				t.Fatalf("the script refused %d times, want once (then run again)", refused)
+			}
+			if err := tc.check(s, rdb); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// countRefusals counts script answers OBDEVICES and OBDEDUPE.
+type countRefusals struct{ n *int }
+
+func (h *countRefusals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countRefusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *countRefusals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if redis.HasErrorPrefix(err, "OBDEVICES") || redis.HasErrorPrefix(err, "OBDEDUPE") {
+			*h.n++
+		}
+		return err
 	}
 }
