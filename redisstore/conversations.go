@@ -137,6 +137,8 @@ func listedAfter(it ConvItem, c ListCursor) bool {
 	return it.Conv < c.Conv
 }
 
+// listRecordLen is the number of values per conversation in
+// conversations_page.lua's answer (its record function).
 const listRecordLen = 10
 
 // parseListRecords splits conversations_page.lua's answer into the small

@@ -49,6 +49,8 @@ for conv in string.gmatch(idx[2] or '', '[^\n]+') do
 end
 
 local out = {0}
+-- record appends one conversation's values; a value added to the list
+-- answer goes at the end here and raises listRecordLen (conversations.go).
 local function record(conv, activity)
   local f = redis.call('HMGET', ib, conv .. ':l', conv .. ':u', conv .. ':r', conv .. ':j', conv .. ':t')
   out[#out + 1] = conv
