@@ -11,15 +11,21 @@ import (
 
 	"github.com/alitto/pond/v2"
 
+	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// PartitionDropper drops the history partitions that hold only rows
-// written before a time, and says how many it dropped.
-type PartitionDropper interface {
+// HistoryStore is the ClickHouse history as expiry trims it: whole months
+// dropped, row groups deleted through mutations (chstore.Store).
+type HistoryStore interface {
 	DropPartitionsBefore(ctx context.Context, before time.Time) (int, error)
+	OldRowGroups(ctx context.Context, before time.Time, after string, limit int) ([]chstore.RowGroup, error)
+	ConvTags(ctx context.Context, convs []string) (map[string]string, error)
+	DeleteRows(ctx context.Context, groups []chstore.RowGroup, before time.Time) error
+	PendingMutations(ctx context.Context) (int, error)
 }
 
 // historyJob names the partition drops among the sweep jobs.
@@ -32,6 +38,7 @@ type Removed struct {
 	Dedupe     int // dedupe buckets
 	Devices    int // devices evicted with their cursors
 	Partitions int // ClickHouse partitions
+	RowGroups  int // ClickHouse row groups given to a delete mutation
 	Scanned    int // keys looked at
 	Busy       int // nodes skipped because another process was sweeping them
 }
@@ -43,6 +50,7 @@ func (r *Removed) Add(o Removed) {
 	r.Dedupe += o.Dedupe
 	r.Devices += o.Devices
 	r.Partitions += o.Partitions
+	r.RowGroups += o.RowGroups
 	r.Scanned += o.Scanned
 	r.Busy += o.Busy
 }
@@ -52,14 +60,14 @@ func (r *Removed) Add(o Removed) {
 type Worker struct {
 	cfg     Config
 	store   *redisstore.Store
-	history PartitionDropper
+	history HistoryStore
 	m       *metrics
 	pool    pond.Pool
 	token   string
 }
 
-// New returns a Worker. history may be nil: then no partitions are dropped.
-func New(cfg Config, store *redisstore.Store, history PartitionDropper) (*Worker, error) {
+// New returns a Worker. history may be nil: then ClickHouse is left alone.
+func New(cfg Config, store *redisstore.Store, history HistoryStore) (*Worker, error) {
 	if store == nil {
 		return nil, fmt.Errorf("expiry: no Redis store")
 	}
@@ -143,32 +151,41 @@ func (w *Worker) SweepOnce(ctx context.Context) (Removed, error) {
 	return total, nil
 }
 
-// DropHistory drops the ClickHouse partitions past HistoryRetention now.
+// DropHistory trims ClickHouse history now: it drops the months past every
+// policy and starts the row deletes that are due (see trimHistory). It
+// returns how many partitions it dropped.
 func (w *Worker) DropHistory(ctx context.Context) (int, error) {
 	if w.history == nil {
 		return 0, fmt.Errorf("expiry: no history store to drop partitions from")
 	}
-	return w.dropHistory(ctx, 0)
+	r, err := w.dropHistory(ctx, 0)
+	return r.Partitions, err
 }
 
-func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, error) {
+func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (Removed, error) {
+	var r Removed
 	now := w.cfg.Clock()
 	st, err := w.store.AcquireSweep(ctx, historyJob, w.token, w.cfg.Lease, every, now)
 	if err != nil || !st.Held {
-		return 0, err
+		return r, err
 	}
-	n, err := w.history.DropPartitionsBefore(ctx, now.Add(-w.cfg.HistoryRetention))
-	w.m.add(Removed{Partitions: n})
+	set := w.cfg.Policies.Current()
+	cutoff := now.Add(-set.LongestKept())
+	r.Partitions, err = w.history.DropPartitionsBefore(ctx, cutoff)
+	w.m.add(Removed{Partitions: r.Partitions})
 	if err != nil {
-		return n, fmt.Errorf("drop history partitions: %w", err)
+		return r, fmt.Errorf("drop history partitions: %w", err)
+	}
+	if r.Partitions > 0 {
+		w.cfg.Logger.Info("dropped history partitions", "count", r.Partitions, "before", cutoff)
+	}
+	if r.RowGroups, err = w.trimHistory(ctx, set, now); err != nil {
+		return r, err
 	}
 	if _, err := w.store.AdvanceSweep(ctx, historyJob, w.token, 0, 0, now); err != nil {
-		return n, err
+		return r, err
 	}
-	if n > 0 {
-		w.cfg.Logger.Info("dropped history partitions", "count", n, "before", now.Add(-w.cfg.HistoryRetention))
-	}
-	return n, nil
+	return r, nil
 }
 
 // sweepNode runs the node's sweep cycle step by step while this process
@@ -250,10 +267,11 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 		return r, nil
 	}
 	max := w.cfg.MaxPerCall
+	set := w.cfg.Policies.Current()
 	switch {
 	case ref.Conv != "" && ref.Part == "meta":
 		for {
-			got, err := w.store.ExpireConversation(ctx, ref.Conv, now, w.cfg.Retention, max)
+			got, err := w.store.ExpireConversationFor(ctx, ref.Conv, now, set.Inbox, max)
 			r.Timeline += got.Timeline
 			r.Mentions += got.MentionAll
 			if err != nil || (got.Timeline < max && got.MentionAll < max) {
@@ -269,11 +287,11 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 			return r, err
 		}
 	case ref.Part == "mn":
-		n, err := w.store.ExpireMentions(ctx, ref.User, now, w.cfg.Retention, max)
+		n, err := w.store.ExpireMentions(ctx, ref.User, now, set.MentionWindows(), max)
 		r.Mentions += n
 		return r, err
 	case ref.Part == "dv":
-		idle := now.Add(-w.inboxWindow())
+		idle := now.Add(-inboxWindow(set))
 		for {
 			n, err := w.store.EvictDevices(ctx, ref.User, idle, max)
 			r.Devices += n
@@ -287,7 +305,7 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 
 // inboxWindow is how long an unused device keeps its cursor: past the
 // longest conversation window it has nothing left to resume from.
-func (w *Worker) inboxWindow() time.Duration {
-	return max(w.cfg.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT),
-		w.cfg.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
+func inboxWindow(set *retention.Set) time.Duration {
+	r := set.MentionWindows()
+	return max(r.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT), r.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
 }
