@@ -104,12 +104,7 @@ func Parse(file string, data []byte) (*Set, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		var le *Error
-		if errors.As(err, &le) {
-			le.File = file
-			return nil, le
-		}
-		return nil, &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, decodeError(file, err)
 	}
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
@@ -151,6 +146,34 @@ func Parse(file string, data []byte) (*Set, error) {
 		set.Policies = append(set.Policies, p)
 	}
 	return set, nil
+}
+
+// decodeError turns the YAML decoder's error into an Error naming the
+// file and the line (for syntax errors, the line the YAML parser names).
+func decodeError(file string, err error) error {
+	var le *Error
+	if errors.As(err, &le) {
+		le.File = file
+		return le
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if i := strings.Index(msg, " in type "); i >= 0 {
+			msg = msg[:i]
+		}
+		msg = strings.Replace(msg, " not found", " is not known", 1)
+		var line int
+		if rest, ok := strings.CutPrefix(msg, "line "); ok {
+			if n, tail, ok := strings.Cut(rest, ": "); ok {
+				if v, err := strconv.Atoi(n); err == nil {
+					line, msg = v, tail
+				}
+			}
+		}
+		return &Error{File: file, Line: line, Msg: msg}
+	}
+	return &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 }
 
 // compilePolicy checks one entry of policies.

@@ -74,18 +74,20 @@ func (s *Source) Reload() (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retention policy: %w", err)
 	}
+	// The stamp is of the file last looked at, refused or not: a refused
+	// file is not read again until it changes (or SIGHUP).
+	s.stamp = fileStamp{mod: st.ModTime(), size: st.Size()}
 	set, err := Parse(s.path, data)
 	if err != nil {
 		return nil, err
 	}
-	s.stamp = fileStamp{mod: st.ModTime(), size: st.Size()}
 	s.cur.Store(set)
 	s.reloads.Add(1)
 	return set, nil
 }
 
 // changed reports whether the file's modification time or size moved
-// since the last successful read.
+// since it was last read.
 func (s *Source) changed() bool {
 	st, err := os.Stat(s.path)
 	if err != nil {

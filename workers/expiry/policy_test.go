@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,3 +230,80 @@ func TestPolicyFileRemovesExactlyTheMessagesPastTheirPolicyFromRedisAndHistory(t
 		}
 	}
 }
+
+func TestAChangedPolicyFileTakesEffectWithoutARestart(t *testing.T) {
+	f := newPolicyFixture(t)
+	path := filepath.Join(t.TempDir(), "retention.yaml")
+	writePolicy(t, path, "policies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    inbox: 60d\n")
+	src, err := retention.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	watched := make(chan struct{})
+	go func() { defer close(watched); src.Watch(ctx, 10*time.Millisecond, discardLogger()) }()
+	defer func() { cancel(); <-watched }()
+	d := schemas.ConvType_CONV_TYPE_DIRECT
+	for _, age := range []time.Duration{40 * day, 5 * day} {
+		f.send(t, &schemas.Message{ConvId: "tmp-1", ConvType: d, Recipients: []string{"bob"}, ContentType: "text/plain"}, age)
+	}
+	w, err := New(Config{Policies: src, Clock: func() time.Time { return f.now }, Logger: discardLogger()}, f.store, f.ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.expireAt(t, w)
+	if r, h := f.seqs(t, "tmp-1"); !slices.Equal(r, []uint64{1, 2}) || !slices.Equal(h, []uint64{1, 2}) {
+		t.Fatalf("under a 60-day inbox: Redis %v history %v, want both seqs in both", r, h)
+	}
+	// A refused file leaves the policy in force.
+	writePolicy(t, path, "policies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    inbox: 1d\n")
+	time.Sleep(100 * time.Millisecond)
+	if got := src.Current().Policies[0].Inbox; got == nil || *got != 60*day {
+		t.Fatalf("a refused file replaced the policy: inbox %v", got)
+	}
+	before := src.Reloads()
+	writePolicy(t, path, "policies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    history: none\n")
+	for deadline := time.Now().Add(10 * time.Second); src.Reloads() == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed file was not picked up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.expireAt(t, w)
+	if r, h := f.seqs(t, "tmp-1"); !slices.Equal(r, []uint64{2}) || !slices.Equal(h, []uint64{2}) {
+		t.Fatalf("after the reload (30-day inbox, history none): Redis %v history %v, want [2] in both", r, h)
+	}
+}
+
+func TestSweepChoosesTheInboxWindowByTheTagTheCreatingRecordSet(t *testing.T) {
+	f := newPolicyFixture(t)
+	set, err := retention.Parse("p.yaml", []byte("policies:\n  - name: hr\n    match: {tag: hr}\n    inbox: 90d\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := schemas.ConvType_CONV_TYPE_GROUP
+	for _, c := range []struct{ conv, tag string }{{"g-hr", "hr"}, {"g-other", ""}} {
+		f.send(t, &schemas.Message{ConvId: c.conv, ConvType: g, Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"alice"}, Tag: c.tag}, 40*day)
+		f.send(t, &schemas.Message{ConvId: c.conv, ConvType: g, ContentType: "text/plain"}, 40*day)
+	}
+	info, ok, err := f.store.ConvRetentionInfo(context.Background(), "g-hr")
+	if err != nil || !ok || info.Tag != "hr" || info.Type != g {
+		t.Fatalf("g-hr meta: %+v ok %v err %v; want tag hr", info, ok, err)
+	}
+	w, err := New(Config{Policies: retention.Fixed(set), Clock: func() time.Time { return f.now }, Logger: discardLogger()}, f.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.SweepOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := f.seqs(t, "g-hr"); !slices.Equal(r, []uint64{1, 2}) {
+		t.Fatalf("g-hr (90-day inbox) holds %v, want 1 2", r)
+	}
+	if r, _ := f.seqs(t, "g-other"); len(r) != 0 {
+		t.Fatalf("g-other (30-day inbox) holds %v, want nothing", r)
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
