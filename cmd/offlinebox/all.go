@@ -75,7 +75,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		},
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	tasks = append(tasks, census.Run)
+	tasks = append(tasks, census.Run, p.watchPolicies)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/workers/convindex"
@@ -70,6 +71,8 @@ type processes struct {
 	hot      *redisstore.Store
 	ch       *chstore.Store
 	producer *kgo.Client
+	// policies is the retention policy file in force (nil: built-in).
+	policies *retention.Source
 }
 
 func (p *processes) close() {
@@ -167,13 +170,17 @@ func (p *processes) historyWorker() (workerSpec, error) {
 // expiryWorkers sweeps the main store (and drops old ClickHouse
 // partitions) and, when there is one, the hot store.
 func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
-	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics}, p.store, p.ch)
+	policies, err := p.policySource()
+	if err != nil {
+		return nil, err
+	}
+	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics, Policies: policies}, p.store, p.ch)
 	if err != nil {
 		return nil, err
 	}
 	workers := []*expiry.Worker{main}
 	if p.hot != nil {
-		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"),
+		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"), Policies: policies,
 			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"store": "hot"}, p.metrics)}, p.hot, nil)
 		if err != nil {
 			return nil, err
@@ -278,7 +285,7 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context) error{census.Run}
+	tasks := []func(context.Context) error{census.Run, p.watchPolicies}
 	for _, w := range workers {
 		tasks = append(tasks, w.Run)
 	}
