@@ -210,6 +210,20 @@ func TestPolicyFileRemovesExactlyTheMessagesPastTheirPolicyFromRedisAndHistory(t
 			t.Errorf("%s at 40 days: Redis %v history %v; want Redis %v history %v", c.conv, r, h, c.redis, c.inHistory)
 		}
 	}
+	// A device whose cursor is below what the inbox still holds learns it
+	// is incomplete; one above it does not.
+	for _, c := range []struct {
+		after      uint64
+		incomplete bool
+	}{{0, true}, {4, false}} {
+		p, err := f.store.ReadPage(context.Background(), "alice", "grp-1", redisstore.PageQuery{After: c.after, HasAfter: true, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Incomplete != c.incomplete {
+			t.Errorf("grp-1 read after %d: incomplete %v, want %v", c.after, p.Incomplete, c.incomplete)
+		}
+	}
 	// 200 days on from the first records: the finance department's 180
 	// days have passed for its first records, not for its last; dm-1's
 	// year has not.
