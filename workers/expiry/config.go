@@ -26,6 +26,10 @@ type Config struct {
 	// inbox window and each history row's retention, read afresh every
 	// sweep step so a reloaded file takes effect without a restart.
 	Policies *retention.Source
+	// HistoryTrimInterval is the least time between two history row trims
+	// (by any process): each reads the groups of rows older than the
+	// shortest retention, so it runs less often than the Redis sweeps.
+	HistoryTrimInterval time.Duration
 	// HistoryBatch bounds the conversations one history trim step looks
 	// at, and so the row groups one mutation names.
 	HistoryBatch int
@@ -61,11 +65,13 @@ const (
 	DefaultRetryMin         = 250 * time.Millisecond
 	DefaultRetryMax         = 30 * time.Second
 	DefaultHistoryBatch     = 500
+	DefaultHistoryTrim      = 6 * time.Hour
 )
 
 func (c Config) withDefaults() Config {
 	setDuration(&c.HistoryRetention, DefaultHistoryRetention)
 	setDuration(&c.Interval, DefaultInterval)
+	setDuration(&c.HistoryTrimInterval, DefaultHistoryTrim)
 	setDuration(&c.Lease, DefaultLease)
 	setDuration(&c.RetryMin, DefaultRetryMin)
 	setDuration(&c.RetryMax, DefaultRetryMax)
@@ -112,6 +118,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("expiry: HistoryRetention %s is below 31 days", c.HistoryRetention)
 	case c.Interval < time.Second:
 		return fmt.Errorf("expiry: Interval %s is below 1s", c.Interval)
+	case c.HistoryTrimInterval < time.Second:
+		return fmt.Errorf("expiry: HistoryTrimInterval %s is below 1s", c.HistoryTrimInterval)
 	case c.HistoryBatch < 1:
 		return fmt.Errorf("expiry: HistoryBatch %d is below 1", c.HistoryBatch)
 	case c.ScanCount < 1:

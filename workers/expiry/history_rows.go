@@ -9,6 +9,22 @@ import (
 	"github.com/offlinebox/offlinebox/retention"
 )
 
+// trimHistoryDue runs trimHistory when its job is due (every 0: now),
+// in one process at a time.
+func (w *Worker) trimHistoryDue(ctx context.Context, every time.Duration) (int, error) {
+	now := w.cfg.Clock()
+	st, err := w.store.AcquireSweep(ctx, rowsJob, w.token, w.cfg.Lease, every, now)
+	if err != nil || !st.Held {
+		return 0, err
+	}
+	n, err := w.trimHistory(ctx, w.cfg.Policies.Current(), now)
+	if err != nil {
+		return n, err
+	}
+	_, err = w.store.AdvanceSweep(ctx, rowsJob, w.token, 0, 0, now)
+	return n, err
+}
+
 // trimHistory deletes the history rows past their policy's retention that
 // the partition drops left: it walks the conversations holding rows older
 // than the shortest retention any policy gives, decides each group of rows

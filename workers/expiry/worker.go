@@ -28,8 +28,12 @@ type HistoryStore interface {
 	PendingMutations(ctx context.Context) (int, error)
 }
 
-// historyJob names the partition drops among the sweep jobs.
-const historyJob = "history-partitions"
+// historyJob names the partition drops among the sweep jobs, rowsJob the
+// history row deletes.
+const (
+	historyJob = "history-partitions"
+	rowsJob    = "history-rows"
+)
 
 // Removed counts what expiry removed.
 type Removed struct {
@@ -128,7 +132,10 @@ func (w *Worker) runDue(ctx context.Context) error {
 	if w.history == nil {
 		return nil
 	}
-	_, err = w.dropHistory(ctx, w.cfg.Interval)
+	if _, err = w.dropHistory(ctx, w.cfg.Interval); err != nil {
+		return err
+	}
+	_, err = w.trimHistoryDue(ctx, w.cfg.HistoryTrimInterval)
 	return err
 }
 
@@ -151,41 +158,41 @@ func (w *Worker) SweepOnce(ctx context.Context) (Removed, error) {
 	return total, nil
 }
 
-// DropHistory trims ClickHouse history now: it drops the months past every
-// policy and starts the row deletes that are due (see trimHistory). It
-// returns how many partitions it dropped.
+// DropHistory trims ClickHouse history now, whatever the schedule: it drops
+// the months past every policy and starts the row deletes that are due
+// (see trimHistory). It returns how many partitions it dropped.
 func (w *Worker) DropHistory(ctx context.Context) (int, error) {
 	if w.history == nil {
 		return 0, fmt.Errorf("expiry: no history store to drop partitions from")
 	}
-	r, err := w.dropHistory(ctx, 0)
-	return r.Partitions, err
+	n, err := w.dropHistory(ctx, 0)
+	if err != nil {
+		return n, err
+	}
+	_, err = w.trimHistoryDue(ctx, 0)
+	return n, err
 }
 
-func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (Removed, error) {
-	var r Removed
+func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, error) {
 	now := w.cfg.Clock()
 	st, err := w.store.AcquireSweep(ctx, historyJob, w.token, w.cfg.Lease, every, now)
 	if err != nil || !st.Held {
-		return r, err
+		return 0, err
 	}
-	set := w.cfg.Policies.Current()
-	cutoff := now.Add(-set.LongestKept())
-	r.Partitions, err = w.history.DropPartitionsBefore(ctx, cutoff)
-	w.m.add(Removed{Partitions: r.Partitions})
+	// Whole months past the longest retention of the policy in force.
+	cutoff := now.Add(-w.cfg.Policies.Current().LongestKept())
+	n, err := w.history.DropPartitionsBefore(ctx, cutoff)
+	w.m.add(Removed{Partitions: n})
 	if err != nil {
-		return r, fmt.Errorf("drop history partitions: %w", err)
-	}
-	if r.Partitions > 0 {
-		w.cfg.Logger.Info("dropped history partitions", "count", r.Partitions, "before", cutoff)
-	}
-	if r.RowGroups, err = w.trimHistory(ctx, set, now); err != nil {
-		return r, err
+		return n, fmt.Errorf("drop history partitions: %w", err)
 	}
 	if _, err := w.store.AdvanceSweep(ctx, historyJob, w.token, 0, 0, now); err != nil {
-		return r, err
+		return n, err
 	}
-	return r, nil
+	if n > 0 {
+		w.cfg.Logger.Info("dropped history partitions", "count", n, "before", cutoff)
+	}
+	return n, nil
 }
 
 // sweepNode runs the node's sweep cycle step by step while this process
