@@ -25,6 +25,7 @@ type Source struct {
 	mu      sync.Mutex // one reload at a time; guards stamp
 	stamp   fileStamp
 	reloads atomic.Int64
+	refused atomic.Int64
 }
 
 type fileStamp struct {
@@ -58,6 +59,9 @@ func (s *Source) Path() string { return s.path }
 // Reloads counts the Sets put in force by Reload.
 func (s *Source) Reloads() int64 { return s.reloads.Load() }
 
+// Refused counts the files Reload refused.
+func (s *Source) Refused() int64 { return s.refused.Load() }
+
 // Reload rereads the file. A file that fails validation changes nothing:
 // the Set in force stays, and the error says why.
 func (s *Source) Reload() (*Set, error) {
@@ -79,6 +83,7 @@ func (s *Source) Reload() (*Set, error) {
 	s.stamp = fileStamp{mod: st.ModTime(), size: st.Size()}
 	set, err := Parse(s.path, data)
 	if err != nil {
+		s.refused.Add(1)
 		return nil, err
 	}
 	s.cur.Store(set)
@@ -86,21 +91,23 @@ func (s *Source) Reload() (*Set, error) {
 	return set, nil
 }
 
-// changed reports whether the file's modification time or size moved
-// since it was last read.
-func (s *Source) changed() bool {
+// look returns the file's stamp and whether it differs from the one
+// last read.
+func (s *Source) look() (fileStamp, bool) {
 	st, err := os.Stat(s.path)
 	if err != nil {
-		return false
+		return fileStamp{}, false
 	}
+	now := fileStamp{mod: st.ModTime(), size: st.Size()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return st.ModTime() != s.stamp.mod || st.Size() != s.stamp.size
+	return now, now != s.stamp
 }
 
-// Watch reloads the file on SIGHUP and whenever its modification time or
-// size changes (looked at every poll), until ctx ends. A refused file is
-// logged and the Set in force stays.
+// Watch reloads the file on SIGHUP and when it changed and then held still
+// for one poll (so a file being written is not read half-way; writing it
+// elsewhere and renaming it into place is safer still), until ctx ends. A
+// refused file is logged and the Set in force stays.
 func (s *Source) Watch(ctx context.Context, poll time.Duration, log *slog.Logger) {
 	if s.path == "" {
 		return
@@ -110,6 +117,7 @@ func (s *Source) Watch(ctx context.Context, poll time.Duration, log *slog.Logger
 	defer signal.Stop(hup)
 	t := time.NewTicker(poll)
 	defer t.Stop()
+	var pending fileStamp
 	for {
 		why := ""
 		select {
@@ -118,11 +126,14 @@ func (s *Source) Watch(ctx context.Context, poll time.Duration, log *slog.Logger
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			if !s.changed() {
+			st, diff := s.look()
+			if !diff || st != pending {
+				pending = st
 				continue
 			}
 			why = "file changed"
 		}
+		pending = fileStamp{}
 		if set, err := s.Reload(); err != nil {
 			log.Error("retention policy refused; the previous one stays in force", "why", why, "err", err)
 		} else {

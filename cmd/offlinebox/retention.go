@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -30,6 +32,18 @@ func (p *processes) policySource() (*retention.Source, error) {
 		return nil, err
 	}
 	p.policies = src
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "offlinebox_retention_policy_loads_total",
+			Help: "Retention policy files read and put in force (the first at start, then reloads)."},
+			func() float64 { return float64(src.Reloads()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "offlinebox_retention_policy_refused_total",
+			Help: "Retention policy files refused on reload (the previous policy stayed in force; the log names the line)."},
+			func() float64 { return float64(src.Refused()) }),
+	} {
+		if err := p.metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("register retention policy metrics: %w", err)
+		}
+	}
 	slog.Info("retention policy loaded", "file", src.Path(), "policies", len(src.Current().Policies))
 	return src, nil
 }

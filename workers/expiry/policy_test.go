@@ -272,7 +272,12 @@ func TestAChangedPolicyFileTakesEffectWithoutARestart(t *testing.T) {
 	}
 	// A refused file leaves the policy in force.
 	writePolicy(t, path, "policies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    inbox: 1d\n")
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); src.Refused() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the refused file was not looked at")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if got := src.Current().Policies[0].Inbox; got == nil || *got != 60*day {
 		t.Fatalf("a refused file replaced the policy: inbox %v", got)
 	}
