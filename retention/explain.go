@@ -87,8 +87,11 @@ func writeDecision(b *strings.Builder, label string, d Decision) {
 
 func from(d Decision, name string) string {
 	for _, p := range d.Matching {
-		if p.Name == name {
+		if p.Name == name && p.Line > 0 {
 			return fmt.Sprintf("policy %q (line %d)", p.Name, p.Line)
+		}
+		if p.Name == name {
+			return fmt.Sprintf("built-in %q", p.Name)
 		}
 	}
 	return name

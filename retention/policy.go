@@ -285,5 +285,8 @@ func (s *Set) ShortestKept() time.Duration {
 
 // Describe names a policy with its line, for messages.
 func (p *Policy) Describe() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%q (built in: %s)", p.Name, p.Match)
+	}
 	return fmt.Sprintf("%q (line %d: %s)", p.Name, p.Line, p.Match)
 }
