@@ -20,18 +20,28 @@ import (
 // file changed (SIGHUP reloads at once).
 const policyPoll = 10 * time.Second
 
-// policySource loads the -retention-policy file once per process; nil
-// when none is configured (the built-in retention applies). A bad file
-// refuses the start, naming the line.
-func (p *processes) policySource() (*retention.Source, error) {
-	if p.cfg.RetentionPolicy == "" || p.policies != nil {
-		return p.policies, nil
+// loadPolicies reads the -retention-policy file before any store is
+// opened, so a bad file refuses the start at once, naming the line; nil
+// when none is configured (the built-in retention applies).
+func loadPolicies(c *stackConfig) (*retention.Source, error) {
+	if c.RetentionPolicy == "" {
+		return nil, nil
 	}
-	src, err := retention.Load(p.cfg.RetentionPolicy)
+	src, err := retention.Load(c.RetentionPolicy)
 	if err != nil {
 		return nil, err
 	}
+	slog.Info("retention policy loaded", "file", src.Path(), "policies", len(src.Current().Policies))
+	return src, nil
+}
+
+// usePolicies makes src the process's policy (nil: built-in) and
+// registers its metrics.
+func (p *processes) usePolicies(src *retention.Source) error {
 	p.policies = src
+	if src == nil {
+		return nil
+	}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "offlinebox_retention_policy_loads_total",
 			Help: "Retention policy files read and put in force (the first at start, then reloads)."},
@@ -41,11 +51,10 @@ func (p *processes) policySource() (*retention.Source, error) {
 			func() float64 { return float64(src.Refused()) }),
 	} {
 		if err := p.metrics.Register(c); err != nil {
-			return nil, fmt.Errorf("register retention policy metrics: %w", err)
+			return fmt.Errorf("register retention policy metrics: %w", err)
 		}
 	}
-	slog.Info("retention policy loaded", "file", src.Path(), "policies", len(src.Current().Policies))
-	return src, nil
+	return nil
 }
 
 // watchPolicies reloads the policy file on SIGHUP or when it changes.

@@ -110,3 +110,21 @@ func TestRetentionCheckRefusesAMalformedFileNamingTheLine(t *testing.T) {
 		t.Fatalf("check said %v, want the file, line 4 and the bad value", err)
 	}
 }
+
+func TestTheExpiryWorkerRefusesABadPolicyFileAtStartBeforeItWaitsForTheStores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "retention.yaml")
+	if err := os.WriteFile(path, []byte("defaults:\n  inbox: 30d\n  histroy: 1y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens on the stores' addresses: a worker would wait for
+	// them forever, so only a check before connecting can answer.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := runExpiry(ctx, []string{"-retention-policy", path, "-redis", "127.0.0.1:1", "-clickhouse", "127.0.0.1:1", "-metrics-listen", ""}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), path+" line 3") || !strings.Contains(err.Error(), "histroy") {
+		t.Fatalf("expiry said %v, want the file refused at line 3", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the refusal waited for the stores")
+	}
+}

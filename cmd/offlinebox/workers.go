@@ -170,10 +170,7 @@ func (p *processes) historyWorker() (workerSpec, error) {
 // expiryWorkers sweeps the main store (and drops old ClickHouse
 // partitions) and, when there is one, the hot store.
 func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
-	policies, err := p.policySource()
-	if err != nil {
-		return nil, err
-	}
+	policies := p.policies
 	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics, Policies: policies}, p.store, p.ch)
 	if err != nil {
 		return nil, err
@@ -271,11 +268,18 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err := c.validate(false); err != nil {
 		return err
 	}
+	policies, err := loadPolicies(c)
+	if err != nil {
+		return err
+	}
 	p, err := open(ctx, c, needs{redis: true, clickhouse: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
+	if err := p.usePolicies(policies); err != nil {
+		return err
+	}
 	workers, err := p.expiryWorkers()
 	if err != nil {
 		return err
