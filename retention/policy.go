@@ -230,10 +230,11 @@ func (s *Set) setsInboxAtLevel(d Decision, level int) bool {
 	return false
 }
 
-// MentionWindows is the Retention mention references are trimmed by: per
-// conversation type, the longest inbox window any policy can give it, so a
-// reference never leaves before the message it points at.
-func (s *Set) MentionWindows() redisstore.Retention {
+// LongestInboxWindows is, per conversation type, the longest inbox window
+// any policy can give it. Mention references are trimmed by it, so a
+// reference never leaves before the message it points at, and a rebuild
+// restores by it (expiry then trims each conversation to its own policy).
+func (s *Set) LongestInboxWindows() redisstore.Retention {
 	r := redisstore.Retention{Window: s.DefaultInbox, ConvTypes: map[schemas.ConvType]time.Duration{}}
 	for _, t := range []schemas.ConvType{schemas.ConvType_CONV_TYPE_DIRECT, schemas.ConvType_CONV_TYPE_GROUP} {
 		w := s.DefaultInbox

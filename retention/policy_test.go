@@ -126,7 +126,7 @@ func TestBoundsCoverEveryDecision(t *testing.T) {
 	if got := set.ShortestKept(); got != 7*day {
 		t.Fatalf("shortest %s, want 7d", got)
 	}
-	mw := set.MentionWindows()
+	mw := set.LongestInboxWindows()
 	if mw.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP) != 60*day || mw.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT) != 60*day {
 		t.Fatalf("mention windows %+v, want the longest inbox (60d) for both types", mw.ConvTypes)
 	}

@@ -128,3 +128,64 @@ func TestTheExpiryWorkerRefusesABadPolicyFileAtStartBeforeItWaitsForTheStores(t 
 		t.Fatal("the refusal waited for the stores")
 	}
 }
+
+func TestRebuildRestoresWhatTheRetentionPolicyKeeps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rdb, prefix := testenv.Redis(t)
+	s, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// History holds a finance group written 45 days ago; Redis lost it.
+	at := time.Now().Add(-45 * 24 * time.Hour).UnixMilli()
+	recs := []*schemas.Sequenced{
+		{Seq: 1, Epoch: 1, WriteTimeMs: at, Message: &schemas.Message{ClientMsgId: "j", ConvId: "fin", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "alice", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"alice"}, Tag: "finance"}},
+		{Seq: 2, Epoch: 1, WriteTimeMs: at, Message: &schemas.Message{ClientMsgId: "m", ConvId: "fin", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "alice", Kind: schemas.Kind_KIND_MESSAGE, ContentType: "text/plain", Body: []byte("q3")}},
+	}
+	if err := ch.InsertBatch(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "retention.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  - name: finance\n    match: {tag: finance}\n    inbox: 60d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stores := []string{"-conv", "fin", "-redis", testenv.RedisAddr(t), "-prefix", prefix,
+		"-clickhouse", testenv.ClickHouseAddr(t), "-clickhouse-db", db}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		entries int
+	}{
+		{"the built-in 30 days", nil, 0},
+		{"the policy's 60 days", []string{"-retention-policy", path}, 2},
+	} {
+		keys, _ := rdb.Keys(ctx, prefix+"{c:fin}*").Result()
+		if len(keys) > 0 {
+			if err := rdb.Del(ctx, keys...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := runRebuild(ctx, append(append([]string{}, stores...), c.args...), &bytes.Buffer{}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_, entries, err := s.TimelineEntries(ctx, "fin", 1, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != c.entries {
+			t.Errorf("rebuilt under %s: %d entries, want %d", c.name, len(entries), c.entries)
+		}
+	}
+}

@@ -294,7 +294,7 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 			return r, err
 		}
 	case ref.Part == "mn":
-		n, err := w.store.ExpireMentions(ctx, ref.User, now, set.MentionWindows(), max)
+		n, err := w.store.ExpireMentions(ctx, ref.User, now, set.LongestInboxWindows(), max)
 		r.Mentions += n
 		return r, err
 	case ref.Part == "dv":
@@ -313,6 +313,6 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 // inboxWindow is how long an unused device keeps its cursor: past the
 // longest conversation window it has nothing left to resume from.
 func inboxWindow(set *retention.Set) time.Duration {
-	r := set.MentionWindows()
+	r := set.LongestInboxWindows()
 	return max(r.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT), r.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
 }
