@@ -80,6 +80,7 @@ func TestRejectedRequestsNameTheFieldAndChangeNothing(t *testing.T) {
 		{"list limit too large", "GET", "/v1/conversations?limit=1000", ann, nil, 400, "limit"},
 		{"list cursor forged", "GET", "/v1/conversations?cursor=zz", ann, nil, 400, "cursor"},
 		{"send with a sender", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","sender":"bob"}`, 400, "sender"},
+		{"send with a tag (only trusted backends set a conversation's retention tag)", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"group","tag":"finance"}`, 400, "tag"},
 		{"send unknown type", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"g","conv_type":"channel"}`, 400, "conv_type"},
 		{"send without id", "POST", "/v1/messages", ann, `{"conv_id":"g","conv_type":"group"}`, 400, "client_msg_id"},
 		{"send direct without peer", "POST", "/v1/messages", ann, `{"client_msg_id":"c","conv_id":"d","conv_type":"direct"}`, 400, "recipients"},

@@ -18,7 +18,12 @@
 // the rebuild stay readable under the old epoch and never show in the new.
 //
 // Retention drops whole months (DropPartitionsBefore) and never a month that
-// still holds rows younger than the cutoff.
+// still holds rows younger than the cutoff. Inside younger months, the
+// retention policies' row groups (OldRowGroups: conversation, kind, content
+// type) past their own retention go by ALTER TABLE ... DELETE mutations
+// (DeleteRows; PendingMutations says when they are done). A conversation's
+// tag, which policies select by, is kept in conversation_tags (ConvTags),
+// written with the rows that carry one.
 //
 // Analysts get Query: one read-only statement, checked here and run with
 // readonly=1 on the server; schemas/clickhouse/README.md has examples.

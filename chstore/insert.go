@@ -48,7 +48,8 @@ func CheckInsertable(m *schemas.Sequenced) error {
 // InsertBatch appends records to the history table in one INSERT. Records
 // already there (a replay) are inserted again and collapse with their first
 // copy; readers of this package never see both. If any record fails
-// CheckInsertable nothing is inserted.
+// CheckInsertable nothing is inserted. The tags records carry go to the
+// conversation_tags table after the rows.
 func (s *Store) InsertBatch(ctx context.Context, msgs []*schemas.Sequenced) error {
 	if len(msgs) == 0 {
 		return nil
@@ -74,7 +75,7 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []*schemas.Sequenced) erro
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %d messages: %w", len(msgs), err)
 	}
-	return nil
+	return s.insertTags(ctx, msgs)
 }
 
 // rowOf lays a record out in messageColumns order.

@@ -51,6 +51,12 @@ type ConvExpiry struct {
 // round trip. Several processes may call it at once: each removal is
 // guarded by the state it was planned on.
 func (s *Store) ExpireConversation(ctx context.Context, conv string, now time.Time, r Retention, max int) (ConvExpiry, error) {
+	return s.ExpireConversationFor(ctx, conv, now, func(ConvRetention) Retention { return r }, max)
+}
+
+// ExpireConversationFor is ExpireConversation with the retention chosen by
+// the conversation's type and tag, read in the same round trip as its head.
+func (s *Store) ExpireConversationFor(ctx context.Context, conv string, now time.Time, pick RetentionFor, max int) (ConvExpiry, error) {
 	var out ConvExpiry
 	if max < 1 {
 		return out, fmt.Errorf("expire conversation %s: max %d is below 1", conv, max)
@@ -62,7 +68,7 @@ func (s *Store) ExpireConversation(ctx context.Context, conv string, now time.Ti
 	var head *redis.StringSliceCmd
 	var oldest *redis.ZSliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HMGet(ctx, meta, "epoch", "first", "type")
+		fields = p.HMGet(ctx, meta, "epoch", "first", "type", "tag")
 		head = p.LRange(ctx, tl, 0, 0)
 		oldest = p.ZRangeWithScores(ctx, ma, 0, 0)
 		return nil
@@ -73,6 +79,7 @@ func (s *Store) ExpireConversation(ctx context.Context, conv string, now time.Ti
 	vals := fields.Val()
 	epoch, first := hashString(vals[0]), hashString(vals[1])
 	ctype := convTypeOfMeta(hashString(vals[2]))
+	r := pick(ConvRetention{Conv: conv, Type: ctype, Tag: hashString(vals[3])})
 	if len(head.Val()) == 1 {
 		latest := now.Add(-r.shortestWindow(ctype)).UnixMilli()
 		if _, wt, err := entryPrefix([]byte(head.Val()[0])); err != nil {
@@ -111,7 +118,8 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 		if err != nil {
 			return 0, fmt.Errorf("expire conversation %s: %w: %w", conv, ErrMalformed, err)
 		}
-		if ent.Seq != f+uint64(i) || !r.Expired(ctype, ent.GetMessage().GetKind(), ent.WriteTimeMs, now) {
+		msg := ent.GetMessage()
+		if ent.Seq != f+uint64(i) || !r.MessageExpired(ctype, msg.GetKind(), msg.GetContentType(), ent.WriteTimeMs, now) {
 			break
 		}
 		n++

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -20,8 +21,10 @@ const (
 
 // Retention says how long timeline entries are kept, by write time.
 //
-// The window of an entry is Kinds[kind] when set, else ConvTypes[type] when
-// set, else Window; a window below MinRetention counts as MinRetention.
+// The window of an entry is ContentTypes[content type] when set, else
+// Kinds[kind] when set, else ConvTypes[type] when set, else Window; a window
+// below MinRetention counts as MinRetention. A retention policy file
+// (package retention) compiles to one Retention per conversation.
 //
 // The timeline is contiguous (invariant "no holes"), so entries leave it
 // only from its head, in seq order: the head goes while it is past its own
@@ -36,6 +39,9 @@ type Retention struct {
 	ConvTypes map[schemas.ConvType]time.Duration
 	// Kinds overrides the conversation's window per message kind.
 	Kinds map[schemas.Kind]time.Duration
+	// ContentTypes overrides the window per content type (exact match);
+	// it comes before Kinds.
+	ContentTypes map[string]time.Duration
 }
 
 func (r Retention) withDefaults() Retention {
@@ -67,6 +73,11 @@ func (r Retention) Validate() error {
 			return fmt.Errorf("retention: Kinds[%s] %s is not positive", k, w)
 		}
 	}
+	for ct, w := range r.ContentTypes {
+		if w <= 0 {
+			return fmt.Errorf("retention: ContentTypes[%q] %s is not positive", ct, w)
+		}
+	}
 	return nil
 }
 
@@ -83,6 +94,15 @@ func (r Retention) TypeWindow(t schemas.ConvType) time.Duration {
 
 // EntryWindow is the window of one entry of a conversation of type t.
 func (r Retention) EntryWindow(t schemas.ConvType, k schemas.Kind) time.Duration {
+	return r.MessageWindow(t, k, "")
+}
+
+// MessageWindow is the window of one entry of kind k and content type ct
+// in a conversation of type t.
+func (r Retention) MessageWindow(t schemas.ConvType, k schemas.Kind, ct string) time.Duration {
+	if cw, ok := r.ContentTypes[ct]; ok && ct != "" {
+		return max(cw, MinRetention)
+	}
 	if kw, ok := r.Kinds[k]; ok {
 		return max(kw, MinRetention)
 	}
@@ -92,7 +112,12 @@ func (r Retention) EntryWindow(t schemas.ConvType, k schemas.Kind) time.Duration
 // Expired reports whether an entry written at writeMS is past its window at
 // now.
 func (r Retention) Expired(t schemas.ConvType, k schemas.Kind, writeMS int64, now time.Time) bool {
-	return writeMS < now.Add(-r.EntryWindow(t, k)).UnixMilli()
+	return r.MessageExpired(t, k, "", writeMS, now)
+}
+
+// MessageExpired is Expired for an entry of content type ct.
+func (r Retention) MessageExpired(t schemas.ConvType, k schemas.Kind, ct string, writeMS int64, now time.Time) bool {
+	return writeMS < now.Add(-r.MessageWindow(t, k, ct)).UnixMilli()
 }
 
 // shortestWindow is the least window any entry of a conversation of type t
@@ -102,6 +127,9 @@ func (r Retention) shortestWindow(t schemas.ConvType) time.Duration {
 	w := r.TypeWindow(t)
 	for _, kw := range r.Kinds {
 		w = min(w, max(kw, MinRetention))
+	}
+	for _, cw := range r.ContentTypes {
+		w = min(w, max(cw, MinRetention))
 	}
 	return w
 }
@@ -117,7 +145,34 @@ func (r Retention) LongestWindow() time.Duration {
 	for _, kw := range r.Kinds {
 		w = max(w, kw)
 	}
+	for _, cw := range r.ContentTypes {
+		w = max(w, cw)
+	}
 	return w
+}
+
+// ConvRetention is what a conversation's retention is chosen by.
+type ConvRetention struct {
+	Conv string
+	Type schemas.ConvType
+	// Tag is the conversation's tag ("" when none was set).
+	Tag string
+}
+
+// RetentionFor chooses the Retention of one conversation.
+type RetentionFor func(ConvRetention) Retention
+
+// ConvRetentionInfo reads what a conversation's retention is chosen by;
+// ok is false when Redis holds no such conversation.
+func (s *Store) ConvRetentionInfo(ctx context.Context, conv string) (info ConvRetention, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	vals, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), "epoch", "type", "tag").Result()
+	if err != nil {
+		return info, false, fmt.Errorf("read retention fields of %s: %w", conv, err)
+	}
+	info = ConvRetention{Conv: conv, Type: convTypeOfMeta(hashString(vals[1])), Tag: hashString(vals[2])}
+	return info, hashString(vals[0]) != "", nil
 }
 
 // convTypeOfMeta maps the meta `type` field to a conversation type.

@@ -304,7 +304,7 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	case done < 0:
 		return res, fmt.Errorf("rebuild %s: the staged timeline lost entries (staging expired); run again", conv)
 	}
-	return res, nil
+	return res, s.restoreTag(ctx, src, conv)
 }
 
 func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {

@@ -341,3 +341,27 @@ func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T)
 		t.Fatalf("timeline after the rebuild has %d entries, want the live %d", len(after.timeline), len(before.timeline))
 	}
 }
+
+func TestRebuildAfterARedisLossRestoresTheConversationTag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := newEpochRig(ctx, t)
+	join := &schemas.Message{ClientMsgId: "j", ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: "bob",
+		Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"bob", "alice"}, Tag: "finance"}
+	res, err := r.rs.Sequence(ctx, "g", []*schemas.Message{join}, nil, r.now.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := append([]*schemas.Sequenced{res.Items[0].Sequenced}, r.send(ctx, t, 2, "new")...)
+	if err := r.ch.InsertBatch(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	r.lose(ctx, t)
+	if _, err := r.rs.RebuildConversation(ctx, r.ch, "g", redisstore.RebuildOptions{Now: r.now}); err != nil {
+		t.Fatal(err)
+	}
+	info, ok, err := r.rs.ConvRetentionInfo(ctx, "g")
+	if err != nil || !ok || info.Tag != "finance" {
+		t.Fatalf("after the rebuild: %+v ok %v err %v; want tag finance", info, ok, err)
+	}
+}

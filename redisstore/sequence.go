@@ -139,7 +139,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 }
 
 func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
-	args := make([]any, 0, 5+len(probes)+11*len(msgs))
+	args := make([]any, 0, 5+len(probes)+12*len(msgs))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
@@ -152,6 +152,9 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS i
 		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
 			sequencePreview(m), body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
+	}
+	for _, m := range msgs {
+		args = append(args, m.GetTag())
 	}
 	return args, nil
 }

@@ -367,8 +367,13 @@ type Message struct {
 	SendTimeMs int64 `protobuf:"varint,12,opt,name=send_time_ms,json=sendTimeMs,proto3" json:"send_time_ms,omitempty"`
 	// KIND_MEMBER_JOIN: the role the recipients get (unspecified: a new
 	// member is ROLE_MEMBER, a member keeps their role).
-	Role          Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
-	Authority     Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
+	Role      Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
+	Authority Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
+	// The conversation's tag (a department): a record that carries one sets
+	// it on the conversation from its seq on, and retention policies select
+	// by it (retention/). Set by trusted backends; the API never accepts it.
+	// Empty: the tag stays as it was.
+	Tag           string `protobuf:"bytes,20,opt,name=tag,proto3" json:"tag,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -499,6 +504,13 @@ func (x *Message) GetAuthority() Authority {
 		return x.Authority
 	}
 	return Authority_AUTHORITY_SENDER
+}
+
+func (x *Message) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
 }
 
 // A message after fanout gave it its place in the conversation.
@@ -661,7 +673,7 @@ var File_offlinebox_proto protoreflect.FileDescriptor
 
 const file_offlinebox_proto_rawDesc = "" +
 	"\n" +
-	"\x10offlinebox.proto\x12\rofflinebox.v1\"\xfa\x03\n" +
+	"\x10offlinebox.proto\x12\rofflinebox.v1\"\x8c\x04\n" +
 	"\aMessage\x12\"\n" +
 	"\rclient_msg_id\x18\x01 \x01(\tR\vclientMsgId\x12\x17\n" +
 	"\aconv_id\x18\x02 \x01(\tR\x06convId\x124\n" +
@@ -681,7 +693,8 @@ const file_offlinebox_proto_rawDesc = "" +
 	"\fsend_time_ms\x18\f \x01(\x03R\n" +
 	"sendTimeMs\x12'\n" +
 	"\x04role\x18\r \x01(\x0e2\x13.offlinebox.v1.RoleR\x04role\x126\n" +
-	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\"\x89\x01\n" +
+	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12\x10\n" +
+	"\x03tag\x18\x14 \x01(\tR\x03tag\"\x89\x01\n" +
 	"\tSequenced\x120\n" +
 	"\amessage\x18\x01 \x01(\v2\x16.offlinebox.v1.MessageR\amessage\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +

@@ -111,6 +111,11 @@ func ValidateMessage(m *Message, lim Limits) error {
 	if len(m.GetContentType()) > MaxIDBytes {
 		return invalid("content_type", "is longer than %d bytes", MaxIDBytes)
 	}
+	if t := m.GetTag(); t != "" {
+		if err := ValidID("tag", t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

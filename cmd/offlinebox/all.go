@@ -22,11 +22,18 @@ func runAll(ctx context.Context, args []string, _ io.Writer) error {
 // runPipeline opens the stores, migrates, and runs every worker and the API
 // until ctx ends. ready, when not nil, is called once the API listens.
 func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) error {
+	policies, err := loadPolicies(c)
+	if err != nil {
+		return err
+	}
 	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
+	if err := p.usePolicies(policies); err != nil {
+		return err
+	}
 	if err := ensureTopics(ctx, c); err != nil {
 		return err
 	}
@@ -75,7 +82,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		},
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	tasks = append(tasks, census.Run)
+	tasks = append(tasks, census.Run, p.watchPolicies)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)
 	}

@@ -37,6 +37,9 @@ type stackConfig struct {
 	// for at start; 0 waits until ctx ends (workers: a store that is down
 	// is waited for). One-shot tools give up after it.
 	StoreWait time.Duration
+	// RetentionPolicy is the retention policy file (retention/); empty:
+	// the built-in retention.
+	RetentionPolicy string
 
 	// origin says, per flag name, where a value that did not come from the
 	// command line came from, for error messages.
@@ -62,6 +65,7 @@ var stackSettings = []stackSetting{
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
 	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
 	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
+	{"retention-policy", "OFFLINEBOX_RETENTION_POLICY"},
 }
 
 // bind registers the stack flags on fs with their built-in defaults; the
@@ -81,6 +85,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
+	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
 }

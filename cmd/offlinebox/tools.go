@@ -155,6 +155,10 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	if (conv == "") == !all {
 		return errors.New("give exactly one of -conv ID or -all")
 	}
+	policies, err := loadPolicies(c)
+	if err != nil {
+		return err
+	}
 	if conv != "" {
 		if err := schemas.ValidID("-conv", conv); err != nil {
 			return err
@@ -166,6 +170,11 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer p.close()
 	opt := redisstore.RebuildOptions{Force: force}
+	if policies != nil {
+		// The longest windows a policy can give: expiry trims each
+		// conversation to its own on its next sweep.
+		opt.Retention = policies.Current().LongestInboxWindows()
+	}
 	if conv != "" {
 		res, err := p.store.RebuildConversation(ctx, p.ch, conv, opt)
 		if err != nil {

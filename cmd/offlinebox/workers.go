@@ -17,6 +17,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/workers/convindex"
@@ -70,6 +71,8 @@ type processes struct {
 	hot      *redisstore.Store
 	ch       *chstore.Store
 	producer *kgo.Client
+	// policies is the retention policy file in force (nil: built-in).
+	policies *retention.Source
 }
 
 func (p *processes) close() {
@@ -167,13 +170,14 @@ func (p *processes) historyWorker() (workerSpec, error) {
 // expiryWorkers sweeps the main store (and drops old ClickHouse
 // partitions) and, when there is one, the hot store.
 func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
-	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics}, p.store, p.ch)
+	policies := p.policies
+	main, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry"), Metrics: p.metrics, Policies: policies}, p.store, p.ch)
 	if err != nil {
 		return nil, err
 	}
 	workers := []*expiry.Worker{main}
 	if p.hot != nil {
-		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"),
+		hot, err := expiry.New(expiry.Config{Logger: slog.Default().With("worker", "expiry", "store", "hot"), Policies: policies,
 			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"store": "hot"}, p.metrics)}, p.hot, nil)
 		if err != nil {
 			return nil, err
@@ -264,11 +268,18 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err := c.validate(false); err != nil {
 		return err
 	}
+	policies, err := loadPolicies(c)
+	if err != nil {
+		return err
+	}
 	p, err := open(ctx, c, needs{redis: true, clickhouse: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
+	if err := p.usePolicies(policies); err != nil {
+		return err
+	}
 	workers, err := p.expiryWorkers()
 	if err != nil {
 		return err
@@ -278,7 +289,7 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context) error{census.Run}
+	tasks := []func(context.Context) error{census.Run, p.watchPolicies}
 	for _, w := range workers {
 		tasks = append(tasks, w.Run)
 	}

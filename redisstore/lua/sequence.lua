@@ -42,6 +42,8 @@
 --          peer, or who joins/leaves), preview text, the entry body,
 --          role a join gives ('' none | m member | a admin | o owner),
 --          authority (u the sender | s system)
+-- then n tags, one per record ('' = none): a new record's tag becomes the
+--          conversation's `tag` (retention policies select by it)
 --
 -- Returns { epoch, large_from_seq, large_converted (0|1), nmem,
 --           per record {status, seq, data}..., members (flat, only while
@@ -54,6 +56,7 @@ local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
 local base = 5 + p
+local tags = #ARGV - n -- the n tags are the last ARGV
 
 local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first', 'type', 'nmem', 'lgs', 'lgc', 'mver')
 local seq, epoch, first = tonumber(m[1]) or 0, m[2], tonumber(m[3]) or 1
@@ -300,6 +303,7 @@ for i = 0, n - 1 do
         redis.call('ZADD', ma, wt, seq)
       end
       if kind == 'm' then newest = {sender, ARGV[a + 8]} end
+      if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
       out[#out + 1] = {0, seq, ''}
     end
   end

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/retention"
 )
 
 // Config tunes the expiry worker. Zero values take the defaults.
@@ -20,6 +21,18 @@ type Config struct {
 	// HistoryRetention: ClickHouse partitions whose month ended longer ago
 	// are dropped.
 	HistoryRetention time.Duration
+	// Policies, when set, replace Retention and HistoryRetention: the
+	// policy file in force (retention.Source) chooses each conversation's
+	// inbox window and each history row's retention, read afresh every
+	// sweep step so a reloaded file takes effect without a restart.
+	Policies *retention.Source
+	// HistoryTrimInterval is the least time between two history row trims
+	// (by any process): each reads the groups of rows older than the
+	// shortest retention, so it runs less often than the Redis sweeps.
+	HistoryTrimInterval time.Duration
+	// HistoryBatch bounds the conversations one history trim step looks
+	// at, and so the row groups one mutation names.
+	HistoryBatch int
 	// Interval is the least time between two sweep cycles of a Redis node
 	// (by any process) and between two partition drops.
 	Interval time.Duration
@@ -51,14 +64,23 @@ const (
 	DefaultLease            = time.Minute
 	DefaultRetryMin         = 250 * time.Millisecond
 	DefaultRetryMax         = 30 * time.Second
+	DefaultHistoryBatch     = 500
+	DefaultHistoryTrim      = 6 * time.Hour
 )
 
 func (c Config) withDefaults() Config {
 	setDuration(&c.HistoryRetention, DefaultHistoryRetention)
 	setDuration(&c.Interval, DefaultInterval)
+	setDuration(&c.HistoryTrimInterval, DefaultHistoryTrim)
 	setDuration(&c.Lease, DefaultLease)
 	setDuration(&c.RetryMin, DefaultRetryMin)
 	setDuration(&c.RetryMax, DefaultRetryMax)
+	if c.HistoryBatch == 0 {
+		c.HistoryBatch = DefaultHistoryBatch
+	}
+	if c.Policies == nil {
+		c.Policies = retention.Fixed(retention.FromRetention(c.Retention, c.HistoryRetention))
+	}
 	if c.ScanCount == 0 {
 		c.ScanCount = DefaultScanCount
 	}
@@ -96,6 +118,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("expiry: HistoryRetention %s is below 31 days", c.HistoryRetention)
 	case c.Interval < time.Second:
 		return fmt.Errorf("expiry: Interval %s is below 1s", c.Interval)
+	case c.HistoryTrimInterval < time.Second:
+		return fmt.Errorf("expiry: HistoryTrimInterval %s is below 1s", c.HistoryTrimInterval)
+	case c.HistoryBatch < 1:
+		return fmt.Errorf("expiry: HistoryBatch %d is below 1", c.HistoryBatch)
 	case c.ScanCount < 1:
 		return fmt.Errorf("expiry: ScanCount %d is below 1", c.ScanCount)
 	case c.MaxPerCall < 1:

@@ -14,8 +14,17 @@
 //   - device sets: evict devices unused for longer than the inbox window and,
 //     beyond the most allowed, the least recently used, with their cursors.
 //
-// Separately, ClickHouse partitions older than the history retention are
-// dropped.
+// The windows come from the retention policy in force (Config.Policies, a
+// retention.Source: a policy file reloaded on SIGHUP or a change, or the
+// built-in Retention and HistoryRetention), read afresh for every key, so a
+// reload takes effect in the next step. A conversation's window is chosen
+// by its id, type and tag (its meta) and each entry's kind and content type.
+//
+// Separately, ClickHouse history is trimmed: months past the longest
+// retention any policy gives are dropped whole (every Interval), and, every
+// HistoryTrimInterval, the groups of rows (conversation, kind, content
+// type) past their own policy are deleted by one mutation per distinct
+// retention, none started while an earlier one still runs.
 //
 // Why SCAN and not an index of active conversations: an index would have to
 // be written by the fanout on every message (one more write on the hot path,

@@ -20,13 +20,14 @@ const (
 	whatDedupe     = "dedupe"
 	whatCursors    = "cursors"
 	whatPartitions = "partitions"
+	whatRowGroups  = "history_row_groups"
 )
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_expiry_removed_total",
-			Help: "What expiry removed: timeline entries, mention references, dedupe buckets, device cursors, ClickHouse partitions.",
+			Help: "What expiry removed: timeline entries, mention references, dedupe buckets, device cursors, ClickHouse partitions, ClickHouse row groups given to a delete mutation.",
 		}, []string{"what"}),
 		scanned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_expiry_keys_scanned_total",
@@ -45,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Keys expiry passed over because their content does not follow the data model (run offlinebox verify).",
 		}),
 	}
-	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions} {
+	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions, whatRowGroups} {
 		m.removed.WithLabelValues(w)
 	}
 	if reg != nil {
@@ -64,5 +65,6 @@ func (m *metrics) add(r Removed) {
 	m.removed.WithLabelValues(whatDedupe).Add(float64(r.Dedupe))
 	m.removed.WithLabelValues(whatCursors).Add(float64(r.Devices))
 	m.removed.WithLabelValues(whatPartitions).Add(float64(r.Partitions))
+	m.removed.WithLabelValues(whatRowGroups).Add(float64(r.RowGroups))
 	m.scanned.Add(float64(r.Scanned))
 }

@@ -11,19 +11,29 @@ import (
 
 	"github.com/alitto/pond/v2"
 
+	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// PartitionDropper drops the history partitions that hold only rows
-// written before a time, and says how many it dropped.
-type PartitionDropper interface {
+// HistoryStore is the ClickHouse history as expiry trims it: whole months
+// dropped, row groups deleted through mutations (chstore.Store).
+type HistoryStore interface {
 	DropPartitionsBefore(ctx context.Context, before time.Time) (int, error)
+	OldRowGroups(ctx context.Context, before time.Time, after string, limit int) ([]chstore.RowGroup, error)
+	ConvTags(ctx context.Context, convs []string) (map[string]string, error)
+	DeleteRows(ctx context.Context, groups []chstore.RowGroup, before time.Time) error
+	PendingMutations(ctx context.Context) (int, error)
 }
 
-// historyJob names the partition drops among the sweep jobs.
-const historyJob = "history-partitions"
+// historyJob names the partition drops among the sweep jobs, rowsJob the
+// history row deletes.
+const (
+	historyJob = "history-partitions"
+	rowsJob    = "history-rows"
+)
 
 // Removed counts what expiry removed.
 type Removed struct {
@@ -32,6 +42,7 @@ type Removed struct {
 	Dedupe     int // dedupe buckets
 	Devices    int // devices evicted with their cursors
 	Partitions int // ClickHouse partitions
+	RowGroups  int // ClickHouse row groups given to a delete mutation
 	Scanned    int // keys looked at
 	Busy       int // nodes skipped because another process was sweeping them
 }
@@ -43,6 +54,7 @@ func (r *Removed) Add(o Removed) {
 	r.Dedupe += o.Dedupe
 	r.Devices += o.Devices
 	r.Partitions += o.Partitions
+	r.RowGroups += o.RowGroups
 	r.Scanned += o.Scanned
 	r.Busy += o.Busy
 }
@@ -52,14 +64,14 @@ func (r *Removed) Add(o Removed) {
 type Worker struct {
 	cfg     Config
 	store   *redisstore.Store
-	history PartitionDropper
+	history HistoryStore
 	m       *metrics
 	pool    pond.Pool
 	token   string
 }
 
-// New returns a Worker. history may be nil: then no partitions are dropped.
-func New(cfg Config, store *redisstore.Store, history PartitionDropper) (*Worker, error) {
+// New returns a Worker. history may be nil: then ClickHouse is left alone.
+func New(cfg Config, store *redisstore.Store, history HistoryStore) (*Worker, error) {
 	if store == nil {
 		return nil, fmt.Errorf("expiry: no Redis store")
 	}
@@ -120,7 +132,10 @@ func (w *Worker) runDue(ctx context.Context) error {
 	if w.history == nil {
 		return nil
 	}
-	_, err = w.dropHistory(ctx, w.cfg.Interval)
+	if _, err = w.dropHistory(ctx, w.cfg.Interval); err != nil {
+		return err
+	}
+	_, err = w.trimHistoryDue(ctx, w.cfg.HistoryTrimInterval)
 	return err
 }
 
@@ -143,12 +158,19 @@ func (w *Worker) SweepOnce(ctx context.Context) (Removed, error) {
 	return total, nil
 }
 
-// DropHistory drops the ClickHouse partitions past HistoryRetention now.
+// DropHistory trims ClickHouse history now, whatever the schedule: it drops
+// the months past every policy and starts the row deletes that are due
+// (see trimHistory). It returns how many partitions it dropped.
 func (w *Worker) DropHistory(ctx context.Context) (int, error) {
 	if w.history == nil {
 		return 0, fmt.Errorf("expiry: no history store to drop partitions from")
 	}
-	return w.dropHistory(ctx, 0)
+	n, err := w.dropHistory(ctx, 0)
+	if err != nil {
+		return n, err
+	}
+	_, err = w.trimHistoryDue(ctx, 0)
+	return n, err
 }
 
 func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, error) {
@@ -157,7 +179,9 @@ func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, err
 	if err != nil || !st.Held {
 		return 0, err
 	}
-	n, err := w.history.DropPartitionsBefore(ctx, now.Add(-w.cfg.HistoryRetention))
+	// Whole months past the longest retention of the policy in force.
+	cutoff := now.Add(-w.cfg.Policies.Current().LongestKept())
+	n, err := w.history.DropPartitionsBefore(ctx, cutoff)
 	w.m.add(Removed{Partitions: n})
 	if err != nil {
 		return n, fmt.Errorf("drop history partitions: %w", err)
@@ -166,7 +190,7 @@ func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, err
 		return n, err
 	}
 	if n > 0 {
-		w.cfg.Logger.Info("dropped history partitions", "count", n, "before", now.Add(-w.cfg.HistoryRetention))
+		w.cfg.Logger.Info("dropped history partitions", "count", n, "before", cutoff)
 	}
 	return n, nil
 }
@@ -250,10 +274,11 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 		return r, nil
 	}
 	max := w.cfg.MaxPerCall
+	set := w.cfg.Policies.Current()
 	switch {
 	case ref.Conv != "" && ref.Part == "meta":
 		for {
-			got, err := w.store.ExpireConversation(ctx, ref.Conv, now, w.cfg.Retention, max)
+			got, err := w.store.ExpireConversationFor(ctx, ref.Conv, now, set.Inbox, max)
 			r.Timeline += got.Timeline
 			r.Mentions += got.MentionAll
 			if err != nil || (got.Timeline < max && got.MentionAll < max) {
@@ -269,11 +294,11 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 			return r, err
 		}
 	case ref.Part == "mn":
-		n, err := w.store.ExpireMentions(ctx, ref.User, now, w.cfg.Retention, max)
+		n, err := w.store.ExpireMentions(ctx, ref.User, now, set.LongestInboxWindows(), max)
 		r.Mentions += n
 		return r, err
 	case ref.Part == "dv":
-		idle := now.Add(-w.inboxWindow())
+		idle := now.Add(-inboxWindow(set))
 		for {
 			n, err := w.store.EvictDevices(ctx, ref.User, idle, max)
 			r.Devices += n
@@ -287,7 +312,7 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 
 // inboxWindow is how long an unused device keeps its cursor: past the
 // longest conversation window it has nothing left to resume from.
-func (w *Worker) inboxWindow() time.Duration {
-	return max(w.cfg.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT),
-		w.cfg.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
+func inboxWindow(set *retention.Set) time.Duration {
+	r := set.LongestInboxWindows()
+	return max(r.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT), r.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
 }
