@@ -1,0 +1,203 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/receipts_raise.lua
+	receiptsRaiseLua    string
+	receiptsRaiseScript = redis.NewScript(receiptsRaiseLua)
+	//go:embed lua/receipts_count.lua
+	receiptsCountLua    string
+	receiptsCountScript = redis.NewScript(receiptsCountLua)
+)
+
+// Receipt cursor kinds.
+const (
+	ReceiptDelivered = 'd'
+	ReceiptRead      = 'r'
+)
+
+// ReceiptMark raises one member's cursor of one conversation.
+type ReceiptMark struct {
+	Conv   string
+	Epoch  uint64
+	Member string
+	Seq    uint64
+}
+
+// RaisedReceipt says what a mark did.
+type RaisedReceipt struct {
+	ReceiptMark
+	// Raised: the cursor rose from Prev to Seq.
+	Raised bool
+	Prev   uint64
+}
+
+// RaiseReceipts raises members' delivered (kind ReceiptDelivered) or read
+// cursors (see lua/receipts_raise.lua): one script per conversation, all
+// in one pipeline. Marks of a stale epoch change nothing.
+func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMark) ([]RaisedReceipt, error) {
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	type ce struct {
+		conv  string
+		epoch uint64
+	}
+	var order []ce
+	idx := map[ce][]int{}
+	for i, m := range marks {
+		k := ce{m.Conv, m.Epoch}
+		if _, ok := idx[k]; !ok {
+			order = append(order, k)
+		}
+		idx[k] = append(idx[k], i)
+	}
+	calls := make([]scriptCall, len(order))
+	for i, k := range order {
+		args := []any{k.epoch, string(kind)}
+		for _, j := range idx[k] {
+			args = append(args, marks[j].Member, marks[j].Seq)
+		}
+		calls[i] = scriptCall{keys: []string{s.keys.ConvMeta(k.conv), s.keys.Delivered(k.conv), s.keys.ReadBy(k.conv),
+			s.keys.ReceiptEpoch(k.conv)}, args: args}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, receiptsRaiseScript, calls)
+	if err != nil {
+		return nil, fmt.Errorf("raise receipts of %d conversations: %w", len(order), err)
+	}
+	out := make([]RaisedReceipt, len(marks))
+	for i, k := range order {
+		vals, err := cmds[i].Slice()
+		if err != nil {
+			return nil, fmt.Errorf("raise receipts of %s: %w", k.conv, err)
+		}
+		for n, j := range idx[k] {
+			out[j] = RaisedReceipt{ReceiptMark: marks[j]}
+			if n < len(vals) {
+				if pair, ok := vals[n].([]any); ok && len(pair) == 2 {
+					out[j].Raised = readReplyUint(pair[0]) == 1
+					out[j].Prev = readReplyUint(pair[1])
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReceiptCounts is the receipts of one seq.
+type ReceiptCounts struct {
+	Epoch  uint64
+	MaxSeq uint64
+	// Delivered and Read count members other than the sender whose
+	// cursors are at or above the seq; Others is how many such members
+	// the conversation has.
+	Delivered, Read, Others int
+}
+
+// CountReceipts answers "delivered to N of M, read by N of M" for seq,
+// whose sender (empty when unknown) is left out.
+func (s *Store) CountReceipts(ctx context.Context, conv string, seq uint64, sender string) (ReceiptCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	keys := []string{s.keys.ConvMeta(conv), s.keys.Delivered(conv), s.keys.ReadBy(conv), s.keys.ReceiptEpoch(conv), s.keys.Members(conv)}
+	vals, err := receiptsCountScript.Run(ctx, s.rdb, keys, seq, sender).Slice()
+	if err != nil || len(vals) < 5 {
+		return ReceiptCounts{}, fmt.Errorf("count receipts of %s/%d: %w", conv, seq, err)
+	}
+	return ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
+		Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}, nil
+}
+
+// MemberReceipts is one member's cursors.
+type MemberReceipts struct{ Delivered, Read uint64 }
+
+// ReceiptsOf reads members' cursors of several conversations (for a
+// direct conversation: the peer's, as read_outbox_max_id). One pipeline.
+func (s *Store) ReceiptsOf(ctx context.Context, want map[string]string) (map[string]MemberReceipts, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	type pair struct{ d, r *redis.FloatCmd }
+	cmds := map[string]pair{}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for conv, member := range want {
+			cmds[conv] = pair{p.ZScore(ctx, s.keys.Delivered(conv), member), p.ZScore(ctx, s.keys.ReadBy(conv), member)}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read receipts of %d conversations: %w", len(want), err)
+	}
+	out := make(map[string]MemberReceipts, len(want))
+	for conv, c := range cmds {
+		out[conv] = MemberReceipts{Delivered: uint64(c.d.Val()), Read: uint64(c.r.Val())}
+	}
+	return out, nil
+}
+
+// ForgetReceipts drops members who left from the conversation's cursors,
+// so that "N of M" counts the members it has.
+func (s *Store) ForgetReceipts(ctx context.Context, conv string, members []string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	ms := make([]any, len(members))
+	for i, m := range members {
+		ms[i] = m
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, s.keys.Delivered(conv), ms...)
+		p.ZRem(ctx, s.keys.ReadBy(conv), ms...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("forget receipts of %d members of %s: %w", len(members), conv, err)
+	}
+	return nil
+}
+
+// PushAudience is what the push stage needs of a conversation.
+type PushAudience struct {
+	Large bool
+	// Version is the membership version (meta mver): members change only
+	// when it does.
+	Version uint64
+}
+
+// PushAudiences reads each conversation's large flag and membership
+// version: one pipelined HMGET each.
+func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]PushAudience, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds := make([]*redis.SliceCmd, len(convs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range convs {
+			cmds[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "large", "mver")
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read audience of %d conversations: %w", len(convs), err)
+	}
+	out := make(map[string]PushAudience, len(convs))
+	for i, c := range convs {
+		v := cmds[i].Val()
+		if len(v) == 2 {
+			out[c] = PushAudience{Large: readReplyUint(v[0]) == 1, Version: readReplyUint(v[1])}
+		}
+	}
+	return out, nil
+}
