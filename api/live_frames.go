@@ -91,10 +91,10 @@ type rejectedFrame struct {
 }
 
 type errorFrame struct {
-	Type    string `json:"type"` // error
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
+	Type   string `json:"type"` // error
+	Code   string `json:"code"`
+	Field  string `json:"field,omitempty"`
+	Detail string `json:"detail"`
 }
 
 var (
@@ -122,7 +122,7 @@ func ephemeralFrame(m *schemas.Message) []byte {
 func jsonFrame(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return []byte(`{"type":"error","code":"internal","message":"could not encode a frame"}`)
+		return []byte(`{"type":"error","code":"internal","detail":"could not encode a frame"}`)
 	}
 	return b
 }

@@ -40,6 +40,10 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		tok = subprotocolToken(r)
 	}
 	var id auth.Identity
+	if tok == "" && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+		return s.writeError(w, errUnauthorized)
+	}
 	if tok != "" {
 		var err error
 		if id, err = s.keyring.Verify(tok); err != nil {
@@ -151,7 +155,7 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev stri
 func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	var f clientFrame
 	if aerr := decodeJSON(data, &f, ""); aerr != nil {
-		c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Message: aerr.msg}), false)
+		c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Detail: aerr.msg}), false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -177,7 +181,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	}
 	if err != nil {
 		ae := s.classify(liveRequest, err)
-		c.send(jsonFrame(errorFrame{Type: "error", Code: ae.code, Field: ae.field, Message: ae.msg}), false)
+		c.send(jsonFrame(errorFrame{Type: "error", Code: ae.code, Field: ae.field, Detail: ae.msg}), false)
 	}
 }
 

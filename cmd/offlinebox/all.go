@@ -46,6 +46,10 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
+	pusher, err := p.pushWorker()
+	if err != nil {
+		return err
+	}
 	expirers, err := p.expiryWorkers()
 	if err != nil {
 		return err
@@ -54,6 +58,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	census, err := p.census()
 	if err != nil {
 		return err
@@ -62,6 +67,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
 		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
 		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
+		func(ctx context.Context) error { return runWorker(ctx, c, pusher) },
 		func(ctx context.Context) error {
 			ln, err := listen(c.Listen)
 			if err != nil {

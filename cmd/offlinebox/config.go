@@ -26,6 +26,8 @@ type stackConfig struct {
 	Listen         string
 	MetricsListen  string
 	JWTSecret      string
+	// Node names an API process on the live bus (random when empty).
+	Node string
 	Partitions     int
 	// DriftThreshold is the census's N: a user whose devices' cursors
 	// differ by more seqs than this has drifted.
@@ -61,6 +63,7 @@ var stackSettings = []stackSetting{
 	{"listen", "OFFLINEBOX_LISTEN"},
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
 	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
+	{"node", "OFFLINEBOX_NODE"},
 	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 }
 
@@ -81,6 +84,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
+	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
 }

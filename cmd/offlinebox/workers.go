@@ -23,6 +23,7 @@ import (
 	"github.com/offlinebox/offlinebox/workers/expiry"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 	"github.com/offlinebox/offlinebox/workers/history"
+	"github.com/offlinebox/offlinebox/workers/push"
 )
 
 // Consumer groups: every process of one worker kind joins the same group.
@@ -30,6 +31,7 @@ const (
 	groupFanout    = "offlinebox-fanout"
 	groupConvindex = "offlinebox-convindex"
 	groupHistory   = "offlinebox-history"
+	groupPush      = "offlinebox-push"
 )
 
 // parseStack parses a subcommand's flags into a stackConfig.
@@ -154,6 +156,17 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 		handler: ix, registry: p.metrics}, nil
 }
 
+// pushWorker rings the API nodes holding recipients' live connections.
+func (p *processes) pushWorker() (workerSpec, error) {
+	cfg := push.Config{Store: storeConfig(p.cfg), Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
+	pw, err := push.New(cfg, p.rdb)
+	if err != nil {
+		return workerSpec{}, err
+	}
+	return workerSpec{group: groupPush, topics: cfg.Topics(), handler: pw, registry: p.registry,
+		extra: []kgo.Opt{kgo.FetchMaxWait(20 * time.Millisecond)}}, nil
+}
+
 func (p *processes) historyWorker() (workerSpec, error) {
 	h, err := history.New(history.Config{Logger: slog.Default().With("worker", "history"), Metrics: p.metrics}, p.ch)
 	if err != nil {
@@ -200,7 +213,7 @@ func (p *processes) apiServer(secret string) (*api.Server, error) {
 	if p.ch != nil {
 		deps.History = p.ch
 	}
-	return api.New(api.Config{}, deps)
+	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node}}, deps)
 }
 
 // runOne is the body of the single-worker subcommands.
@@ -239,6 +252,13 @@ func runFanout(ctx context.Context, args []string, _ io.Writer) error {
 func runConvindex(ctx context.Context, args []string, _ io.Writer) error {
 	return runOne(ctx, "convindex", args, needs{redis: true}, func(p *processes) (workerSpec, func(), error) {
 		w, err := p.convindexWorker()
+		return w, nil, err
+	})
+}
+
+func runPush(ctx context.Context, args []string, _ io.Writer) error {
+	return runOne(ctx, "push", args, needs{redis: true}, func(p *processes) (workerSpec, func(), error) {
+		w, err := p.pushWorker()
 		return w, nil, err
 	})
 }
@@ -305,7 +325,8 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen)
+	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen, "node", p.cfg.Node)
 	return serveHTTP(ctx, c.Listen, srv.Handler())
 }

@@ -78,8 +78,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Topics are the topics the stage consumes.
+// Topics are the topics the stage consumes in its main group.
 func (c Config) Topics() []string {
 	c = c.withDefaults()
-	return []string{c.SequencedTopic, c.MessagesTopic, c.DeadLetterTopic}
+	return []string{c.SequencedTopic, c.MessagesTopic}
+}
+
+// RejectedTopics is what a second group of the stage consumes to tell
+// senders about refused records: the dead-letter topic, which the main
+// group's runner writes and so cannot read.
+func (c Config) RejectedTopics() []string {
+	c = c.withDefaults()
+	return []string{c.DeadLetterTopic}
 }

@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	obclient "github.com/offlinebox/offlinebox/client"
+)
+
+const liveDM = "dm-alice-bob"
+
+// TestPushReachesOnlineDevicesOnBothNodesAndTheSenderSeesDeliveredThenRead
+// is the confirmed-delivery story: bob's phone on one node and his laptop
+// on the other both get alice's message pushed; the phone stores and
+// acks; alice's live channel shows "delivered", and after bob reads,
+// "read"; bob's tablet, offline meanwhile, connects later, is told of the
+// conversation and pulls exactly what it lacked.
+func TestPushReachesOnlineDevicesOnBothNodesAndTheSenderSeesDeliveredThenRead(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	le.produce(textMsg(liveDM, "dm-1", "alice", toPeer("bob")))
+
+	tablet := le.device(1, "bob", "tablet")
+	var first obclient.SyncResponse
+	eventually(t, "the first message reaches the tablet by sync", func() (bool, string) {
+		var err error
+		first, _, err = tablet.http.Sync(ctx, obclient.SyncRequest{})
+		return err == nil && len(first.Conversations) == 1 && len(first.Conversations[0].Messages) == 1, fmt.Sprint(first, err)
+	})
+	epoch := first.Conversations[0].Epoch
+	if err := tablet.http.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 1, Epoch: epoch}}); err != nil {
+		t.Fatal(err)
+	}
+
+	alice := le.device(0, "alice", "phone")
+	phone := le.device(0, "bob", "phone")
+	laptop := le.device(1, "bob", "laptop")
+	alice.connect()
+	_, phoneNotice := phone.connect()
+	if phoneNotice.Replay || len(phoneNotice.Conversations) != 1 || phoneNotice.Conversations[0].ConvID != liveDM {
+		t.Fatalf("the phone's notice is %s, want the conversation it never acked", phoneNotice.Raw)
+	}
+	laptop.connect()
+
+	if err := alice.http.Send(ctx, obclient.Outgoing{ClientMsgID: "dm-2", ConvID: liveDM, ConvType: "direct",
+		Recipients: []string{"bob"}, ContentType: "text/plain", Body: []byte("the schedule is confirmed")}); err != nil {
+		t.Fatal(err)
+	}
+	isDM2 := func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == "dm-2" }
+	for _, d := range []*device{phone, laptop} {
+		f := d.until("message", isDM2)
+		if f.Message.Seq != 2 || f.Message.Epoch != epoch || f.Attempt != 1 || string(f.Message.Body) != "the schedule is confirmed" {
+			t.Fatalf("%s got %s, want seq 2 of epoch %d, first attempt", d.name, f.Raw, epoch)
+		}
+	}
+	// Alice's own device learns the seq of what she sent.
+	alice.until("message", isDM2)
+
+	if err := phone.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 2, Epoch: epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	if a := phone.next("acked"); a.Acked != 1 {
+		t.Fatalf("the phone's ack was answered %s", a.Raw)
+	}
+	delivered := alice.until("receipt", func(f obclient.Frame) bool { return f.ConvID == liveDM && f.Seq == 2 && f.PeerDeliveredSeq >= 2 })
+	if delivered.Seq != 2 || delivered.Delivered != 1 || delivered.Members != 1 || delivered.PeerReadSeq != 0 {
+		t.Fatalf("alice's delivered receipt is %s", delivered.Raw)
+	}
+	if err := laptop.http.Read(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	read := alice.until("receipt", func(f obclient.Frame) bool { return f.ConvID == liveDM && f.Seq == 2 && f.PeerReadSeq >= 2 })
+	if read.Read != 1 || read.Seq != 2 {
+		t.Fatalf("alice's read receipt is %s", read.Raw)
+	}
+	var rc receiptsJSON
+	le.callOK(200, "GET", "/v1/conversations/"+liveDM+"/receipts?seq=2", le.token("alice", "phone"), nil, &rc)
+	if rc.State != StateRead || *rc.Delivered != 1 || *rc.Read != 1 || *rc.Members != 1 || rc.Sender != "alice" ||
+		rc.PeerReadSeq == nil || *rc.PeerReadSeq != 2 {
+		t.Fatalf("receipts of seq 2: %+v", rc)
+	}
+
+	// The tablet was offline meanwhile: its notice names the conversation
+	// from what it acked, and sync brings exactly the message it lacks.
+	_, notice := tablet.connect()
+	if notice.Replay || len(notice.Conversations) != 1 {
+		t.Fatalf("the tablet's notice is %s, want one conversation to pull", notice.Raw)
+	}
+	nc := notice.Conversations[0]
+	if nc.ConvID != liveDM || nc.Epoch != epoch || nc.MaxSeq != 2 || nc.DeviceAckedSeq != 1 || notice.Total.Conversations != 1 {
+		t.Fatalf("the tablet's notice is %s, want %s max 2 acked 1", notice.Raw, liveDM)
+	}
+	got, _, err := tablet.http.Sync(ctx, obclient.SyncRequest{Cursors: map[string]obclient.Cursor{liveDM: {Seq: nc.DeviceAckedSeq, Epoch: nc.Epoch}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Conversations) != 1 || len(got.Conversations[0].Messages) != 1 || got.Conversations[0].Messages[0].ClientMsgID != "dm-2" {
+		t.Fatalf("the tablet's sync is %+v, want dm-2 alone", got)
+	}
+}
