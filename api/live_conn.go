@@ -70,7 +70,9 @@ func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveC
 
 // send queues a frame. An ephemeral frame is the first thing dropped when
 // the connection is slow; anything else that does not fit closes it.
-func (c *liveConn) send(data []byte, ephemeral bool) { c.enqueue(queued{data: data, ephemeral: ephemeral}, false) }
+func (c *liveConn) send(data []byte, ephemeral bool) {
+	c.enqueue(queued{data: data, ephemeral: ephemeral}, false)
+}
 
 // sendFirst queues a frame ahead of everything (hello, notice).
 func (c *liveConn) sendFirst(frames ...[]byte) {

@@ -27,8 +27,8 @@ type stackConfig struct {
 	MetricsListen  string
 	JWTSecret      string
 	// Node names an API process on the live bus (random when empty).
-	Node string
-	Partitions     int
+	Node       string
+	Partitions int
 	// DriftThreshold is the census's N: a user whose devices' cursors
 	// differ by more seqs than this has drifted.
 	DriftThreshold uint64
