@@ -83,6 +83,21 @@ func TestPushReachesOnlineDevicesOnBothNodesAndTheSenderSeesDeliveredThenRead(t 
 		t.Fatalf("receipts of seq 2: %+v", rc)
 	}
 
+	// The conversation list and sync show alice the peer's cursors.
+	var list conversationListJSON
+	le.callOK(200, "GET", "/v1/conversations", le.token("alice", "phone"), nil, &list)
+	if len(list.Conversations) != 1 || list.Conversations[0].PeerDeliveredSeq == nil ||
+		*list.Conversations[0].PeerDeliveredSeq != 2 || *list.Conversations[0].PeerReadSeq != 2 {
+		t.Fatalf("alice's conversation list is %+v, want the peer's delivered and read seq 2", list)
+	}
+	var sy struct {
+		Conversations []syncConvJSON `json:"conversations"`
+	}
+	le.callOK(200, "POST", "/v1/sync", le.token("alice", "phone"), map[string]any{}, &sy)
+	if len(sy.Conversations) != 1 || sy.Conversations[0].PeerReadSeq == nil || *sy.Conversations[0].PeerReadSeq != 2 {
+		t.Fatalf("alice's sync is %+v, want the peer's read seq 2", sy)
+	}
+
 	// The tablet was offline meanwhile: its notice names the conversation
 	// from what it acked, and sync brings exactly the message it lacks.
 	_, notice := tablet.connect()

@@ -155,3 +155,35 @@ func (s *Server) raiseReceipts(ctx context.Context, kind byte, user string, acks
 	}
 	return nil
 }
+
+// peerCursors reads the peer's cursors of the direct conversations among
+// convs (kind per conversation).
+func (s *Server) peerCursors(ctx context.Context, user string, kinds map[string]string) (map[string]redisstore.MemberReceipts, error) {
+	var direct []string
+	for conv, kind := range kinds {
+		if kind == redisstore.KindDirect {
+			direct = append(direct, conv)
+		}
+	}
+	return s.router.Main().PeerReceipts(ctx, user, direct)
+}
+
+// addPeerReceipts fills the conversation list's peer cursors.
+func (s *Server) addPeerReceipts(ctx context.Context, user string, list []conversationJSON) error {
+	kinds := map[string]string{}
+	for _, c := range list {
+		kinds[c.ConvID] = c.Kind
+	}
+	peers, err := s.peerCursors(ctx, user, kinds)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if p, ok := peers[list[i].ConvID]; ok {
+			d, r := p.Delivered, p.Read
+			list[i].PeerDeliveredSeq, list[i].PeerReadSeq = &d, &r
+		}
+	}
+	return nil
+}
+

@@ -201,3 +201,33 @@ func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]P
 	}
 	return out, nil
 }
+
+// PeerReceipts reads, for direct conversations, the cursors of the
+// participant other than user: two pipelines whatever the count.
+func (s *Store) PeerReceipts(ctx context.Context, user string, convs []string) (map[string]MemberReceipts, error) {
+	if len(convs) == 0 {
+		return nil, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	cmds := make([]*redis.StringSliceCmd, len(convs))
+	_, err := s.rdb.Pipelined(cctx, func(p redis.Pipeliner) error {
+		for i, c := range convs {
+			cmds[i] = p.HKeys(cctx, s.keys.Members(c))
+		}
+		return nil
+	})
+	cancel()
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read participants of %d conversations: %w", len(convs), err)
+	}
+	want := map[string]string{}
+	for i, c := range convs {
+		for _, m := range cmds[i].Val() {
+			if m != user {
+				want[c] = m
+				break
+			}
+		}
+	}
+	return s.ReceiptsOf(ctx, want)
+}
