@@ -36,6 +36,9 @@ func newLiveEnv(t *testing.T, cfg Config) *liveEnv {
 		t.Fatal(err)
 	}
 	e.run(e.runnerConfig("push", schemas.TopicSequenced, schemas.TopicMessages), p)
+	rej := e.runnerConfig("push-rejected", schemas.TopicDeadLetter)
+	rej.DeadLetterTopic = push.UnusedDeadLetterTopic
+	e.run(rej, p)
 	le := &liveEnv{env: e, nodes: []*liveNode{{server: e.server, srv: e.srv}}}
 	t.Cleanup(e.server.Close)
 	cfg.Live.Node = "node-b"

@@ -3,10 +3,12 @@ package api
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 const liveDM = "dm-alice-bob"
@@ -114,5 +116,20 @@ func TestPushReachesOnlineDevicesOnBothNodesAndTheSenderSeesDeliveredThenRead(t 
 	}
 	if len(got.Conversations) != 1 || len(got.Conversations[0].Messages) != 1 || got.Conversations[0].Messages[0].ClientMsgID != "dm-2" {
 		t.Fatalf("the tablet's sync is %+v, want dm-2 alone", got)
+	}
+}
+
+// TestSenderIsToldOfARecordThePipelineRefused: a dead-lettered record
+// shows to its sender as rejected, with the reason.
+func TestSenderIsToldOfARecordThePipelineRefused(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	alice := le.device(0, "alice", "phone")
+	alice.connect()
+	bad := founding("team", "alice", "bob")
+	bad.Qos = schemas.QoS_QOS_AT_MOST_ONCE // a membership change cannot be at-most-once
+	le.produce(bad)
+	f := alice.until("rejected", func(obclient.Frame) bool { return true })
+	if f.ConvID != "team" || f.ClientMsgID != "team-create" || !strings.Contains(f.Reason, "at-most-once") {
+		t.Fatalf("the rejection is %s", f.Raw)
 	}
 }

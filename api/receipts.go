@@ -186,4 +186,3 @@ func (s *Server) addPeerReceipts(ctx context.Context, user string, list []conver
 	}
 	return nil
 }
-

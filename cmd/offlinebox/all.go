@@ -46,7 +46,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	pusher, err := p.pushWorker()
+	pushers, err := p.pushWorkers()
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,8 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
 		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
 		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
-		func(ctx context.Context) error { return runWorker(ctx, c, pusher) },
+		func(ctx context.Context) error { return runWorker(ctx, c, pushers[0]) },
+		func(ctx context.Context) error { return runWorker(ctx, c, pushers[1]) },
 		func(ctx context.Context) error {
 			ln, err := listen(c.Listen)
 			if err != nil {

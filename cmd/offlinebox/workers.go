@@ -32,6 +32,7 @@ const (
 	groupConvindex = "offlinebox-convindex"
 	groupHistory   = "offlinebox-history"
 	groupPush      = "offlinebox-push"
+	groupRejected  = "offlinebox-push-rejected"
 )
 
 // parseStack parses a subcommand's flags into a stackConfig.
@@ -156,15 +157,20 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 		handler: ix, registry: p.metrics}, nil
 }
 
-// pushWorker rings the API nodes holding recipients' live connections.
-func (p *processes) pushWorker() (workerSpec, error) {
+// pushWorkers ring the API nodes holding recipients' live connections:
+// the main group, and the one that tells senders of refused records.
+func (p *processes) pushWorkers() ([]workerSpec, error) {
 	cfg := push.Config{Store: storeConfig(p.cfg), Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
 	pw, err := push.New(cfg, p.rdb)
 	if err != nil {
-		return workerSpec{}, err
+		return nil, err
 	}
-	return workerSpec{group: groupPush, topics: cfg.Topics(), handler: pw, registry: p.registry,
-		extra: []kgo.Opt{kgo.FetchMaxWait(20 * time.Millisecond)}}, nil
+	fast := []kgo.Opt{kgo.FetchMaxWait(20 * time.Millisecond)}
+	return []workerSpec{
+		{group: groupPush, topics: cfg.Topics(), handler: pw, registry: p.registry, extra: fast},
+		{group: groupRejected, topics: cfg.RejectedTopics(), handler: pw, registry: p.registry, extra: fast,
+			deadLetter: push.UnusedDeadLetterTopic},
+	}, nil
 }
 
 func (p *processes) historyWorker() (workerSpec, error) {
@@ -257,10 +263,29 @@ func runConvindex(ctx context.Context, args []string, _ io.Writer) error {
 }
 
 func runPush(ctx context.Context, args []string, _ io.Writer) error {
-	return runOne(ctx, "push", args, needs{redis: true}, func(p *processes) (workerSpec, func(), error) {
-		w, err := p.pushWorker()
-		return w, nil, err
-	})
+	c, _, err := parseStack("push", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, needs{redis: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	specs, err := p.pushWorkers()
+	if err != nil {
+		return err
+	}
+	serveMetrics(ctx, c.MetricsListen, p.registry)
+	slog.Info("worker started", "worker", "push", "kafka", c.Kafka)
+	return runTogether(ctx, func(ctx context.Context) error { return runWorker(ctx, c, specs[0]) },
+		func(ctx context.Context) error { return runWorker(ctx, c, specs[1]) })
 }
 
 func runHistory(ctx context.Context, args []string, stdout io.Writer) error {

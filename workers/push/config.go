@@ -84,6 +84,11 @@ func (c Config) Topics() []string {
 	return []string{c.SequencedTopic, c.MessagesTopic}
 }
 
+// UnusedDeadLetterTopic is the dead-letter topic to give the runner of
+// RejectedTopics: the runner requires one apart from what it consumes,
+// and the pusher never gives up on a record, so nothing is written there.
+const UnusedDeadLetterTopic = "im.deadletter.push-unused"
+
 // RejectedTopics is what a second group of the stage consumes to tell
 // senders about refused records: the dead-letter topic, which the main
 // group's runner writes and so cannot read.
