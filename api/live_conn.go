@@ -203,7 +203,11 @@ func (c *liveConn) close(code websocket.StatusCode, reason string) {
 
 // push sends a stored message unless the device holds it already, and
 // tracks it for pushing again until acked.
-func (c *liveConn) push(sq *schemas.Sequenced) {
+func (c *liveConn) push(sq *schemas.Sequenced) { c.pushFrame(sq, nil) }
+
+// pushFrame is push with the first attempt's frame already encoded
+// (shared by every connection an envelope names).
+func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte) {
 	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
 	now := time.Now()
 	c.mu.Lock()
@@ -224,8 +228,11 @@ func (c *liveConn) push(sq *schemas.Sequenced) {
 		c.hub.metrics.fallbacks.WithLabelValues("pending_full").Inc()
 	}
 	c.mu.Unlock()
-	c.hub.metrics.pushes.WithLabelValues("1").Inc()
-	c.send(messageFrame(sq, 1), false)
+	c.hub.metrics.firstPushes.Inc()
+	if frame == nil {
+		frame = messageFrame(sq, 1)
+	}
+	c.send(frame, false)
 }
 
 // acknowledged raises what the device acked and forgets pushes up to it.

@@ -129,7 +129,21 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev stri
 	}
 	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
 		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes})
-	notice, replay, err := s.notice(ctx, c, prev, had)
+	// The notice reads the store at length; it runs on a goroutine of its
+	// own so that the stack of this one, which then idles in Read for
+	// the connection's life, stays small.
+	type built struct {
+		notice noticeFrame
+		replay []*schemas.Sequenced
+		err    error
+	}
+	res := make(chan built, 1)
+	go func() {
+		n, r, err := s.notice(ctx, c, prev, had)
+		res <- built{n, r, err}
+	}()
+	b := <-res
+	notice, replay, err := b.notice, b.replay, b.err
 	if err != nil {
 		s.log.Warn("build the pull-before notice", "err", err)
 		_ = ws.Close(websocket.StatusInternalError, "store unavailable; retry")

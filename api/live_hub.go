@@ -324,6 +324,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 		return
 	}
 	msg := sq.GetMessage()
+	frame := messageFrame(&sq, 1)
 	if len(e.Targets) > 0 {
 		for _, c := range h.targets(e) {
 			if e.Large {
@@ -333,7 +334,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 					h.log.Warn("listen to a large group", "conv", e.Conv, "err", err)
 				}
 			}
-			c.push(&sq)
+			c.pushFrame(&sq, frame)
 		}
 		return
 	}
@@ -348,7 +349,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		c.push(&sq)
+		c.pushFrame(&sq, frame)
 	}
 }
 

@@ -8,6 +8,7 @@ type liveMetrics struct {
 	refused           *prometheus.CounterVec
 	replaced          prometheus.Counter
 	pushes            *prometheus.CounterVec
+	firstPushes       prometheus.Counter
 	pushSkipped       prometheus.Counter
 	acks              prometheus.Counter
 	fallbacks         *prometheus.CounterVec
@@ -75,6 +76,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 			Name: "offlinebox_live_notices_total", Help: "Pull-before notices sent on connect, by outcome (pull, replay, nothing).",
 		}, []string{"outcome"}),
 	}
+	m.firstPushes = m.pushes.WithLabelValues("1")
 	if reg == nil {
 		return m, nil
 	}

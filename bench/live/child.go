@@ -9,8 +9,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -158,17 +162,46 @@ func runChild() error {
 		}
 		defer stage.Stop()
 	}
+	if path := os.Getenv("OBL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path + "." + c.Node)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// The benchmark asks for a collection before it reads the resident
+	// memory, so that idle memory is what the connections hold, not
+	// garbage of the connect burst.
+	mux.HandleFunc("POST /debug/free", func(w http.ResponseWriter, _ *http.Request) {
+		for range 4 { // each collection halves the stacks of idle goroutines
+			debug.FreeOSMemory()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.Handle("/", srv.Handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Printf("READY http://%s\n", ln.Addr())
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
+	gone := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
+		close(gone)
+	}()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-gone:
+	case <-sig:
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Close()

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ func main() {
 		fs.Float64Var(&o.largeRate, "large-rate", 0.5, "messages per second to one large group of every device (0: none)")
 		fs.IntVar(&o.threshold, "large-threshold", 1000, "large-group threshold of the run (the large group is above it)")
 		fs.IntVar(&o.bodyBytes, "body-bytes", 225, "message body size")
-		fs.DurationVar(&o.ackEvery, "ack-every", 250*time.Millisecond, "how often a device acks what it stored (batched)")
+		fs.DurationVar(&o.ackEvery, "ack-every", time.Second, "how often a device acks what it stored (batched)")
 		fs.DurationVar(&o.pollEvery, "poll-every", time.Second, "polling interval of the pull-only design")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.BoolVar(&o.skipPolling, "skip-polling", false, "measure the live channel only")
@@ -302,10 +303,23 @@ func (b *bench) cpu() time.Duration {
 	return t
 }
 
+// rss is the API processes' resident memory after a collection.
 func (b *bench) rss() int64 {
 	var n int64
 	for _, s := range b.servers {
+		if resp, err := http.Post(s.URL+"/debug/free", "", nil); err == nil {
+			resp.Body.Close()
+		}
 		n += procRSS(s.Pid)
 	}
 	return n
+}
+
+// cpuParts is each server process's CPU so far.
+func (b *bench) cpuParts() map[string]time.Duration {
+	out := map[string]time.Duration{"redis": procCPU(b.redisPid)}
+	for i, s := range b.servers {
+		out[fmt.Sprintf("api%d", i)] = procCPU(s.Pid)
+	}
+	return out
 }

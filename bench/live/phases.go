@@ -80,7 +80,7 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 
 	st := &stats{}
 	cur.Store(st)
-	cpu0, t0 := b.cpu(), time.Now()
+	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
 	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "push")
 	if err != nil {
 		return err
@@ -89,6 +89,10 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 	cpu := b.cpu() - cpu0
 	dur := end.Sub(t0)
 	res.Push = phaseOf(st, expected, dur, cpu)
+	res.Push.CPUByProcess = map[string]float64{}
+	for k, v := range b.cpuParts() {
+		res.Push.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
+	}
 	res.Repushes = st.repushes.Load()
 	res.Duplicates = st.dups.Load()
 	if m, err := scrape(b.servers[0].URL); err == nil {
@@ -142,7 +146,7 @@ func (b *bench) measurePoll(ctx context.Context, res *result) error {
 	b.log.Printf("poll: %d devices polling POST /v1/sync every %s", len(b.users), b.o.pollEvery)
 	time.Sleep(2 * b.o.pollEvery) // every device caught up once
 	st = resetStats(st)
-	cpu0, t0 := b.cpu(), time.Now()
+	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
 	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "poll")
 	if err != nil {
 		stop()
@@ -153,6 +157,10 @@ func (b *bench) measurePoll(ctx context.Context, res *result) error {
 	stop()
 	wg.Wait()
 	res.Poll = phaseOf(st, expected, end.Sub(t0), cpu)
+	res.Poll.CPUByProcess = map[string]float64{}
+	for k, v := range b.cpuParts() {
+		res.Poll.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
+	}
 	b.log.Printf("poll: %d of %d deliveries, p50 %.1f ms, p99 %.1f ms, %.4f ms CPU per delivery",
 		res.Poll.Deliveries, expected, res.Poll.P50MS, res.Poll.P99MS, res.Poll.CPUMSPerDelivery)
 	return nil

@@ -15,6 +15,9 @@ type phase struct {
 	P99MS            float64 `json:"p99_ms"`
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	CPUMSPerDelivery float64 `json:"cpu_ms_per_delivery"`
+	// CPUByProcess: seconds of CPU of each server process in the phase
+	// (api0 runs the push stage too).
+	CPUByProcess map[string]float64 `json:"cpu_by_process"`
 }
 
 type result struct {
