@@ -53,6 +53,12 @@ type DeviceStats struct {
 	Resent            int    `json:"api_resent"`
 	Reads             int    `json:"reads"`
 	FinalSyncRounds   int    `json:"final_sync_rounds"`
+	// Live channel (RunConfig.LiveURLs): connections opened, dropped by
+	// the server, messages pushed, acks sent on the socket.
+	LiveSessions int `json:"live_sessions,omitempty"`
+	LiveDrops    int `json:"live_drops,omitempty"`
+	Pushed       int `json:"pushed,omitempty"`
+	LiveAcks     int `json:"live_acks,omitempty"`
 	LastErr           string `json:"last_error,omitempty"`
 	FinalCatchUpError string `json:"final_catch_up_error,omitempty"`
 }
