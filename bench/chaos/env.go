@@ -44,20 +44,20 @@ const (
 // ClickHouse database on the suite's servers; convindex, history and the
 // API in this process; fanout workers as child processes.
 type env struct {
-	name     string
-	dir      string
-	prefix   string
-	kafka    *kfake.Cluster
-	brokers  []string
-	rdb      *redis.Client
-	store    *redisstore.Store
-	ch       *chstore.Store
-	stages   []*harness.Stage
-	keyring  *auth.Keyring
-	apiURL   string
-	srv      *http.Server
-	prod     *kgo.Client
-	fanouts  []*worker
+	name    string
+	dir     string
+	prefix  string
+	kafka   *kfake.Cluster
+	brokers []string
+	rdb     *redis.Client
+	store   *redisstore.Store
+	ch      *chstore.Store
+	stages  []*harness.Stage
+	keyring *auth.Keyring
+	apiURL  string
+	srv     *http.Server
+	prod    *kgo.Client
+	fanouts []*worker
 	// apis and pusher are the live scenarios' API and push processes;
 	// liveURLs the APIs' base URLs.
 	apis     []*worker
