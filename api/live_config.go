@@ -64,7 +64,7 @@ const (
 	DefaultLiveReplayMax        = 20
 	DefaultLiveMaxPending       = 512
 	DefaultLiveNoticeConvs      = 1000
-	DefaultLiveReceiptDelay     = 50 * time.Millisecond
+	DefaultLiveReceiptDelay     = 200 * time.Millisecond
 	DefaultLiveAuthTimeout      = 5 * time.Second
 	DefaultLiveReadLimit        = 64 << 10
 )

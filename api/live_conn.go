@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -29,7 +30,8 @@ type liveConn struct {
 	writing bool
 	ready   bool // hello and notice are queued; writes may start
 	closed  bool
-	acked   map[string]cursorAt // conv → what the device acked
+	acked   map[string]cursorAt  // conv → what the device acked
+	known   map[string]knownConv // conv → what this connection learnt of it
 	pending map[pushKey]*pendingPush
 	groups  map[string]bool // large groups this connection listens to
 }
@@ -41,6 +43,13 @@ type queued struct {
 }
 
 type cursorAt struct{ epoch, seq uint64 }
+
+// knownConv is what a connection knows of a conversation from what it was
+// pushed or told: its acks up to seq need no store read to be checked.
+type knownConv struct {
+	epoch, seq uint64
+	large      bool
+}
 
 type pushKey struct {
 	conv string
@@ -63,7 +72,7 @@ type pendingPush struct {
 
 func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveConn {
 	c := &liveConn{hub: h, ws: ws, user: user, device: device, id: id,
-		acked: map[string]cursorAt{}, pending: map[pushKey]*pendingPush{}, groups: map[string]bool{}}
+		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]bool{}}
 	c.lastSeen.Store(time.Now().UnixMilli())
 	return c
 }
@@ -203,14 +212,17 @@ func (c *liveConn) close(code websocket.StatusCode, reason string) {
 
 // push sends a stored message unless the device holds it already, and
 // tracks it for pushing again until acked.
-func (c *liveConn) push(sq *schemas.Sequenced) { c.pushFrame(sq, nil) }
+func (c *liveConn) push(sq *schemas.Sequenced) { c.pushFrame(sq, nil, false) }
 
 // pushFrame is push with the first attempt's frame already encoded
 // (shared by every connection an envelope names).
-func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte) {
+func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte, large bool) {
 	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
 	now := time.Now()
 	c.mu.Lock()
+	if k := c.known[conv]; k.epoch < epoch || (k.epoch == epoch && k.seq < seq) {
+		c.known[conv] = knownConv{epoch: epoch, seq: seq, large: large || k.large}
+	}
 	if a, ok := c.acked[conv]; ok && a.epoch == epoch && a.seq >= seq {
 		c.mu.Unlock()
 		c.hub.metrics.pushSkipped.Inc()
@@ -235,8 +247,10 @@ func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte) {
 	c.send(frame, false)
 }
 
-// acknowledged raises what the device acked and forgets pushes up to it.
-func (c *liveConn) acknowledged(conv string, epoch, seq uint64) {
+// acknowledged raises what the device acked and forgets pushes up to it;
+// into senders (when not nil) go the senders of those pushes, conv →
+// sender → their newest seq.
+func (c *liveConn) acknowledged(conv string, epoch, seq uint64, senders map[string]map[string]uint64) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -247,8 +261,31 @@ func (c *liveConn) acknowledged(conv string, epoch, seq uint64) {
 		if k.conv == conv && p.epoch == epoch && k.seq <= seq {
 			c.hub.metrics.pushToAck.Observe(now.Sub(p.first).Seconds())
 			delete(c.pending, k)
+			if senders != nil {
+				snd := p.sq.GetMessage().GetSender()
+				if senders[conv] == nil {
+					senders[conv] = map[string]uint64{}
+				}
+				senders[conv][snd] = max(senders[conv][snd], k.seq)
+			}
 		}
 	}
+}
+
+// knownAccess vouches for acks of what this connection was pushed or
+// told, without a store read; nil when any item needs the full check.
+func (c *liveConn) knownAccess(items []seqItem) map[string]redisstore.ConvAccess {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]redisstore.ConvAccess, len(items))
+	for _, it := range items {
+		k, ok := c.known[it.conv]
+		if !ok || it.seq > k.seq || (it.epoch != 0 && it.epoch != k.epoch) {
+			return nil
+		}
+		out[it.conv] = redisstore.ConvAccess{Conv: it.conv, Exists: true, Member: true, Seq: k.seq, Epoch: k.epoch, Large: k.large}
+	}
+	return out
 }
 
 // due takes the pushes whose wait ran out; those pushed for the last time

@@ -65,22 +65,31 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		return http.StatusBadRequest, 0
 	}
 	ws.SetReadLimit(s.cfg.Live.ReadLimit)
+	// The connection lives on a goroutine of its own, started with a
+	// small stack: this one, deep in the HTTP server, returns (the
+	// connection is hijacked), so an idle connection costs one small
+	// goroutine, not the request's.
+	go s.liveConnection(ws, tok, id, r.URL.Query().Get("device_id"))
+	return http.StatusSwitchingProtocols, 0
+}
+
+func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity, named string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if tok == "" {
+		var err error
 		if id, err = s.authFrame(ctx, ws); err != nil {
 			s.live.metrics.refused.WithLabelValues("unauthorized").Inc()
 			_ = ws.Close(CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame")
-			return http.StatusSwitchingProtocols, 0
+			return
 		}
 	}
-	dev, err := deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true)
+	dev, err := deviceOf(id, named, "device_id", true)
 	if err != nil {
 		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
-		return http.StatusSwitchingProtocols, 0
+		return
 	}
 	s.runLive(ctx, ws, id.User, dev)
-	return http.StatusSwitchingProtocols, 0
 }
 
 // subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
@@ -181,7 +190,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 		var items []seqItem
 		if items, err = s.parseSeqItems(f.Acks, "acks"); err == nil {
 			var res ackResponse
-			if res, err = s.applyAcks(ctx, c.user, c.device, items); err == nil {
+			if res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items)); err == nil {
 				c.send(jsonFrame(ackedFrame{Type: "acked", Acked: res.Acked, Resync: res.Resync, EvictedDevices: res.EvictedDevices}), false)
 			}
 		}
@@ -295,6 +304,11 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	c.mu.Lock()
 	for conv, dc := range cur {
 		c.acked[conv] = cursorAt{dc.Epoch, dc.Seq}
+	}
+	for _, conv := range news {
+		if a := access[conv]; a.Member {
+			c.known[conv] = knownConv{epoch: a.Epoch, seq: byConv[conv].LastSeq, large: a.Large}
+		}
 	}
 	c.mu.Unlock()
 	missed, sameEpoch := uint64(0), true

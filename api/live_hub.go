@@ -334,7 +334,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 					h.log.Warn("listen to a large group", "conv", e.Conv, "err", err)
 				}
 			}
-			c.pushFrame(&sq, frame)
+			c.pushFrame(&sq, frame, e.Large)
 		}
 		return
 	}
@@ -349,7 +349,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		c.pushFrame(&sq, frame)
+		c.pushFrame(&sq, frame, true)
 	}
 }
 
@@ -396,7 +396,7 @@ func (h *liveHub) repushDue(now time.Time) {
 		for _, it := range items {
 			conv := it.sq.GetMessage().GetConvId()
 			if a, ok := cur[conv]; ok && a.Epoch == it.sq.GetEpoch() && a.Seq >= it.sq.GetSeq() {
-				c.acknowledged(conv, a.Epoch, a.Seq)
+				c.acknowledged(conv, a.Epoch, a.Seq, nil)
 				continue
 			}
 			h.metrics.pushes.WithLabelValues(fmt.Sprint(it.attempt)).Inc()

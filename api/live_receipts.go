@@ -32,13 +32,17 @@ type receiptRange struct {
 	member string // any member whose cursor rose (reads the range as them)
 	lo, hi uint64 // cursors rose from lo to hi
 	due    time.Time
+	// senders known from this node's pushes (sender → newest seq); scan:
+	// some raise came without them, so the range is read for its senders.
+	senders map[string]uint64
+	scan    bool
 }
 
 func newReceiptCoalescer(h *liveHub) *receiptCoalescer {
 	return &receiptCoalescer{h: h, convs: map[string]*receiptRange{}}
 }
 
-func (rc *receiptCoalescer) add(conv string, epoch uint64, member string, prev, seq uint64) {
+func (rc *receiptCoalescer) add(conv string, epoch uint64, member string, prev, seq uint64, senders map[string]uint64) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	r := rc.convs[conv]
@@ -46,11 +50,19 @@ func (rc *receiptCoalescer) add(conv string, epoch uint64, member string, prev, 
 		if len(rc.convs) >= maxCoalesced {
 			return // over the bound: the receipts answer still has it
 		}
-		r = &receiptRange{epoch: epoch, member: member, lo: prev, hi: seq, due: time.Now().Add(rc.h.cfg.ReceiptDelay)}
+		r = &receiptRange{epoch: epoch, member: member, lo: prev, hi: seq, due: time.Now().Add(rc.h.cfg.ReceiptDelay),
+			senders: map[string]uint64{}}
 		rc.convs[conv] = r
-		return
 	}
 	r.lo, r.hi = min(r.lo, prev), max(r.hi, seq)
+	if len(senders) == 0 {
+		r.scan = true
+	}
+	for snd, s := range senders {
+		if snd != member { // nobody is told of their own ack
+			r.senders[snd] = max(r.senders[snd], s)
+		}
+	}
 }
 
 // flushDue sends what waited long enough, in a goroutine of its own (one
@@ -91,16 +103,18 @@ func (rc *receiptCoalescer) flushDue(ctx context.Context, now time.Time) {
 // send tells the senders of the messages in (lo, hi] their counts.
 func (rc *receiptCoalescer) send(ctx context.Context, conv string, r *receiptRange) error {
 	st := rc.h.store
-	lo := max(r.lo, r.hi-min(r.hi, maxReceiptScan))
-	page, err := st.ReadPage(ctx, r.member, conv, redisstore.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
-		Limit: maxReceiptScan, Epoch: r.epoch})
-	if err != nil {
-		return err
-	}
-	newest := map[string]uint64{}
-	for _, m := range page.Messages {
-		if snd := m.GetMessage().GetSender(); snd != "" {
-			newest[snd] = max(newest[snd], m.GetSeq())
+	newest := r.senders
+	if r.scan {
+		lo := max(r.lo, r.hi-min(r.hi, maxReceiptScan))
+		page, err := st.ReadPage(ctx, r.member, conv, redisstore.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
+			Limit: maxReceiptScan, Epoch: r.epoch})
+		if err != nil {
+			return err
+		}
+		for _, m := range page.Messages {
+			if snd := m.GetMessage().GetSender(); snd != "" {
+				newest[snd] = max(newest[snd], m.GetSeq())
+			}
 		}
 	}
 	users := make([]string, 0, len(newest))

@@ -111,17 +111,34 @@ func (s *Server) peerOf(ctx context.Context, conv, user string) (string, error) 
 	return "", nil
 }
 
-// afterAcks raises the acking member's delivered cursors and tells this
-// node's connection of the device, if it has one, to stop pushing again.
-func (s *Server) afterAcks(ctx context.Context, user, dev string, acks []redisstore.AckItem, access map[string]redisstore.ConvAccess) error {
-	if s.live != nil {
-		if c := s.live.connOf(user, dev); c != nil {
-			for _, a := range acks {
-				c.acknowledged(a.Conv, a.Epoch, a.Seq)
-			}
+// receiptMarks are the members' cursor raises of acks or reads; large
+// groups keep none.
+func receiptMarks(user string, acks []redisstore.AckItem, access map[string]redisstore.ConvAccess) []redisstore.ReceiptMark {
+	marks := make([]redisstore.ReceiptMark, 0, len(acks))
+	for _, a := range acks {
+		if !access[a.Conv].Large {
+			marks = append(marks, redisstore.ReceiptMark{Conv: a.Conv, Epoch: a.Epoch, Member: user, Seq: a.Seq})
 		}
 	}
-	return s.raiseReceipts(ctx, redisstore.ReceiptDelivered, user, acks, access)
+	return marks
+}
+
+// afterAcks tells this node's connection of the device, if it has one, to
+// stop pushing what was acked, and hands the raised cursors to the
+// receipt events (with the senders the connection knows from its pushes).
+func (s *Server) afterAcks(user, dev string, acks []redisstore.AckItem, raised []redisstore.RaisedReceipt) {
+	var senders map[string]map[string]uint64
+	if c := s.live.connOf(user, dev); c != nil {
+		senders = map[string]map[string]uint64{}
+		for _, a := range acks {
+			c.acknowledged(a.Conv, a.Epoch, a.Seq, senders)
+		}
+	}
+	for _, r := range raised {
+		if r.Raised {
+			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq, senders[r.Conv])
+		}
+	}
 }
 
 // afterReads raises the reader's read (and delivered) cursors.
@@ -130,27 +147,13 @@ func (s *Server) afterReads(ctx context.Context, user string, items []seqItem, a
 	for i, it := range items {
 		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: access[it.conv].Epoch}
 	}
-	return s.raiseReceipts(ctx, redisstore.ReceiptRead, user, acks, access)
-}
-
-func (s *Server) raiseReceipts(ctx context.Context, kind byte, user string, acks []redisstore.AckItem, access map[string]redisstore.ConvAccess) error {
-	marks := make([]redisstore.ReceiptMark, 0, len(acks))
-	for _, a := range acks {
-		if access[a.Conv].Large {
-			continue // no per-member cursors in a large group
-		}
-		marks = append(marks, redisstore.ReceiptMark{Conv: a.Conv, Epoch: a.Epoch, Member: user, Seq: a.Seq})
-	}
-	raised, err := s.router.Main().RaiseReceipts(ctx, kind, marks)
+	raised, err := s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptRead, receiptMarks(user, acks, access))
 	if err != nil {
 		return err
 	}
-	if s.live == nil {
-		return nil
-	}
 	for _, r := range raised {
 		if r.Raised {
-			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq)
+			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq, nil)
 		}
 	}
 	return nil

@@ -46,51 +46,121 @@ func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMar
 	if len(marks) == 0 {
 		return nil, nil
 	}
+	rc := s.raiseCalls(kind, marks)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, receiptsRaiseScript, rc.calls)
+	if err != nil {
+		return nil, fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+	}
+	return rc.parse(marks, cmds)
+}
+
+// raising is the script calls of a RaiseReceipts, one per conversation
+// and epoch, and which marks each carries.
+type raising struct {
+	calls []scriptCall
+	idx   [][]int
+}
+
+func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
 	type ce struct {
 		conv  string
 		epoch uint64
 	}
 	var order []ce
-	idx := map[ce][]int{}
+	at := map[ce]int{}
+	var r raising
 	for i, m := range marks {
 		k := ce{m.Conv, m.Epoch}
-		if _, ok := idx[k]; !ok {
+		j, ok := at[k]
+		if !ok {
+			j = len(order)
+			at[k] = j
 			order = append(order, k)
+			r.idx = append(r.idx, nil)
 		}
-		idx[k] = append(idx[k], i)
+		r.idx[j] = append(r.idx[j], i)
 	}
-	calls := make([]scriptCall, len(order))
-	for i, k := range order {
+	for j, k := range order {
 		args := []any{k.epoch, string(kind)}
-		for _, j := range idx[k] {
-			args = append(args, marks[j].Member, marks[j].Seq)
+		for _, i := range r.idx[j] {
+			args = append(args, marks[i].Member, marks[i].Seq)
 		}
-		calls[i] = scriptCall{keys: []string{s.keys.ConvMeta(k.conv), s.keys.Delivered(k.conv), s.keys.ReadBy(k.conv),
-			s.keys.ReceiptEpoch(k.conv)}, args: args}
+		r.calls = append(r.calls, scriptCall{keys: []string{s.keys.ConvMeta(k.conv), s.keys.Delivered(k.conv), s.keys.ReadBy(k.conv),
+			s.keys.ReceiptEpoch(k.conv)}, args: args})
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
-	cmds, err := s.evalPiped(ctx, receiptsRaiseScript, calls)
-	if err != nil {
-		return nil, fmt.Errorf("raise receipts of %d conversations: %w", len(order), err)
-	}
+	return r
+}
+
+func (r raising) parse(marks []ReceiptMark, cmds []*redis.Cmd) ([]RaisedReceipt, error) {
 	out := make([]RaisedReceipt, len(marks))
-	for i, k := range order {
-		vals, err := cmds[i].Slice()
+	for j, c := range cmds {
+		vals, err := c.Slice()
 		if err != nil {
-			return nil, fmt.Errorf("raise receipts of %s: %w", k.conv, err)
+			return nil, fmt.Errorf("raise receipts: %w", err)
 		}
-		for n, j := range idx[k] {
-			out[j] = RaisedReceipt{ReceiptMark: marks[j]}
+		for n, i := range r.idx[j] {
+			out[i] = RaisedReceipt{ReceiptMark: marks[i]}
 			if n < len(vals) {
 				if pair, ok := vals[n].([]any); ok && len(pair) == 2 {
-					out[j].Raised = readReplyUint(pair[0]) == 1
-					out[j].Prev = readReplyUint(pair[1])
+					out[i].Raised = readReplyUint(pair[0]) == 1
+					out[i].Prev = readReplyUint(pair[1])
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// AckAndRaise is AckDevice and RaiseReceipts(ReceiptDelivered) in one
+// round trip: two scripts (the device's cursors on the user's slot, the
+// members' cursors on each conversation's), one pipeline. Both are
+// idempotent, so a failure of either is retried whole by the caller. s
+// must hold both the user's keys and the conversations'.
+func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []AckItem, nowMS int64, marks []ReceiptMark) (AckResult, []RaisedReceipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	rc := s.raiseCalls(ReceiptDelivered, marks)
+	var res AckResult
+	var raised []RaisedReceipt
+	err := s.withDeviceSet(ctx, user, -1, func(devs, cursors []string) error {
+		ackKeys, ackArgs := s.ackCall(user, device, items, nowMS, devs, cursors)
+		for attempt := 0; ; attempt++ {
+			var ack *redis.Cmd
+			cmds := make([]*redis.Cmd, len(rc.calls))
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				ack = ackCursorScript.EvalSha(ctx, p, ackKeys, ackArgs...)
+				for i, c := range rc.calls {
+					cmds[i] = receiptsRaiseScript.EvalSha(ctx, p, c.keys, c.args...)
+				}
+				return nil
+			})
+			if err != nil && attempt == 0 && anyNoScript(append(cmds, ack)) {
+				if err := ackCursorScript.Load(ctx, s.rdb).Err(); err != nil {
+					return fmt.Errorf("load script: %w", err)
+				}
+				if err := receiptsRaiseScript.Load(ctx, s.rdb).Err(); err != nil {
+					return fmt.Errorf("load script: %w", err)
+				}
+				continue
+			}
+			if err := ack.Err(); err != nil {
+				return err // OBDEVICES: withDeviceSet reads the set again
+			}
+			if err != nil {
+				return fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+			}
+			vals, _ := ack.Slice()
+			res = ackResultOf(vals)
+			raised, err = rc.parse(marks, cmds)
+			return err
+		}
+	})
+	if err != nil {
+		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
+	}
+	return res, raised, nil
 }
 
 // ReceiptCounts is the receipts of one seq.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -181,11 +182,17 @@ func runChild() error {
 	// The benchmark asks for a collection before it reads the resident
 	// memory, so that idle memory is what the connections hold, not
 	// garbage of the connect burst.
+	mux.HandleFunc("GET /debug/heap", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	})
 	mux.HandleFunc("POST /debug/free", func(w http.ResponseWriter, _ *http.Request) {
 		for range 4 { // each collection halves the stacks of idle goroutines
 			debug.FreeOSMemory()
 		}
-		w.WriteHeader(http.StatusNoContent)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, `{"heap_inuse":%d,"stack_inuse":%d,"sys":%d,"goroutines":%d}`, ms.HeapInuse, ms.StackInuse, ms.Sys, runtime.NumGoroutine())
 	})
 	mux.Handle("/", srv.Handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

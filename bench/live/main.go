@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -308,7 +309,9 @@ func (b *bench) rss() int64 {
 	var n int64
 	for _, s := range b.servers {
 		if resp, err := http.Post(s.URL+"/debug/free", "", nil); err == nil {
+			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			b.log.Printf("server %d memory: %s, rss %d", s.Pid, data, procRSS(s.Pid))
 		}
 		n += procRSS(s.Pid)
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,42 +20,22 @@ import (
 
 // measurePush connects every device, measures idle memory, then streams.
 func (b *bench) measurePush(ctx context.Context, res *result) error {
-	time.Sleep(time.Second)
-	rssBefore := b.rss()
 	var cur atomic.Pointer[stats]
 	cur.Store(&stats{})
 	getStats := func() *stats { return cur.Load() }
 	devs := make([]*liveDevice, len(b.users))
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	var connErr atomic.Value
 	for i := range b.users {
 		cl, err := b.clientOf(i)
 		if err != nil {
 			return err
 		}
 		devs[i] = newLiveDevice(cl)
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(d *liveDevice) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			if err := d.connect(cctx); err != nil {
-				connErr.Store(err)
-				return
-			}
-			go d.run(getStats)
-		}(devs[i])
-	}
-	wg.Wait()
-	if err, _ := connErr.Load().(error); err != nil {
-		return fmt.Errorf("connect devices: %w", err)
 	}
 	defer func() {
 		for _, d := range devs {
-			_ = d.live.CloseNow()
+			if d.live != nil {
+				_ = d.live.CloseNow()
+			}
 		}
 	}()
 	actx, stopAcks := context.WithCancel(ctx)
@@ -68,14 +50,35 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 			case <-t.C:
 			}
 			for _, d := range devs {
-				d.flushAcks(actx)
+				if d.live != nil {
+					d.flushAcks(actx)
+				}
 			}
 		}
 	}()
+	// Memory per idle connection is the slope between half and all of
+	// the devices connected and idle: what pools and buffers the
+	// processes grow once is not a connection's.
+	half := len(devs) / 2
+	if err := b.connect(ctx, devs[:half], getStats); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	rssHalf := b.rss()
+	if err := b.connect(ctx, devs[half:], getStats); err != nil {
+		return err
+	}
 	b.log.Printf("push: %d devices connected over %d API processes; idle 3 s", len(devs), len(b.servers))
 	time.Sleep(3 * time.Second)
 	rssAfter := b.rss()
-	res.IdleConnBytes = (rssAfter - rssBefore) / int64(len(devs))
+	if path := os.Getenv("OBL_HEAPPROFILE"); path != "" {
+		if resp, err := http.Get(b.servers[1].URL + "/debug/heap"); err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_ = os.WriteFile(path, data, 0o644)
+		}
+	}
+	res.IdleConnBytes = (rssAfter - rssHalf) / int64(len(devs)-half)
 	res.ServerRSSBytes = rssAfter
 
 	st := &stats{}
@@ -100,6 +103,33 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 	}
 	b.log.Printf("push: %d of %d deliveries in %s, p50 %.1f ms, p99 %.1f ms, %.4f ms CPU per delivery",
 		res.Push.Deliveries, expected, dur.Round(time.Millisecond), res.Push.P50MS, res.Push.P99MS, res.Push.CPUMSPerDelivery)
+	return nil
+}
+
+// connect opens the devices' live connections, 32 at a time.
+func (b *bench) connect(ctx context.Context, devs []*liveDevice, getStats func() *stats) error {
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	var connErr atomic.Value
+	for _, d := range devs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if err := d.connect(cctx); err != nil {
+				connErr.Store(err)
+				return
+			}
+			go d.run(getStats)
+		}()
+	}
+	wg.Wait()
+	if err, _ := connErr.Load().(error); err != nil {
+		return fmt.Errorf("connect devices: %w", err)
+	}
 	return nil
 }
 
