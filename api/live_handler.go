@@ -59,7 +59,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
 		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
 	if err != nil {
 		return http.StatusBadRequest, 0

@@ -121,13 +121,17 @@ func (c *child) stop() {
 
 // runChild serves one API node until stdin closes.
 func runChild() error {
+	if os.Getenv("OBL_MEMRATE") != "" {
+		runtime.MemProfileRate = 1
+	}
 	c := childConfig{Redis: os.Getenv("OBL_REDIS"), Brokers: os.Getenv("OBL_BROKERS"), Prefix: os.Getenv("OBL_PREFIX"),
 		Node: os.Getenv("OBL_NODE"), Push: os.Getenv("OBL_PUSH") == "true"}
 	c.Threshold, _ = strconv.Atoi(os.Getenv("OBL_THRESHOLD"))
 	if err := harness.CheckLoopback("redis", c.Redis); err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: c.Redis, PoolSize: 128, PoolTimeout: 30 * time.Second})
+	// The pool is filled at start: it is the process's, not a connection's.
+	rdb := redis.NewClient(&redis.Options{Addr: c.Redis, PoolSize: 64, MinIdleConns: 64, PoolTimeout: 30 * time.Second})
 	defer rdb.Close()
 	storeCfg := redisstore.Config{Prefix: c.Prefix, LargeGroupThreshold: c.Threshold}
 	st, err := redisstore.New(rdb, storeCfg)
