@@ -79,6 +79,7 @@ func main() {
 		fs.BoolVar(&o.skipPolling, "skip-polling", false, "measure the live channel only")
 	})
 	o.devices = f.Scaled(o.devices, 20)
+	o.groupRate, o.directRate = o.groupRate*f.Scale, o.directRate*f.Scale
 	o.groups = max(1, min(o.groups, o.devices/max(o.groupSize, 1)))
 	harness.Run("live", func(ctx context.Context) error { return run(ctx, f, o) })
 }
@@ -137,7 +138,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	if err := fan.WaitHandled(ctx, int64(seeded), "seed", log); err != nil {
 		return err
 	}
-	res := &result{Benchmark: "live", Machine: harness.ThisMachine(), Devices: o.devices, Groups: len(b.groups),
+	res := &result{Benchmark: "live", Scale: f.Scale, Notes: notes(), Machine: harness.ThisMachine(), Devices: o.devices, Groups: len(b.groups),
 		GroupSize: o.groupSize, BodyBytes: o.bodyBytes, Seconds: o.seconds, Embedded: st.Embedded,
 		LargeThreshold: o.threshold}
 	if err := b.measurePush(ctx, res); err != nil {

@@ -22,6 +22,8 @@ type phase struct {
 
 type result struct {
 	Benchmark      string          `json:"benchmark"`
+	Scale          float64         `json:"scale"`
+	Notes          []string        `json:"notes"`
 	Machine        harness.Machine `json:"machine"`
 	Devices        int             `json:"devices"`
 	Groups         int             `json:"groups"`
@@ -75,3 +77,14 @@ func printTable(r *result) []harness.Row {
 	harness.PrintTable("live channel vs polling", rows)
 	return rows
 }
+
+func notes() []string {
+	return []string{
+		"latency: from the produce call (a timestamp in the body) to the device's receipt of the frame (push) or of the sync answer (poll); every process on the same 2 shared cores as the devices, kfake and fanout",
+		"server CPU: the two API processes (the first runs the push stage too) and redis-server, over the phase; fanout is the same in both designs and not counted; push includes the devices' acks (batched every second) and the receipts to senders",
+		"memory per idle connection: resident memory of the API processes, the slope between half and all of the devices connected and idle, after collections",
+		"large group: its messages are one publish on the group's channel (push_stage publishes channel=group), no presence lookup; small conversations look up each member's presence (push_stage presence_lookups)",
+		"poll delivered may exceed expected: a sync answered before the previous poll's ack landed returns a message again",
+	}
+}
+
