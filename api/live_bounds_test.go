@@ -178,3 +178,19 @@ func TestSlowConsumerIsClosedAndQoS0IsDroppedFirst(t *testing.T) {
 		t.Fatalf("the client saw %v (%v), want close %d", got, err, CloseSlowConsumer)
 	}
 }
+
+// TestUserRefusedConnectionsPastTheirBound: 429 too_many_connections once a
+// user holds MaxPerUser connections on the node.
+func TestUserRefusedConnectionsPastTheirBound(t *testing.T) {
+	le := newLiveEnv(t, Config{Live: LiveConfig{MaxPerUser: 2}})
+	le.device(0, "bob", "phone").connect()
+	le.device(0, "bob", "laptop").connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := le.device(0, "bob", "tablet").http.DialLive(ctx, obclient.LiveOptions{})
+	var se *obclient.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusTooManyRequests {
+		t.Fatalf("a third connection of bob got %v, want 429", err)
+	}
+	le.device(0, "alice", "phone").connect() // other users are not held back
+}

@@ -16,6 +16,9 @@ type LiveConfig struct {
 	// MaxConnections bounds the live connections of this process; one
 	// more is refused with 503 live_full.
 	MaxConnections int
+	// MaxPerUser bounds one user's connections on this node (each device
+	// needs one; more are refused with 429 too_many_connections).
+	MaxPerUser int
 	// MaxQueueBytes bounds a connection's unsent frames; a consumer that
 	// falls further behind is closed with CloseSlowConsumer.
 	MaxQueueBytes int
@@ -57,6 +60,7 @@ type LiveConfig struct {
 // Defaults of LiveConfig.
 const (
 	DefaultLiveMaxConnections   = 20_000
+	DefaultLiveMaxPerUser       = 10
 	DefaultLiveMaxQueueBytes    = 256 << 10
 	DefaultLiveWriteTimeout     = 10 * time.Second
 	DefaultLiveHeartbeat        = 20 * time.Second
@@ -80,6 +84,9 @@ func (c LiveConfig) withDefaults() LiveConfig {
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultLiveMaxConnections
+	}
+	if c.MaxPerUser == 0 {
+		c.MaxPerUser = DefaultLiveMaxPerUser
 	}
 	if c.MaxQueueBytes == 0 {
 		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
@@ -129,6 +136,8 @@ func (c LiveConfig) Validate() error {
 	switch {
 	case c.MaxConnections < 1:
 		return fmt.Errorf("api: Live.MaxConnections %d is below 1", c.MaxConnections)
+	case c.MaxPerUser < 1:
+		return fmt.Errorf("api: Live.MaxPerUser %d is below 1", c.MaxPerUser)
 	case c.MaxQueueBytes < 4096:
 		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
 	case c.Heartbeat < 10*time.Millisecond:

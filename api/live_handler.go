@@ -23,6 +23,9 @@ import (
 // liveRequest stands for a frame's request in error logs.
 var liveRequest = &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/live"}}
 
+var errLiveUserFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_connections",
+	msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
+
 var errLiveFull = &apiError{status: http.StatusServiceUnavailable, code: "live_full",
 	msg: "this node holds as many live connections as it may; retry another node or later"}
 
@@ -53,6 +56,11 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		}
 		if _, err := deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
 			return s.writeError(w, s.classify(r, err))
+		}
+		if s.live.userCount(id.User) >= s.cfg.Live.MaxPerUser {
+			s.live.metrics.refused.WithLabelValues("user_full").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+			return s.writeError(w, errLiveUserFull)
 		}
 	}
 	if err := s.live.start(); err != nil {
@@ -236,7 +244,9 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 		}
 		m.ConvType, m.Recipients = schemas.ConvType_CONV_TYPE_DIRECT, []string{peer}
 	}
-	if err := schemas.ValidateMessage(m, min(s.cfg.MaxMessageBytes, 4096)); err != nil {
+	lim := s.cfg.Limits
+	lim.BodyBytes = min(lim.BodyBytes, 4096) // a typing notice is small
+	if err := schemas.ValidateMessage(m, lim); err != nil {
 		return invalidField("", err)
 	}
 	v, err := proto.Marshal(m)

@@ -39,6 +39,7 @@ type liveHub struct {
 	devices  map[devKey]*liveConn
 	groups   map[string]map[*liveConn]bool // large group → member connections here
 	withPend map[*liveConn]bool
+	perUser  map[string]int
 
 	receipts *receiptCoalescer
 }
@@ -50,7 +51,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
-		withPend: map[*liveConn]bool{}}
+		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
 	h.receipts = newReceiptCoalescer(h)
 	return h
 }
@@ -128,6 +129,7 @@ func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presenc
 	old := h.devices[devKey{c.user, c.device}]
 	h.conns[c.id] = c
 	h.devices[devKey{c.user, c.device}] = c
+	h.perUser[c.user]++
 	h.mu.Unlock()
 	h.metrics.connections.Inc()
 	if old != nil {
@@ -159,6 +161,9 @@ func (h *liveHub) kick(ctx context.Context, node string, t live.Target) {
 func (h *liveHub) unregister(c *liveConn) {
 	h.mu.Lock()
 	delete(h.conns, c.id)
+	if h.perUser[c.user]--; h.perUser[c.user] <= 0 {
+		delete(h.perUser, c.user)
+	}
 	if h.devices[devKey{c.user, c.device}] == c {
 		delete(h.devices, devKey{c.user, c.device})
 	}
@@ -234,6 +239,13 @@ func (h *liveHub) unlisten(c *liveConn, conv string) {
 		defer cancel()
 		_ = h.sub.Remove(ctx, h.store.Keys().ConvChannel(conv))
 	}
+}
+
+// userCount is how many connections of user this node holds.
+func (h *liveHub) userCount(user string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.perUser[user]
 }
 
 func (h *liveHub) count() int {

@@ -21,8 +21,8 @@ type Config struct {
 	SequencedTopic  string
 	MessagesTopic   string
 	DeadLetterTopic string
-	// MaxBodyBytes: a QoS 0 record with a larger body is not pushed.
-	MaxBodyBytes int
+	// Limits: a QoS 0 record over them is not pushed (fanout's limits).
+	Limits schemas.Limits
 	// MemberCache bounds the conversations whose members are cached.
 	MemberCache int
 	// Clock (time.Now).
@@ -46,9 +46,7 @@ func (c Config) withDefaults() Config {
 	if c.DeadLetterTopic == "" {
 		c.DeadLetterTopic = schemas.TopicDeadLetter
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = schemas.DefaultMaxBodyBytes
-	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.MemberCache == 0 {
 		c.MemberCache = DefaultMemberCache
 	}
@@ -66,10 +64,11 @@ func (c Config) Validate() error {
 	if err := c.Store.Validate(); err != nil {
 		return fmt.Errorf("push: Store: %w", err)
 	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
 	c = c.withDefaults()
 	switch {
-	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("push: MaxBodyBytes %d is negative", c.MaxBodyBytes)
 	case c.MemberCache < 1:
 		return fmt.Errorf("push: MemberCache %d is below 1", c.MemberCache)
 	case c.SequencedTopic == c.MessagesTopic:

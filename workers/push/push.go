@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -100,7 +101,7 @@ func (p *Pusher) decode(records []*kgo.Record) []*item {
 			items = append(items, &item{kind: live.KindPush, conv: sq.GetMessage().GetConvId(), seq: sq.GetSeq(),
 				msg: sq.GetMessage(), record: r.Value})
 		case p.cfg.MessagesTopic:
-			m, err := schemas.DecodeMessage(r.Value, p.cfg.MaxBodyBytes)
+			m, err := schemas.DecodeMessage(r.Value, p.cfg.Limits)
 			if err != nil || m.Stored() {
 				continue // stored records come back sequenced; invalid ones fanout dead-letters
 			}
@@ -128,8 +129,10 @@ func (p *Pusher) rejectedOf(r *kgo.Record) *item {
 	if topic != p.cfg.MessagesTopic {
 		return nil
 	}
-	m, err := schemas.DecodeMessage(r.Value, 0)
-	if err != nil || m.GetSender() == "" || schemas.ValidID("sender", m.GetSender()) != nil {
+	// A dead letter may break any limit (that may be why it is one): it
+	// is read as it is, only its sender and ids checked.
+	var m schemas.Message
+	if err := proto.Unmarshal(r.Value, &m); err != nil || schemas.ValidID("sender", m.GetSender()) != nil {
 		return nil // nobody to tell
 	}
 	return &item{kind: live.KindRejected, conv: m.GetConvId(), users: []string{m.GetSender()},
