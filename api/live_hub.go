@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/live"
@@ -458,6 +457,3 @@ func (h *liveHub) heartbeat(now time.Time) {
 		c.send(pingFrame, true)
 	}
 }
-
-// closeStatus is the close code a read error carries (-1: none).
-func closeStatus(err error) websocket.StatusCode { return websocket.CloseStatus(err) }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
-	"github.com/offlinebox/offlinebox/client"
 )
 
 // measurePush connects every device, measures idle memory, then streams.
@@ -250,5 +249,3 @@ func scrape(base string) (map[string]float64, error) {
 	}
 	return out, sc.Err()
 }
-
-var _ = client.Frame{}
