@@ -92,61 +92,85 @@ func (rc *receiptCoalescer) flushDue(ctx context.Context, now time.Time) {
 			rc.flushing = false
 			rc.mu.Unlock()
 		}()
-		for conv, r := range ready {
-			if err := rc.send(ctx, conv, r); err != nil {
-				rc.h.log.Warn("send receipts", "conv", conv, "err", err)
-			}
+		if err := rc.send(ctx, ready); err != nil {
+			rc.h.log.Warn("send receipts", "conversations", len(ready), "err", err)
 		}
 	}()
 }
 
-// send tells the senders of the messages in (lo, hi] their counts.
-func (rc *receiptCoalescer) send(ctx context.Context, conv string, r *receiptRange) error {
+// send tells the senders of the messages in each range their counts:
+// one pipeline of counts, one of peer cursors, one presence read and one
+// publish per node for all the conversations that were due.
+func (rc *receiptCoalescer) send(ctx context.Context, ready map[string]*receiptRange) error {
 	st := rc.h.store
-	newest := r.senders
-	if r.scan {
-		lo := max(r.lo, r.hi-min(r.hi, maxReceiptScan))
-		page, err := st.ReadPage(ctx, r.member, conv, redisstore.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
-			Limit: maxReceiptScan, Epoch: r.epoch})
-		if err != nil {
-			return err
-		}
-		for _, m := range page.Messages {
-			if snd := m.GetMessage().GetSender(); snd != "" {
-				newest[snd] = max(newest[snd], m.GetSeq())
+	var qs []redisstore.ReceiptQuery
+	for conv, r := range ready {
+		newest := r.senders
+		if r.scan {
+			lo := max(r.lo, r.hi-min(r.hi, maxReceiptScan))
+			page, err := st.ReadPage(ctx, r.member, conv, redisstore.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
+				Limit: maxReceiptScan, Epoch: r.epoch})
+			if err != nil {
+				rc.h.log.Warn("read whose messages receipts cover", "conv", conv, "err", err)
+				continue
+			}
+			for _, m := range page.Messages {
+				if snd := m.GetMessage().GetSender(); snd != "" && snd != r.member {
+					newest[snd] = max(newest[snd], m.GetSeq())
+				}
 			}
 		}
-	}
-	users := make([]string, 0, len(newest))
-	envs := map[string]live.Receipt{}
-	for snd, seq := range newest {
-		n, err := st.CountReceipts(ctx, conv, seq, snd)
-		if err != nil {
-			return err
+		for snd, seq := range newest {
+			qs = append(qs, redisstore.ReceiptQuery{Conv: conv, Seq: seq, Sender: snd})
 		}
+	}
+	counts, err := st.CountReceiptsMany(ctx, qs)
+	if err != nil {
+		return err
+	}
+	peers := map[string]string{}
+	for i, q := range qs {
+		if counts[i].Others == 1 { // a direct conversation, or a group of two: the peer's cursors
+			peers[q.Conv] = ready[q.Conv].member
+		}
+	}
+	cur, err := st.ReceiptsOf(ctx, peers)
+	if err != nil {
+		return err
+	}
+	var out []told
+	for i, q := range qs {
+		r, n := ready[q.Conv], counts[i]
 		if n.Epoch != r.epoch {
 			continue
 		}
-		rcpt := live.Receipt{Conv: conv, Epoch: r.epoch, Seq: seq, Delivered: n.Delivered, Read: n.Read, Members: n.Others}
-		if n.Others == 1 { // a direct conversation, or a group of two: the peer's cursors
-			cur, err := st.ReceiptsOf(ctx, map[string]string{conv: r.member})
-			if err == nil && r.member != snd {
-				rcpt.PeerDeliveredSeq, rcpt.PeerReadSeq = cur[conv].Delivered, cur[conv].Read
-			}
+		rcpt := live.Receipt{Conv: q.Conv, Epoch: r.epoch, Seq: q.Seq, Delivered: n.Delivered, Read: n.Read, Members: n.Others}
+		if _, ok := peers[q.Conv]; ok {
+			rcpt.PeerDeliveredSeq, rcpt.PeerReadSeq = cur[q.Conv].Delivered, cur[q.Conv].Read
 		}
-		envs[snd] = rcpt
-		users = append(users, snd)
+		out = append(out, told{user: q.Sender, env: live.Envelope{Kind: live.KindReceipt, Conv: q.Conv, Receipt: &rcpt}})
 	}
-	return rc.h.tell(ctx, users, func(user string) live.Envelope {
-		rcpt := envs[user]
-		return live.Envelope{Kind: live.KindReceipt, Conv: conv, Receipt: &rcpt}
-	})
+	return rc.h.tell(ctx, out)
 }
 
-// tell sends each user's envelope to every online device of theirs.
-func (h *liveHub) tell(ctx context.Context, users []string, env func(user string) live.Envelope) error {
-	if len(users) == 0 {
+// told is an envelope for every online device of a user.
+type told struct {
+	user string
+	env  live.Envelope
+}
+
+// tell sends each envelope to every online device of its user.
+func (h *liveHub) tell(ctx context.Context, list []told) error {
+	if len(list) == 0 {
 		return nil
+	}
+	var users []string
+	seen := map[string]bool{}
+	for _, t := range list {
+		if !seen[t.user] {
+			seen[t.user] = true
+			users = append(users, t.user)
+		}
 	}
 	pres, err := h.store.PresenceOf(ctx, users)
 	if err != nil {
@@ -154,8 +178,8 @@ func (h *liveHub) tell(ctx context.Context, users []string, env func(user string
 	}
 	now := time.Now()
 	batches := map[string]*live.Batch{}
-	for _, u := range users {
-		for _, p := range pres[u] {
+	for _, t := range list {
+		for _, p := range pres[t.user] {
 			if !p.Online(now) {
 				continue
 			}
@@ -163,8 +187,8 @@ func (h *liveHub) tell(ctx context.Context, users []string, env func(user string
 			if batches[ch] == nil {
 				batches[ch] = &live.Batch{}
 			}
-			e := env(u)
-			e.Targets = []live.Target{{User: u, Device: p.Device, Conn: p.Conn}}
+			e := t.env
+			e.Targets = []live.Target{{User: t.user, Device: p.Device, Conn: p.Conn}}
 			batches[ch].Envelopes = append(batches[ch].Envelopes, e)
 		}
 	}

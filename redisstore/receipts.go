@@ -301,3 +301,38 @@ func (s *Store) PeerReceipts(ctx context.Context, user string, convs []string) (
 	}
 	return s.ReceiptsOf(ctx, want)
 }
+
+// ReceiptQuery asks for the receipts of one seq of a conversation.
+type ReceiptQuery struct {
+	Conv   string
+	Seq    uint64
+	Sender string
+}
+
+// CountReceiptsMany is CountReceipts for many seqs in one pipeline.
+func (s *Store) CountReceiptsMany(ctx context.Context, qs []ReceiptQuery) ([]ReceiptCounts, error) {
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	calls := make([]scriptCall, len(qs))
+	for i, q := range qs {
+		calls[i] = scriptCall{keys: []string{s.keys.ConvMeta(q.Conv), s.keys.Delivered(q.Conv), s.keys.ReadBy(q.Conv),
+			s.keys.ReceiptEpoch(q.Conv), s.keys.Members(q.Conv)}, args: []any{q.Seq, q.Sender}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, receiptsCountScript, calls)
+	if err != nil {
+		return nil, fmt.Errorf("count receipts of %d seqs: %w", len(qs), err)
+	}
+	out := make([]ReceiptCounts, len(qs))
+	for i, c := range cmds {
+		vals, err := c.Slice()
+		if err != nil || len(vals) < 5 {
+			return nil, fmt.Errorf("count receipts of %s/%d: %w", qs[i].Conv, qs[i].Seq, err)
+		}
+		out[i] = ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
+			Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}
+	}
+	return out, nil
+}
