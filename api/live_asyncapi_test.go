@@ -54,7 +54,7 @@ func TestLiveFramesAreTheOnesAsyncAPIDocuments(t *testing.T) {
 	le.produce(textMsg(liveDM, "dm-2", "alice", toPeer("bob")))
 	m := bob.until("message", func(f obclient.Frame) bool { return f.Message.ClientMsgID == "dm-2" })
 	frames = append(frames, m)
-	if err := bob.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: m.Message.Seq, Epoch: m.Message.Epoch}}); err != nil {
+	if err := bob.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: m.Message.Seq, Epoch: m.Message.Epoch}}, true); err != nil {
 		t.Fatal(err)
 	}
 	frames = append(frames, bob.until("acked", func(obclient.Frame) bool { return true }))

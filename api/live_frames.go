@@ -131,8 +131,10 @@ func jsonFrame(v any) []byte {
 
 type clientFrame struct {
 	Type string `json:"type"` // ack | typing | ping | pong | auth
-	// ack
-	Acks []json.RawMessage `json:"acks,omitempty"`
+	// ack; Reply asks for an acked frame (one comes anyway when the
+	// device was evicted or evicted others)
+	Acks  []json.RawMessage `json:"acks,omitempty"`
+	Reply bool              `json:"reply,omitempty"`
 	// typing (and other QoS 0 records)
 	ConvID      string `json:"conv_id,omitempty"`
 	ContentType string `json:"content_type,omitempty"`

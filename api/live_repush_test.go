@@ -88,7 +88,7 @@ func TestAckedPushIsNeverPushedAgain(t *testing.T) {
 				if err := bob.http.Ack(ctx, ack); err != nil {
 					t.Fatal(err)
 				}
-			} else if err := bob.live.Ack(ctx, ack); err != nil {
+			} else if err := bob.live.Ack(ctx, ack, false); err != nil {
 				t.Fatal(err)
 			}
 			for _, g := range bob.quiet(600*time.Millisecond, "ping", "acked") {

@@ -61,7 +61,7 @@ func TestPushReachesOnlineDevicesOnBothNodesAndTheSenderSeesDeliveredThenRead(t 
 	// Alice's own device learns the seq of what she sent.
 	alice.until("message", isDM2)
 
-	if err := phone.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 2, Epoch: epoch}}); err != nil {
+	if err := phone.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 2, Epoch: epoch}}, true); err != nil {
 		t.Fatal(err)
 	}
 	if a := phone.next("acked"); a.Acked != 1 {

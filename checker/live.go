@@ -73,7 +73,7 @@ func (d *device) liveSession(ctx context.Context, done <-chan struct{}, url stri
 		d.stats.Pushed++
 		ack, gap := d.st.putLive(f.Message)
 		if ack != nil {
-			if err := l.Ack(ctx, []client.AckItem{*ack}); err != nil {
+			if err := l.Ack(ctx, []client.AckItem{*ack}, false); err != nil {
 				return d.failed(err)
 			}
 			d.stats.LiveAcks++

@@ -179,10 +179,13 @@ func (l *Live) send(ctx context.Context, v any) error {
 	return l.ws.Write(ctx, websocket.MessageText, data)
 }
 
-// Ack acknowledges what the device stored (cumulative per conversation);
-// the server answers with an acked frame.
-func (l *Live) Ack(ctx context.Context, items []AckItem) error {
-	return l.send(ctx, map[string]any{"type": "ack", "acks": items})
+// Ack acknowledges what the device stored (cumulative per conversation).
+// The server answers with an acked frame when reply is set, or when the
+// device must learn something (it was evicted and must resync, or the ack
+// evicted others); an ack that fails is always answered with an error
+// frame.
+func (l *Live) Ack(ctx context.Context, items []AckItem, reply bool) error {
+	return l.send(ctx, map[string]any{"type": "ack", "acks": items, "reply": reply})
 }
 
 // Typing tells the conversation's online members (QoS 0: once, never

@@ -124,7 +124,7 @@ func (d *liveDevice) flushAcks(ctx context.Context) {
 	}
 	clear(d.toAck)
 	d.mu.Unlock()
-	_ = d.live.Ack(ctx, items)
+	_ = d.live.Ack(ctx, items, false)
 }
 
 // poll is the pull-only design: the device syncs every interval, continuing
