@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	obclient "github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/workers/push"
@@ -26,10 +28,13 @@ type liveNode struct {
 
 func (n *liveNode) URL() string { return n.srv.URL }
 
-func newLiveEnv(t *testing.T, cfg Config) *liveEnv {
+func newLiveEnv(t *testing.T, cfg Config) *liveEnv { return newLiveEnvWith(t, cfg, nil) }
+
+// newLiveEnvWith registers the first node's metrics on reg.
+func newLiveEnvWith(t *testing.T, cfg Config, reg prometheus.Registerer) *liveEnv {
 	t.Helper()
 	cfg.Live.Node = "node-a"
-	e := newEnv(t, envOptions{cfg: cfg})
+	e := newEnv(t, envOptions{cfg: cfg, metrics: reg})
 	e.runPipeline()
 	p, err := push.New(push.Config{Store: e.storeCfg, Logger: quietLogger(t)}, e.store.Client())
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	obclient "github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -131,5 +133,95 @@ func TestSenderIsToldOfARecordThePipelineRefused(t *testing.T) {
 	f := alice.until("rejected", func(obclient.Frame) bool { return true })
 	if f.ConvID != "team" || f.ClientMsgID != "team-create" || !strings.Contains(f.Reason, "at-most-once") {
 		t.Fatalf("the rejection is %s", f.Raw)
+	}
+}
+
+// TestShortAbsenceWithFewMissedIsReplayedOnTheSocket: a device back within
+// the offline threshold that missed few messages gets them pushed after a
+// notice that says so, instead of being sent to sync.
+func TestShortAbsenceWithFewMissedIsReplayedOnTheSocket(t *testing.T) {
+	le := newLiveEnv(t, Config{Live: LiveConfig{OfflineThreshold: time.Minute, ReplayMax: 3}})
+	bob := le.device(0, "bob", "phone")
+	bob.connect()
+	le.produce(textMsg(liveDM, "dm-1", "alice", toPeer("bob")))
+	f := bob.until("message", func(f obclient.Frame) bool { return f.Message.ClientMsgID == "dm-1" })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := bob.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: 1, Epoch: f.Message.Epoch}}, true); err != nil {
+		t.Fatal(err)
+	}
+	bob.next("acked")
+	_ = bob.live.Close()
+	time.Sleep(100 * time.Millisecond)
+	le.produce(textMsg(liveDM, "dm-2", "alice", toPeer("bob")), textMsg(liveDM, "dm-3", "alice", toPeer("bob")))
+	eventually(t, "both are sequenced", func() (bool, string) {
+		var list conversationListJSON
+		le.callOK(200, "GET", "/v1/conversations", le.token("alice", "phone"), nil, &list)
+		return len(list.Conversations) == 1 && list.Conversations[0].LastSeq == 3, ""
+	})
+	_, notice := bob.connect()
+	if !notice.Replay || len(notice.Conversations) != 1 || notice.Conversations[0].DeviceAckedSeq != 1 || notice.Conversations[0].MaxSeq != 3 {
+		t.Fatalf("notice %s, want a replay of %s from 1 to 3", notice.Raw, liveDM)
+	}
+	for _, want := range []string{"dm-2", "dm-3"} {
+		if m := bob.next("message"); m.Message.ClientMsgID != want {
+			t.Fatalf("replayed %s, want %s", m.Raw, want)
+		}
+	}
+	// Away longer than the threshold: a notice to pull instead.
+	le2 := newLiveEnv(t, Config{Live: LiveConfig{OfflineThreshold: time.Millisecond}})
+	carol := le2.device(0, "bob", "phone")
+	le2.produce(textMsg(liveDM, "dm-1", "alice", toPeer("bob")))
+	eventually(t, "the message is sequenced", func() (bool, string) {
+		var list conversationListJSON
+		le2.callOK(200, "GET", "/v1/conversations", le2.token("bob", "phone"), nil, &list)
+		return len(list.Conversations) == 1, ""
+	})
+	carol.connect()
+	_ = carol.live.Close()
+	time.Sleep(50 * time.Millisecond)
+	if _, n := carol.connect(); n.Replay {
+		t.Fatalf("a device away past the threshold was replayed: %s", n.Raw)
+	}
+}
+
+// TestLiveMetricsCountConnectionsPushesAndAcks: the series operators watch.
+func TestLiveMetricsCountConnectionsPushesAndAcks(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	le := newLiveEnvWith(t, Config{}, reg)
+	bob := le.device(0, "bob", "phone")
+	bob.connect()
+	le.produce(textMsg(liveDM, "dm-1", "alice", toPeer("bob")))
+	f := bob.until("message", func(f obclient.Frame) bool { return true })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := bob.live.Ack(ctx, []obclient.AckItem{{ConvID: liveDM, Seq: f.Message.Seq, Epoch: f.Message.Epoch}}, true); err != nil {
+		t.Fatal(err)
+	}
+	bob.next("acked")
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			got[mf.GetName()] += v
+		}
+	}
+	for name, min := range map[string]float64{
+		"offlinebox_live_connections": 1, "offlinebox_live_pushes_total": 1, "offlinebox_live_acks_total": 1,
+		"offlinebox_live_push_to_ack_seconds": 1, "offlinebox_live_notices_total": 1,
+	} {
+		if got[name] < min {
+			t.Errorf("%s = %v, want at least %v", name, got[name], min)
+		}
+	}
+	for _, name := range []string{"offlinebox_live_slow_consumer_closes_total", "offlinebox_live_receipts_sent_total",
+		"offlinebox_live_heartbeat_closes_total", "offlinebox_live_ephemeral_dropped_total"} {
+		if _, ok := got[name]; !ok {
+			t.Errorf("%s is not registered", name)
+		}
 	}
 }
