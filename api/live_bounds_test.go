@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,4 +194,27 @@ func TestUserRefusedConnectionsPastTheirBound(t *testing.T) {
 		t.Fatalf("a third connection of bob got %v, want 429", err)
 	}
 	le.device(0, "alice", "phone").connect() // other users are not held back
+}
+
+// TestEvictedDeviceIsToldToResyncOnConnect: a device pushed out by the
+// user's newer devices learns it in its notice.
+func TestEvictedDeviceIsToldToResyncOnConnect(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	le.produce(textMsg(liveDM, "dm-1", "alice", toPeer("bob")))
+	eventually(t, "the message is sequenced", func() (bool, string) {
+		var list conversationListJSON
+		le.callOK(200, "GET", "/v1/conversations", le.token("bob", "old"), nil, &list)
+		return len(list.Conversations) == 1, ""
+	})
+	ack := map[string]any{"acks": []map[string]any{{"conv_id": liveDM, "seq": 1}}}
+	le.callOK(200, "POST", "/v1/ack", le.token("bob", "old"), ack, nil)
+	for i := 0; i < 5; i++ { // five newer devices: "old" is the least recently used
+		le.callOK(200, "POST", "/v1/ack", le.token("bob", fmt.Sprintf("new%d", i)), ack, nil)
+	}
+	if _, n := le.device(0, "bob", "old").connect(); !n.Resync || n.Replay {
+		t.Fatalf("the evicted device's notice is %s, want resync", n.Raw)
+	}
+	if _, n := le.device(0, "bob", "new4").connect(); n.Resync {
+		t.Fatalf("a kept device's notice is %s", n.Raw)
+	}
 }

@@ -284,7 +284,10 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 			out.Truncated = len(items) >= cfg.NoticeConversations
 		}
 		var err error
-		cur, err = users.DeviceCursors(ctx, c.user, c.device)
+		if cur, err = users.DeviceCursors(ctx, c.user, c.device); err != nil {
+			return err
+		}
+		out.Resync, err = users.WasEvicted(ctx, c.user, c.device)
 		return err
 	})
 	if err != nil {
@@ -342,7 +345,7 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 		s.live.metrics.notices.WithLabelValues("nothing").Inc()
 		return out, nil, nil
 	}
-	if !short || !sameEpoch || out.Truncated || missed > uint64(cfg.ReplayMax) {
+	if !short || !sameEpoch || out.Truncated || out.Resync || missed > uint64(cfg.ReplayMax) {
 		s.live.metrics.notices.WithLabelValues("pull").Inc()
 		return out, nil, nil
 	}

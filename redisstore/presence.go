@@ -165,3 +165,15 @@ func (s *Store) DeviceCursors(ctx context.Context, user, device string) (map[str
 	}
 	return deviceCursors(h), nil
 }
+
+// WasEvicted reports whether device was evicted from user's devices (its
+// cursors are gone; it must sync in full). s holds user's keys.
+func (s *Store) WasEvicted(ctx context.Context, user, device string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	ok, err := s.rdb.SIsMember(ctx, s.keys.Evicted(user), device).Result()
+	if err != nil {
+		return false, fmt.Errorf("read eviction of %s/%s: %w", user, device, err)
+	}
+	return ok, nil
+}
