@@ -101,7 +101,7 @@ func (s *localStore) putLive(m *client.Message) (*client.AckItem, bool) {
 	}
 	c.epoch = m.Epoch
 	for {
-		if _, ok := c.msgs[c.cursor+1]; !ok {
+		if _, ok := c.msgs[client.Cursor{Seq: c.cursor + 1, Epoch: c.epoch}]; !ok {
 			break
 		}
 		c.cursor++

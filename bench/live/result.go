@@ -87,4 +87,3 @@ func notes() []string {
 		"poll delivered may exceed expected: a sync answered before the previous poll's ack landed returns a message again",
 	}
 }
-
