@@ -209,6 +209,7 @@ func TestEvictedDeviceIsToldToResyncOnConnect(t *testing.T) {
 	ack := map[string]any{"acks": []map[string]any{{"conv_id": liveDM, "seq": 1}}}
 	le.callOK(200, "POST", "/v1/ack", le.token("bob", "old"), ack, nil)
 	for i := 0; i < 5; i++ { // five newer devices: "old" is the least recently used
+		time.Sleep(3 * time.Millisecond) // devices are ordered by last use in ms
 		le.callOK(200, "POST", "/v1/ack", le.token("bob", fmt.Sprintf("new%d", i)), ack, nil)
 	}
 	if _, n := le.device(0, "bob", "old").connect(); !n.Resync || n.Replay {
