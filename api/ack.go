@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -77,12 +78,12 @@ func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem,
 
 // checkSeqItems refuses the whole batch unless the user is a member of
 // every conversation and every seq exists there.
-func (s *Server) checkSeqItems(r *http.Request, user string, items []seqItem) (map[string]redisstore.ConvAccess, error) {
+func (s *Server) checkSeqItems(ctx context.Context, user string, items []seqItem) (map[string]redisstore.ConvAccess, error) {
 	convs := make([]string, 0, len(items))
 	for _, it := range items {
 		convs = append(convs, it.conv)
 	}
-	access, err := s.router.Main().ConversationAccess(r.Context(), user, convs)
+	access, err := s.router.Main().ConversationAccess(ctx, user, convs)
 	if err != nil {
 		return nil, err
 	}
@@ -120,25 +121,54 @@ func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	access, err := s.checkSeqItems(r, id.User, items)
+	out, err := s.applyAcks(r.Context(), id.User, dev, items, nil)
 	if err != nil {
 		return 0, nil, err
+	}
+	return http.StatusOK, out, nil
+}
+
+// applyAcks checks and records one device's acks; POST /v1/ack and an ack
+// frame on the live channel both come here, so their effect is the same:
+// the device's cursors rise, the members' delivered receipts rise, and
+// the live channel stops re-pushing what was acked. access, when not nil,
+// is what the caller already knows of the conversations (a live
+// connection knows what it pushed); otherwise they are read and checked.
+func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqItem, access map[string]redisstore.ConvAccess) (ackResponse, error) {
+	if access == nil {
+		var err error
+		if access, err = s.checkSeqItems(ctx, user, items); err != nil {
+			return ackResponse{}, err
+		}
 	}
 	acks := make([]redisstore.AckItem, len(items))
 	for i, it := range items {
 		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: access[it.conv].Epoch}
 	}
+	marks := receiptMarks(user, acks, access)
 	var res redisstore.AckResult
-	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
-		var err error
-		res, err = users.AckDevice(r.Context(), id.User, dev, acks, s.cfg.Clock().UnixMilli())
-		return err
-	})
+	var raised []redisstore.RaisedReceipt
+	var err error
+	if !s.router.HasHot() {
+		// The user's keys and the conversations' live on one store: the
+		// device's cursors and the members' in one round trip.
+		res, raised, err = s.router.Main().AckAndRaise(ctx, user, dev, acks, s.cfg.Clock().UnixMilli(), marks)
+	} else {
+		err = s.withUser(ctx, user, func(users *redisstore.Store) error {
+			var err error
+			res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
+			return err
+		})
+		if err == nil {
+			raised, err = s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptDelivered, marks)
+		}
+	}
 	if err != nil {
-		return 0, nil, err
+		return ackResponse{}, err
 	}
 	if res.Evicted == nil {
 		res.Evicted = []string{}
 	}
-	return http.StatusOK, ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+	s.afterAcks(user, dev, acks, raised)
+	return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
 }

@@ -76,6 +76,8 @@ type Config struct {
 	ReceiptsTopic string
 	// Clock stamps receipts, acks and sent messages (time.Now).
 	Clock func() time.Time
+	// Live tunes the live channel.
+	Live LiveConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +121,7 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	c.Live = c.Live.withDefaults()
 	return c
 }
 
@@ -126,6 +129,9 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("api: %w", err)
+	}
+	if err := c.Live.Validate(); err != nil {
+		return err
 	}
 	c = c.withDefaults()
 	switch {

@@ -31,6 +31,10 @@ type conversationJSON struct {
 	// Left: the user left this group; what was sent while they were a
 	// member stays readable.
 	Left bool `json:"left"`
+	// Direct conversations: the peer's delivered and read seq (what of
+	// the user's messages the peer stored and read).
+	PeerDeliveredSeq *uint64 `json:"peer_delivered_seq,omitempty"`
+	PeerReadSeq      *uint64 `json:"peer_read_seq,omitempty"`
 }
 
 type previewJSON struct {
@@ -80,6 +84,9 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	}
 	if page.Next != nil {
 		out.Next = formatListCursor(*page.Next)
+	}
+	if err := s.addPeerReceipts(r.Context(), id.User, out.Conversations); err != nil {
+		return 0, nil, err
 	}
 	return http.StatusOK, out, nil
 }

@@ -43,7 +43,8 @@ func (s *Server) read(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := s.checkSeqItems(r, id.User, items); err != nil {
+	access, err := s.checkSeqItems(r.Context(), id.User, items)
+	if err != nil {
 		return 0, nil, err
 	}
 	now := s.cfg.Clock().UnixMilli()
@@ -57,6 +58,9 @@ func (s *Server) read(r *http.Request, id auth.Identity) (int, any, error) {
 		recs[i] = &kgo.Record{Topic: s.cfg.ReceiptsTopic, Key: []byte(id.User), Value: v}
 	}
 	if err := s.produce(r, recs); err != nil {
+		return 0, nil, err
+	}
+	if err := s.afterReads(r.Context(), id.User, items, access); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusAccepted, readResponse{Accepted: len(recs)}, nil

@@ -53,6 +53,7 @@ type Server struct {
 	slots    chan struct{}
 	admitted *admission
 	handler  http.Handler
+	live     *liveHub
 }
 
 // New returns a Server over deps.
@@ -81,6 +82,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	lm, err := newLiveMetrics(deps.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("api: register live metrics: %w", err)
+	}
+	s.live = newLiveHub(s, lm)
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
@@ -129,6 +135,11 @@ func (s *Server) unrouted(mux *http.ServeMux) http.Handler {
 // Handler serves the API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Close ends the live connections (CloseGoingAway: the devices reconnect
+// to another node) and stops the live channel's loops. The HTTP server
+// serving Handler is the caller's to shut down.
+func (s *Server) Close() { s.live.close() }
+
 // handlerFunc answers one request: a status and a JSON body, or an error
 // (an *apiError is answered as is; any other is a 500 or a 503).
 type handlerFunc func(r *http.Request, id auth.Identity) (int, any, error)
@@ -139,6 +150,9 @@ type route struct {
 	pattern string
 	public  bool // no bearer token needed
 	h       handlerFunc
+	// raw serves the request itself (the WebSocket upgrade): no in-flight
+	// slot, body limit or timeout; it authenticates on its own.
+	raw func(w http.ResponseWriter, r *http.Request) (int, int)
 }
 
 func (s *Server) routes() []route {
@@ -151,6 +165,8 @@ func (s *Server) routes() []route {
 		{method: "POST", pattern: "/v1/ack", h: s.ack},
 		{method: "POST", pattern: "/v1/read", h: s.read},
 		{method: "POST", pattern: "/v1/messages", h: s.sendMessage},
+		{method: "GET", pattern: "/v1/conversations/{conv}/receipts", h: s.receipts},
+		{method: "GET", pattern: "/v1/live", raw: s.serveLive},
 	}
 }
 
@@ -161,7 +177,12 @@ func (s *Server) wrap(rt route) http.Handler {
 	name := rt.method + " " + rt.pattern
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		status, size := s.serve(w, r, rt)
+		var status, size int
+		if rt.raw != nil {
+			status, size = rt.raw(w, r)
+		} else {
+			status, size = s.serve(w, r, rt)
+		}
 		s.metrics.observe(name, status, size, time.Since(start))
 		lvl := slog.LevelDebug
 		if status >= 500 {

@@ -51,19 +51,22 @@ type gapJSON struct {
 }
 
 type syncConvJSON struct {
-	ConvID       string            `json:"conv_id"`
-	Kind         string            `json:"kind"`
-	Large        bool              `json:"large"`
-	Epoch        uint64            `json:"epoch"`
-	MaxSeq       uint64            `json:"max_seq"`
-	Unread       uint64            `json:"unread"`
-	HasMore      bool              `json:"has_more"`
-	Gap          *gapJSON          `json:"gap,omitempty"`
-	Rebase       bool              `json:"rebase"`
-	RebaseReason string            `json:"rebase_reason,omitempty"`
-	Incomplete   bool              `json:"incomplete"`
-	Left         bool              `json:"left,omitempty"`
-	Messages     []json.RawMessage `json:"messages"`
+	ConvID       string   `json:"conv_id"`
+	Kind         string   `json:"kind"`
+	Large        bool     `json:"large"`
+	Epoch        uint64   `json:"epoch"`
+	MaxSeq       uint64   `json:"max_seq"`
+	Unread       uint64   `json:"unread"`
+	HasMore      bool     `json:"has_more"`
+	Gap          *gapJSON `json:"gap,omitempty"`
+	Rebase       bool     `json:"rebase"`
+	RebaseReason string   `json:"rebase_reason,omitempty"`
+	Incomplete   bool     `json:"incomplete"`
+	Left         bool     `json:"left,omitempty"`
+	// Direct conversations: the peer's delivered and read seq.
+	PeerDeliveredSeq *uint64           `json:"peer_delivered_seq,omitempty"`
+	PeerReadSeq      *uint64           `json:"peer_read_seq,omitempty"`
+	Messages         []json.RawMessage `json:"messages"`
 }
 
 type summaryJSON struct {
@@ -148,6 +151,13 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	kinds := map[string]string{}
+	for _, c := range res.Convs {
+		kinds[c.Conv] = c.Kind
+	}
+	if sz.peers, err = s.peerCursors(r.Context(), id.User, kinds); err != nil {
+		return 0, nil, err
+	}
 	out, err := sz.encode(res)
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode sync answer: %w", err)
@@ -172,6 +182,9 @@ func (s *Server) observeSync(res *redisstore.SyncResult) {
 type syncSizer struct {
 	device string
 	msgs   map[*schemas.Sequenced]json.RawMessage
+	// peers are the peer cursors of direct conversations, read once the
+	// answer is cut (the budget counts room for them).
+	peers map[string]redisstore.MemberReceipts
 }
 
 func newSyncSizer(device string) *syncSizer {
@@ -193,7 +206,8 @@ func (z *syncSizer) Mention(m redisstore.SyncMention) int {
 // that are decided once the messages are.
 func (z *syncSizer) Conv(c *redisstore.SyncConv) int {
 	b, _ := json.Marshal(convJSON(c, nil))
-	return len(b) + 1 + len(`,"gap":{"from":18446744073709551615,"to":18446744073709551615}`) + len(`,"rebase_reason":"retention"`)
+	return len(b) + 1 + len(`,"gap":{"from":18446744073709551615,"to":18446744073709551615}`) + len(`,"rebase_reason":"retention"`) +
+		len(`,"peer_delivered_seq":18446744073709551615,"peer_read_seq":18446744073709551615`)
 }
 
 func (z *syncSizer) Message(m *schemas.Sequenced) int { return len(z.message(m)) + 1 }
@@ -265,7 +279,12 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 // appendConv writes a conversation block: its fields as json.Marshal
 // writes them (messages is the last one), then the messages' encodings.
 func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv) ([]byte, error) {
-	head, err := json.Marshal(convJSON(c, nil))
+	cj := convJSON(c, nil)
+	if p, ok := z.peers[c.Conv]; ok {
+		d, r := p.Delivered, p.Read
+		cj.PeerDeliveredSeq, cj.PeerReadSeq = &d, &r
+	}
+	head, err := json.Marshal(cj)
 	if err != nil {
 		return nil, err
 	}

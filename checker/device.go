@@ -43,16 +43,22 @@ func (b Behaviour) withDefaults() Behaviour {
 
 // DeviceStats count what one device did.
 type DeviceStats struct {
-	Syncs             int    `json:"syncs"`
-	Pages             int    `json:"pages"`
-	CrashBeforeStore  int    `json:"crash_before_store"`
-	CrashBeforeAck    int    `json:"crash_before_ack"`
-	Errors            int    `json:"errors"`
-	Overloaded        int    `json:"overloaded_503"`
-	Sent              int    `json:"api_sent"`
-	Resent            int    `json:"api_resent"`
-	Reads             int    `json:"reads"`
-	FinalSyncRounds   int    `json:"final_sync_rounds"`
+	Syncs            int `json:"syncs"`
+	Pages            int `json:"pages"`
+	CrashBeforeStore int `json:"crash_before_store"`
+	CrashBeforeAck   int `json:"crash_before_ack"`
+	Errors           int `json:"errors"`
+	Overloaded       int `json:"overloaded_503"`
+	Sent             int `json:"api_sent"`
+	Resent           int `json:"api_resent"`
+	Reads            int `json:"reads"`
+	FinalSyncRounds  int `json:"final_sync_rounds"`
+	// Live channel (RunConfig.LiveURLs): connections opened, dropped by
+	// the server, messages pushed, acks sent on the socket.
+	LiveSessions      int    `json:"live_sessions,omitempty"`
+	LiveDrops         int    `json:"live_drops,omitempty"`
+	Pushed            int    `json:"pushed,omitempty"`
+	LiveAcks          int    `json:"live_acks,omitempty"`
 	LastErr           string `json:"last_error,omitempty"`
 	FinalCatchUpError string `json:"final_catch_up_error,omitempty"`
 }

@@ -55,6 +55,10 @@ type Report struct {
 	CrashBeforeAck   int `json:"crash_before_ack"`
 	Syncs            int `json:"syncs"`
 	Overloaded       int `json:"overloaded_503"`
+	// Live channel: connections opened and dropped, pushes received.
+	LiveSessions int `json:"live_sessions"`
+	LiveDrops    int `json:"live_drops"`
+	Pushed       int `json:"pushed"`
 	// Problems are the first few findings, for a person.
 	Problems []string       `json:"problems,omitempty"`
 	Devices  []DeviceReport `json:"-"`
@@ -96,6 +100,9 @@ func account(t *Truth, w *Workload, devices []*device) *Report {
 		r.CrashBeforeAck += dr.Stats.CrashBeforeAck
 		r.Syncs += dr.Stats.Syncs
 		r.Overloaded += dr.Stats.Overloaded
+		r.LiveSessions += dr.Stats.LiveSessions
+		r.LiveDrops += dr.Stats.LiveDrops
+		r.Pushed += dr.Stats.Pushed
 		r.APISent += dr.Stats.Sent
 		r.APIResent += dr.Stats.Resent
 		for _, p := range d.st.problems {

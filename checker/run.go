@@ -37,6 +37,10 @@ type RunConfig struct {
 	HTTP *http.Client
 	// Logf prints progress (nothing when nil).
 	Logf func(format string, args ...any)
+	// LiveURLs, when set, keep every device on the live channel of these
+	// API nodes (device i starts on node i mod n and moves to the next
+	// when its connection drops) instead of syncing in sessions.
+	LiveURLs []string
 }
 
 // Run is a workload being played: the stream produced, devices online and
@@ -88,10 +92,14 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 	go func() {
 		r.prodErr <- paced(runCtx, r.producer, cfg.Workload.Stream, cfg.Duration, &r.produced, &r.retries)
 	}()
-	for _, d := range r.devices {
+	for i, d := range r.devices {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			if len(cfg.LiveURLs) > 0 {
+				d.liveLoop(runCtx, r.stop, cfg.LiveURLs, i)
+				return
+			}
 			d.live(runCtx, r.stop)
 		}()
 	}

@@ -41,15 +41,7 @@ func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckI
 	defer cancel()
 	var vals []any
 	err := s.withDeviceSet(ctx, user, -1, func(devs, cursors []string) error {
-		args := make([]any, 0, 4+len(devs)+3*len(items))
-		args = append(args, device, nowMS, s.cfg.MaxDevices, len(devs))
-		for _, d := range devs {
-			args = append(args, d)
-		}
-		for _, it := range items {
-			args = append(args, it.Conv, it.Seq, it.Epoch)
-		}
-		keys := append([]string{s.keys.Devices(user), s.keys.Evicted(user), s.keys.Cursor(user, device), s.keys.Profile(user)}, cursors...)
+		keys, args := s.ackCall(user, device, items, nowMS, devs, cursors)
 		var err error
 		vals, err = ackCursorScript.Run(ctx, s.rdb, keys, args...).Slice()
 		return err
@@ -57,6 +49,25 @@ func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckI
 	if err != nil {
 		return AckResult{}, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
 	}
+	return ackResultOf(vals), nil
+}
+
+// ackCall is the keys and arguments of lua/ack_cursor.lua, given the
+// caller's read of the device set and the devices' cursor keys.
+func (s *Store) ackCall(user, device string, items []AckItem, nowMS int64, devs, cursors []string) ([]string, []any) {
+	args := make([]any, 0, 4+len(devs)+3*len(items))
+	args = append(args, device, nowMS, s.cfg.MaxDevices, len(devs))
+	for _, d := range devs {
+		args = append(args, d)
+	}
+	for _, it := range items {
+		args = append(args, it.Conv, it.Seq, it.Epoch)
+	}
+	keys := append([]string{s.keys.Devices(user), s.keys.Evicted(user), s.keys.Cursor(user, device), s.keys.Profile(user)}, cursors...)
+	return keys, args
+}
+
+func ackResultOf(vals []any) AckResult {
 	var res AckResult
 	if len(vals) > 0 {
 		res.WasEvicted = readReplyUint(vals[0]) == 1
@@ -64,7 +75,7 @@ func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckI
 	for _, v := range vals[min(1, len(vals)):] {
 		res.Evicted = append(res.Evicted, readReplyString(v))
 	}
-	return res, nil
+	return res
 }
 
 // deviceSetTries bounds how often a device-evicting script is run again

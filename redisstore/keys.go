@@ -98,3 +98,23 @@ func MentionMember(conv string, seq uint64) string {
 
 // DayOf is the dedupe day of a write time in milliseconds.
 func DayOf(writeMS int64) int64 { return writeMS / 86_400_000 }
+
+// Presence maps the user's devices to the API node holding their live
+// connection (see presence.go). It lives on the main store for every user.
+func (k Keys) Presence(user string) string { return k.user(user, "on") }
+
+// Delivered and ReadBy are a conversation's receipt cursors: member → the
+// highest seq delivered to (stored by a device of) or read by that member.
+func (k Keys) Delivered(conv string) string { return k.conv(conv, "rcd") }
+func (k Keys) ReadBy(conv string) string    { return k.conv(conv, "rcr") }
+
+// ReceiptEpoch names the epoch the receipt cursors belong to.
+func (k Keys) ReceiptEpoch(conv string) string { return k.conv(conv, "rce") }
+
+// NodeChannel is the sharded pub/sub channel of one API node: pushes for
+// the devices it holds.
+func (k Keys) NodeChannel(node string) string { return k.Prefix + "live:{n:" + node + "}" }
+
+// ConvChannel is the sharded pub/sub channel of a large group: one publish
+// per message, whatever the member count, to the nodes that hold members.
+func (k Keys) ConvChannel(conv string) string { return k.Prefix + "live:{c:" + conv + "}" }

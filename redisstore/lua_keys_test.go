@@ -265,6 +265,22 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	_, err = s.RebuildConversation(ctx, h, "rb", RebuildOptions{Now: now})
 	must("rebuild", err)
 
+	// The live channel: presence leases and receipt cursors.
+	lease := PresenceLease{Node: "a", Conn: "c1", TTL: time.Minute, Keep: time.Minute}
+	_, _, err = s.SetPresence(ctx, "ann", "phone", lease, now)
+	must("set presence", err)
+	must("refresh presence", s.RefreshPresence(ctx, "a", []LeaseRef{{User: "ann", Device: "phone", Conn: "c1"}}, time.Minute, now))
+	must("clear presence", s.ClearPresence(ctx, "ann", "phone", "c1", now))
+	gEpoch, err := rdb.HGet(ctx, s.keys.ConvMeta("g"), "epoch").Uint64()
+	must("epoch of g", err)
+	_, err = s.RaiseReceipts(ctx, ReceiptRead, []ReceiptMark{{Conv: "g", Epoch: gEpoch, Member: "bob", Seq: 3}})
+	must("raise receipts", err)
+	_, _, err = s.AckAndRaise(ctx, "ann", "phone", []AckItem{{Conv: "g", Seq: 3, Epoch: gEpoch}}, ms+10,
+		[]ReceiptMark{{Conv: "g", Epoch: gEpoch, Member: "ann", Seq: 3}})
+	must("ack and raise", err)
+	_, err = s.CountReceipts(ctx, "g", 3, "bob")
+	must("count receipts", err)
+
 	if t.Failed() {
 		return
 	}

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scale="${SCALE:-full}"
-benches="${BENCHES:-vip fanout storm history chaos}"
+benches="${BENCHES:-vip fanout storm history live chaos}"
 out=bench/results
 mkdir -p "$out"
 

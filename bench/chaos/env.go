@@ -22,6 +22,7 @@ import (
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/checker"
 	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
@@ -43,20 +44,27 @@ const (
 // ClickHouse database on the suite's servers; convindex, history and the
 // API in this process; fanout workers as child processes.
 type env struct {
-	name     string
-	dir      string
-	prefix   string
-	kafka    *kfake.Cluster
-	brokers  []string
-	rdb      *redis.Client
-	store    *redisstore.Store
-	ch       *chstore.Store
-	stages   []*harness.Stage
-	keyring  *auth.Keyring
-	apiURL   string
-	srv      *http.Server
-	prod     *kgo.Client
-	fanouts  []*worker
+	name    string
+	dir     string
+	prefix  string
+	kafka   *kfake.Cluster
+	brokers []string
+	rdb     *redis.Client
+	store   *redisstore.Store
+	ch      *chstore.Store
+	stages  []*harness.Stage
+	keyring *auth.Keyring
+	apiURL  string
+	srv     *http.Server
+	prod    *kgo.Client
+	fanouts []*worker
+	// apis and pusher are the live scenarios' API and push processes;
+	// liveURLs the APIs' base URLs.
+	apis     []*worker
+	pusher   *worker
+	liveURLs []string
+	database string
+	chAddr   string
 	bin      string
 	redis    string
 	log      *slog.Logger
@@ -70,6 +78,7 @@ type envOptions struct {
 	name, dir, bin    string
 	redisAddr, chAddr string
 	fanouts           int
+	live              bool
 	logger            *slog.Logger
 	apiConfig         api.Config
 	// prefix and database override the scenario's own names (tests on
@@ -79,7 +88,7 @@ type envOptions struct {
 
 func newEnv(ctx context.Context, o envOptions) (*env, error) {
 	e := &env{name: o.name, dir: filepath.Join(o.dir, o.name), prefix: "chaos-" + o.name + ":", bin: o.bin,
-		redis: o.redisAddr, log: o.logger}
+		redis: o.redisAddr, log: o.logger, chAddr: o.chAddr}
 	if e.log == nil {
 		e.log = harness.QuietLogger()
 	}
@@ -89,6 +98,7 @@ func newEnv(ctx context.Context, o envOptions) (*env, error) {
 	if o.database == "" {
 		o.database = "chaos_" + sanitize(o.name)
 	}
+	e.database = o.database
 	if err := e.start(ctx, o); err != nil {
 		e.stop()
 		return nil, err
@@ -132,7 +142,58 @@ func (e *env) start(ctx context.Context, o envOptions) error {
 			return err
 		}
 	}
+	if o.live {
+		return e.startLive(ctx)
+	}
 	return nil
+}
+
+// startLive starts two API processes and a push process of the binary
+// and waits until the APIs answer.
+func (e *env) startLive(ctx context.Context) error {
+	ports, err := embedded.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	common := []string{"-kafka", e.brokers[0], "-redis", e.redis, "-prefix", e.prefix, "-metrics-listen", ""}
+	for i, port := range ports {
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		w := newWorker(e.bin, fmt.Sprintf("api-%d", i), e.dir, append([]string{"api", "-listen", addr, "-node", fmt.Sprintf("api-%d", i),
+			"-jwt-secret", jwtSecret, "-clickhouse", e.chAddr, "-clickhouse-db", e.database}, common...)...)
+		if err := w.start(); err != nil {
+			return err
+		}
+		e.apis = append(e.apis, w)
+		e.liveURLs = append(e.liveURLs, "http://"+addr)
+	}
+	e.pusher = newWorker(e.bin, "push", e.dir, append([]string{"push"}, common...)...)
+	if err := e.pusher.start(); err != nil {
+		return err
+	}
+	for _, u := range e.liveURLs {
+		if err := waitHealthy(ctx, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitHealthy(ctx context.Context, base string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not become healthy", base)
 }
 
 // shortSessions lowers every group member's session timeout to 6 s and
@@ -247,6 +308,12 @@ func (e *env) drain(ctx context.Context) error {
 func (e *env) stop() { e.stopOnce.Do(e.stopAll) }
 
 func (e *env) stopAll() {
+	for _, w := range e.apis {
+		w.stop(10 * time.Second)
+	}
+	if e.pusher != nil {
+		e.pusher.stop(10 * time.Second)
+	}
 	for _, w := range e.fanouts {
 		w.stop(10 * time.Second)
 	}

@@ -38,6 +38,10 @@ type result struct {
 	CrashBeforeStore int   `json:"crash_before_store"`
 	CrashBeforeAck   int   `json:"crash_before_ack"`
 	Overloaded       int   `json:"overloaded_503"`
+	// Live scenarios: connections opened and dropped, pushes received.
+	LiveSessions int `json:"live_sessions,omitempty"`
+	LiveDrops    int `json:"live_drops,omitempty"`
+	Pushed       int `json:"pushed,omitempty"`
 	// Invariant checker on Redis after the scenario.
 	VerifyOK       bool     `json:"verify_ok"`
 	VerifyProblems []string `json:"verify_problems,omitempty"`
@@ -76,7 +80,7 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 	}
 	s.workload = w
 	e, err := newEnv(ctx, envOptions{name: sc.name, dir: s.dir, bin: s.bin, redisAddr: s.redis.Addr(),
-		chAddr: s.ch.Addr(), fanouts: sc.fanouts, logger: s.opts.logger})
+		chAddr: s.ch.Addr(), fanouts: sc.fanouts, live: sc.live, logger: s.opts.logger})
 	if err != nil {
 		return err
 	}
@@ -84,7 +88,7 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 	d := max(s.opts.duration, sc.minStream)
 	run, err := checker.Start(ctx, checker.RunConfig{Workload: w, Brokers: e.brokers, APIURL: e.apiURL,
 		Token: e.token, Duration: d, Behaviour: b, Drain: e.drain,
-		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }})
+		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }, LiveURLs: e.liveURLs})
 	if err != nil {
 		return err
 	}
@@ -112,6 +116,7 @@ func fill(res *result, rep *checker.Report, devices int) {
 	res.APISent, res.APIResent, res.Devices, res.Syncs = rep.APISent, rep.APIResent, devices, rep.Syncs
 	res.CrashBeforeStore, res.CrashBeforeAck, res.Overloaded = rep.CrashBeforeStore, rep.CrashBeforeAck, rep.Overloaded
 	res.Problems = rep.Problems
+	res.LiveSessions, res.LiveDrops, res.Pushed = rep.LiveSessions, rep.LiveDrops, rep.Pushed
 	if rep.NotInLog > 0 {
 		res.Lost += rep.NotInLog
 	}

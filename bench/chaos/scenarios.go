@@ -25,6 +25,9 @@ type scenario struct {
 	// minStream is the shortest stream of the scenario: faults whose
 	// recovery takes seconds need traffic still flowing after them.
 	minStream time.Duration
+	// live: the devices stay on the live channel of two API processes
+	// (and a push process) instead of syncing in sessions.
+	live bool
 	// tune adjusts the workload and device behaviour.
 	tune func(w *checker.Config, b *checker.Behaviour)
 	// fault breaks the system while traffic flows and returns once it is
@@ -51,7 +54,20 @@ func scenarios() []scenario {
 				w.ResendPercent, b.ResendPercent, b.CrashBeforeAckPercent = 30, 60, 25
 			},
 			fault: replayStream},
+		{name: "api-kill-live", about: "devices on the live channel of two API processes; kill -9 one with its connections: they reconnect to the other and catch up",
+			fanouts: 1, live: true, minStream: 10 * time.Second, fault: killAPI},
 	}
+}
+
+// killAPI kills the first API process while its devices are connected.
+func killAPI(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	if err := at(ctx, run, 0.4); err != nil {
+		return "", err
+	}
+	w := e.apis[0]
+	w.kill()
+	s.log.Printf("%s: killed %s (-9) with its live connections at %.0f%% of the stream", e.name, w.name, run.Produced()*100)
+	return fmt.Sprintf("killed %s at %.0f%% of the stream", w.name, run.Produced()*100), nil
 }
 
 // at waits until share of the stream is produced, or ctx ends.

@@ -23,6 +23,7 @@ var benchmarks = []struct{ name, what string }{
 	{"fanout", "the write path for groups of 50, 500 and 5,000 members, next to one round trip per message per recipient"},
 	{"storm", "100, 500 and 1,000 users reconnecting at once, each with 10,000+ pending messages"},
 	{"history", "the ClickHouse sink and roaming pages, next to one INSERT per message"},
+	{"live", "the live channel: devices online over two API processes receive a steady stream pushed through the pipeline and ack it, next to the same devices polling POST /v1/sync every second"},
 	{"chaos", "the fault suite: kill -9 of fanout processes, rebalances, Redis and ClickHouse restarts, broker faults, poison records and resends while traffic flows, counted by what every simulated device stored"},
 }
 

@@ -53,6 +53,10 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
+	pushers, err := p.pushWorkers()
+	if err != nil {
+		return err
+	}
 	expirers, err := p.expiryWorkers()
 	if err != nil {
 		return err
@@ -61,6 +65,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	census, err := p.census()
 	if err != nil {
 		return err
@@ -69,6 +74,8 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
 		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
 		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
+		func(ctx context.Context) error { return runWorker(ctx, c, pushers[0]) },
+		func(ctx context.Context) error { return runWorker(ctx, c, pushers[1]) },
 		func(ctx context.Context) error {
 			ln, err := listen(c.Listen)
 			if err != nil {

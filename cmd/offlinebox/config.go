@@ -26,7 +26,9 @@ type stackConfig struct {
 	Listen         string
 	MetricsListen  string
 	JWTSecret      string
-	Partitions     int
+	// Node names an API process on the live bus (random when empty).
+	Node       string
+	Partitions int
 	// DriftThreshold is the census's N: a user whose devices' cursors
 	// differ by more seqs than this has drifted.
 	DriftThreshold uint64
@@ -64,6 +66,7 @@ var stackSettings = []stackSetting{
 	{"listen", "OFFLINEBOX_LISTEN"},
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
 	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
+	{"node", "OFFLINEBOX_NODE"},
 	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 	{"retention-policy", "OFFLINEBOX_RETENTION_POLICY"},
 }
@@ -86,6 +89,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
+	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
 }

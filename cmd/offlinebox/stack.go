@@ -154,6 +154,8 @@ type workerSpec struct {
 	maxPoll  int
 	extra    []kgo.Opt
 	registry prometheus.Registerer
+	// deadLetter overrides the dead-letter topic (schemas.TopicDeadLetter).
+	deadLetter string
 }
 
 // runWorker runs one consumer group until ctx ends.
@@ -174,9 +176,13 @@ func newRunner(c *stackConfig, w workerSpec) (*stream.Runner, error) {
 	if c.SessionTimeout > 0 {
 		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
 	}
+	dlt := schemas.TopicDeadLetter
+	if w.deadLetter != "" {
+		dlt = w.deadLetter
+	}
 	r, err := stream.New(stream.Config{
 		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
-		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: w.maxPoll,
+		DeadLetterTopic: dlt, MaxPollRecords: w.maxPoll,
 		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ClientMetrics: w.registry != nil, ExtraOpts: w.extra,
 	}, w.handler)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/offlinebox/offlinebox/workers/expiry"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 	"github.com/offlinebox/offlinebox/workers/history"
+	"github.com/offlinebox/offlinebox/workers/push"
 )
 
 // Consumer groups: every process of one worker kind joins the same group.
@@ -31,6 +32,8 @@ const (
 	groupFanout    = "offlinebox-fanout"
 	groupConvindex = "offlinebox-convindex"
 	groupHistory   = "offlinebox-history"
+	groupPush      = "offlinebox-push"
+	groupRejected  = "offlinebox-push-rejected"
 )
 
 // parseStack parses a subcommand's flags into a stackConfig.
@@ -157,6 +160,22 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 		handler: ix, registry: p.metrics}, nil
 }
 
+// pushWorkers ring the API nodes holding recipients' live connections:
+// the main group, and the one that tells senders of refused records.
+func (p *processes) pushWorkers() ([]workerSpec, error) {
+	cfg := push.Config{Store: storeConfig(p.cfg), Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
+	pw, err := push.New(cfg, p.rdb)
+	if err != nil {
+		return nil, err
+	}
+	fast := []kgo.Opt{kgo.FetchMaxWait(20 * time.Millisecond)}
+	return []workerSpec{
+		{group: groupPush, topics: cfg.Topics(), handler: pw, registry: p.registry, extra: fast},
+		{group: groupRejected, topics: cfg.RejectedTopics(), handler: pw, registry: p.registry, extra: fast,
+			deadLetter: push.UnusedDeadLetterTopic},
+	}, nil
+}
+
 func (p *processes) historyWorker() (workerSpec, error) {
 	h, err := history.New(history.Config{Logger: slog.Default().With("worker", "history"), Metrics: p.metrics}, p.ch)
 	if err != nil {
@@ -204,7 +223,7 @@ func (p *processes) apiServer(secret string) (*api.Server, error) {
 	if p.ch != nil {
 		deps.History = p.ch
 	}
-	return api.New(api.Config{}, deps)
+	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node}}, deps)
 }
 
 // runOne is the body of the single-worker subcommands.
@@ -245,6 +264,32 @@ func runConvindex(ctx context.Context, args []string, _ io.Writer) error {
 		w, err := p.convindexWorker()
 		return w, nil, err
 	})
+}
+
+func runPush(ctx context.Context, args []string, _ io.Writer) error {
+	c, _, err := parseStack("push", args, nil)
+	if err != nil {
+		return err
+	}
+	if err := c.validate(false); err != nil {
+		return err
+	}
+	p, err := open(ctx, c, needs{redis: true})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	if err := ensureTopics(ctx, c); err != nil {
+		return err
+	}
+	specs, err := p.pushWorkers()
+	if err != nil {
+		return err
+	}
+	serveMetrics(ctx, c.MetricsListen, p.registry)
+	slog.Info("worker started", "worker", "push", "kafka", c.Kafka)
+	return runTogether(ctx, func(ctx context.Context) error { return runWorker(ctx, c, specs[0]) },
+		func(ctx context.Context) error { return runWorker(ctx, c, specs[1]) })
 }
 
 func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
@@ -316,7 +361,8 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen)
+	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen, "node", p.cfg.Node)
 	return serveHTTP(ctx, c.Listen, srv.Handler())
 }

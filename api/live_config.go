@@ -1,0 +1,162 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// LiveConfig tunes the live channel (GET /v1/live). Zero values take the
+// defaults.
+type LiveConfig struct {
+	// Node names this API process on the live bus and in the presence
+	// registry; unique per process (a random id when empty).
+	Node string
+	// MaxConnections bounds the live connections of this process; one
+	// more is refused with 503 live_full.
+	MaxConnections int
+	// MaxPerUser bounds one user's connections on this node (each device
+	// needs one; more are refused with 429 too_many_connections).
+	MaxPerUser int
+	// MaxQueueBytes bounds a connection's unsent frames; a consumer that
+	// falls further behind is closed with CloseSlowConsumer.
+	MaxQueueBytes int
+	// WriteTimeout bounds writing one frame.
+	WriteTimeout time.Duration
+	// Heartbeat is how often the server pings each connection and extends
+	// its presence lease; HeartbeatTimeout closes a connection the client
+	// sent nothing on for that long (CloseHeartbeat).
+	Heartbeat        time.Duration
+	HeartbeatTimeout time.Duration
+	// PresenceTTL is the presence lease: a node that stops refreshing
+	// (killed) stops being pushed to after it.
+	PresenceTTL time.Duration
+	// OfflineThreshold: a device back within it that missed at most
+	// ReplayMax messages gets them over the socket instead of a notice.
+	OfflineThreshold time.Duration
+	ReplayMax        int
+	// Repush is the wait before each push again of an unacked message
+	// (at most len(Repush) times), then the device's next pull takes over.
+	Repush []time.Duration
+	// MaxPending bounds the unacked pushes a connection tracks.
+	MaxPending int
+	// NoticeConversations bounds the conversations a pull-before notice
+	// looks at (the most recently active first).
+	NoticeConversations int
+	// ReceiptDelay coalesces receipt events: cursor changes within it go
+	// out as one event per conversation and sender.
+	ReceiptDelay time.Duration
+	// AuthTimeout bounds the wait for the auth frame of a connection that
+	// brought no token.
+	AuthTimeout time.Duration
+	// ReadLimit bounds one client frame.
+	ReadLimit int64
+	// OriginPatterns are the browser origins besides the API's own host
+	// allowed to open the live channel (path.Match patterns of hosts).
+	OriginPatterns []string
+}
+
+// Defaults of LiveConfig.
+const (
+	DefaultLiveMaxConnections   = 20_000
+	DefaultLiveMaxPerUser       = 10
+	DefaultLiveMaxQueueBytes    = 256 << 10
+	DefaultLiveWriteTimeout     = 10 * time.Second
+	DefaultLiveHeartbeat        = 20 * time.Second
+	DefaultLiveOfflineThreshold = 30 * time.Second
+	DefaultLiveReplayMax        = 20
+	DefaultLiveMaxPending       = 512
+	DefaultLiveNoticeConvs      = 1000
+	DefaultLiveReceiptDelay     = 200 * time.Millisecond
+	DefaultLiveAuthTimeout      = 5 * time.Second
+	DefaultLiveReadLimit        = 64 << 10
+)
+
+// DefaultRepush is 30 s, 1, 2, 4 and 8 minutes: five pushes again at most.
+var DefaultRepush = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}
+
+func (c LiveConfig) withDefaults() LiveConfig {
+	if c.Node == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		c.Node = "n" + hex.EncodeToString(b[:])
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultLiveMaxConnections
+	}
+	if c.MaxPerUser == 0 {
+		c.MaxPerUser = DefaultLiveMaxPerUser
+	}
+	if c.MaxQueueBytes == 0 {
+		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultLiveWriteTimeout
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultLiveHeartbeat
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = 3 * c.Heartbeat
+	}
+	if c.PresenceTTL == 0 {
+		c.PresenceTTL = 3 * c.Heartbeat
+	}
+	if c.OfflineThreshold == 0 {
+		c.OfflineThreshold = DefaultLiveOfflineThreshold
+	}
+	if c.ReplayMax == 0 {
+		c.ReplayMax = DefaultLiveReplayMax
+	}
+	if c.Repush == nil {
+		c.Repush = DefaultRepush
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = DefaultLiveMaxPending
+	}
+	if c.NoticeConversations == 0 {
+		c.NoticeConversations = DefaultLiveNoticeConvs
+	}
+	if c.ReceiptDelay == 0 {
+		c.ReceiptDelay = DefaultLiveReceiptDelay
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = DefaultLiveAuthTimeout
+	}
+	if c.ReadLimit == 0 {
+		c.ReadLimit = DefaultLiveReadLimit
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c LiveConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.MaxConnections < 1:
+		return fmt.Errorf("api: Live.MaxConnections %d is below 1", c.MaxConnections)
+	case c.MaxPerUser < 1:
+		return fmt.Errorf("api: Live.MaxPerUser %d is below 1", c.MaxPerUser)
+	case c.MaxQueueBytes < 4096:
+		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
+	case c.Heartbeat < 10*time.Millisecond:
+		return fmt.Errorf("api: Live.Heartbeat %s is below 10ms", c.Heartbeat)
+	case c.HeartbeatTimeout <= c.Heartbeat:
+		return fmt.Errorf("api: Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat)
+	case c.PresenceTTL <= c.Heartbeat:
+		return fmt.Errorf("api: Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat)
+	case c.ReplayMax < 0:
+		return fmt.Errorf("api: Live.ReplayMax %d is negative", c.ReplayMax)
+	case c.MaxPending < 1:
+		return fmt.Errorf("api: Live.MaxPending %d is below 1", c.MaxPending)
+	case c.ReadLimit < 1024:
+		return fmt.Errorf("api: Live.ReadLimit %d is below 1024", c.ReadLimit)
+	}
+	for i, d := range c.Repush {
+		if d <= 0 {
+			return fmt.Errorf("api: Live.Repush[%d] %s is not positive", i, d)
+		}
+	}
+	return nil
+}

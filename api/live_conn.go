@@ -1,0 +1,317 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// liveConn is one device's live connection. Idle, it costs the goroutine
+// that reads it and nothing else: frames queue in a bounded byte budget
+// and a writer goroutine runs only while there is something to write.
+type liveConn struct {
+	hub    *liveHub
+	ws     *websocket.Conn
+	user   string
+	device string
+	id     string
+
+	lastSeen atomic.Int64 // unix ms of the last frame from the client
+
+	mu      sync.Mutex
+	queue   []queued
+	bytes   int
+	writing bool
+	ready   bool // hello and notice are queued; writes may start
+	closed  bool
+	acked   map[string]cursorAt  // conv → what the device acked
+	known   map[string]knownConv // conv → what this connection learnt of it
+	pending map[pushKey]*pendingPush
+	groups  map[string]bool // large groups this connection listens to
+}
+
+type queued struct {
+	data      []byte
+	ephemeral bool
+	receipt   string // conv of a receipt frame, replaced by a newer one
+}
+
+type cursorAt struct{ epoch, seq uint64 }
+
+// knownConv is what a connection knows of a conversation from what it was
+// pushed or told: its acks up to seq need no store read to be checked.
+type knownConv struct {
+	epoch, seq uint64
+	large      bool
+}
+
+type pushKey struct {
+	conv string
+	seq  uint64
+}
+
+type repush struct {
+	sq      *schemas.Sequenced
+	attempt int
+}
+
+// pendingPush is a pushed message the device has not acked yet.
+type pendingPush struct {
+	sq       *schemas.Sequenced
+	epoch    uint64
+	attempts int // pushes so far
+	next     time.Time
+	first    time.Time
+}
+
+func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveConn {
+	c := &liveConn{hub: h, ws: ws, user: user, device: device, id: id,
+		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]bool{}}
+	c.lastSeen.Store(time.Now().UnixMilli())
+	return c
+}
+
+// send queues a frame. An ephemeral frame is the first thing dropped when
+// the connection is slow; anything else that does not fit closes it.
+func (c *liveConn) send(data []byte, ephemeral bool) {
+	c.enqueue(queued{data: data, ephemeral: ephemeral}, false)
+}
+
+// sendFirst queues a frame ahead of everything (hello, notice).
+func (c *liveConn) sendFirst(frames ...[]byte) {
+	c.mu.Lock()
+	head := make([]queued, 0, len(frames)+len(c.queue))
+	for _, f := range frames {
+		head = append(head, queued{data: f})
+		c.bytes += len(f)
+	}
+	c.queue = append(head, c.queue...)
+	c.mu.Unlock()
+}
+
+// sendReceipt queues a receipt frame, replacing one of the same
+// conversation still waiting: receipts coalesce.
+func (c *liveConn) sendReceipt(conv string, data []byte) {
+	c.enqueue(queued{data: data, receipt: conv}, true)
+}
+
+func (c *liveConn) enqueue(q queued, coalesce bool) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if coalesce {
+		for i := range c.queue {
+			if c.queue[i].receipt == q.receipt {
+				c.bytes += len(q.data) - len(c.queue[i].data)
+				c.queue[i] = q
+				c.mu.Unlock()
+				c.hub.metrics.receiptsCoalesced.Inc()
+				return
+			}
+		}
+	}
+	limit := c.hub.cfg.MaxQueueBytes
+	if q.ephemeral && c.bytes+len(q.data) > limit/2 {
+		c.mu.Unlock()
+		c.hub.metrics.ephemeralDropped.Inc()
+		return
+	}
+	if c.bytes+len(q.data) > limit {
+		c.dropEphemeralLocked()
+	}
+	if c.bytes+len(q.data) > limit {
+		c.mu.Unlock()
+		c.hub.metrics.slowCloses.Inc()
+		c.close(CloseSlowConsumer, "send queue full; sync and reconnect")
+		return
+	}
+	c.queue = append(c.queue, q)
+	c.bytes += len(q.data)
+	c.kickLocked()
+	c.mu.Unlock()
+}
+
+func (c *liveConn) dropEphemeralLocked() {
+	kept := c.queue[:0]
+	for _, q := range c.queue {
+		if q.ephemeral && q.receipt == "" {
+			c.bytes -= len(q.data)
+			c.hub.metrics.ephemeralDropped.Inc()
+			continue
+		}
+		kept = append(kept, q)
+	}
+	c.queue = kept
+}
+
+// start lets writes begin once hello and the notice are queued.
+func (c *liveConn) start() {
+	c.mu.Lock()
+	c.ready = true
+	c.kickLocked()
+	c.mu.Unlock()
+}
+
+func (c *liveConn) kickLocked() {
+	if c.ready && !c.writing && len(c.queue) > 0 && !c.closed {
+		c.writing = true
+		go c.flush()
+	}
+}
+
+// flush writes queued frames until none is left, then ends.
+func (c *liveConn) flush() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closed {
+			c.writing = false
+			c.queue = nil
+			c.mu.Unlock()
+			return
+		}
+		q := c.queue[0]
+		c.queue[0] = queued{}
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), c.hub.cfg.WriteTimeout)
+		err := c.ws.Write(ctx, websocket.MessageText, q.data)
+		cancel()
+		c.mu.Lock()
+		c.bytes -= len(q.data)
+		c.mu.Unlock()
+		if err != nil {
+			if ctx.Err() != nil {
+				c.hub.metrics.slowCloses.Inc()
+			}
+			c.close(CloseSlowConsumer, "write failed or timed out")
+			return
+		}
+	}
+}
+
+// close ends the connection with code (once).
+func (c *liveConn) close(code websocket.StatusCode, reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.queue = nil
+	c.mu.Unlock()
+	go func() { _ = c.ws.Close(code, reason) }()
+}
+
+// push sends a stored message unless the device holds it already, and
+// tracks it for pushing again until acked.
+func (c *liveConn) push(sq *schemas.Sequenced) { c.pushFrame(sq, nil, false) }
+
+// pushFrame is push with the first attempt's frame already encoded
+// (shared by every connection an envelope names).
+func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte, large bool) {
+	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
+	now := time.Now()
+	c.mu.Lock()
+	if k := c.known[conv]; k.epoch < epoch || (k.epoch == epoch && k.seq < seq) {
+		c.known[conv] = knownConv{epoch: epoch, seq: seq, large: large || k.large}
+	}
+	if a, ok := c.acked[conv]; ok && a.epoch == epoch && a.seq >= seq {
+		c.mu.Unlock()
+		c.hub.metrics.pushSkipped.Inc()
+		return
+	}
+	k := pushKey{conv, seq}
+	if _, ok := c.pending[k]; ok {
+		c.mu.Unlock()
+		return
+	}
+	if len(c.pending) < c.hub.cfg.MaxPending && len(c.hub.cfg.Repush) > 0 {
+		c.pending[k] = &pendingPush{sq: sq, epoch: epoch, attempts: 1, next: now.Add(c.hub.cfg.Repush[0]), first: now}
+		c.hub.markPending(c)
+	} else {
+		c.hub.metrics.fallbacks.WithLabelValues("pending_full").Inc()
+	}
+	c.mu.Unlock()
+	c.hub.metrics.firstPushes.Inc()
+	if frame == nil {
+		frame = messageFrame(sq, 1)
+	}
+	c.send(frame, false)
+}
+
+// acknowledged raises what the device acked and forgets pushes up to it;
+// into senders (when not nil) go the senders of those pushes, conv →
+// sender → their newest seq.
+func (c *liveConn) acknowledged(conv string, epoch, seq uint64, senders map[string]map[string]uint64) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.acked[conv]; !ok || epoch > a.epoch || (epoch == a.epoch && seq > a.seq) {
+		c.acked[conv] = cursorAt{epoch, seq}
+	}
+	for k, p := range c.pending {
+		if k.conv == conv && p.epoch == epoch && k.seq <= seq {
+			c.hub.metrics.pushToAck.Observe(now.Sub(p.first).Seconds())
+			delete(c.pending, k)
+			if senders != nil {
+				snd := p.sq.GetMessage().GetSender()
+				if senders[conv] == nil {
+					senders[conv] = map[string]uint64{}
+				}
+				senders[conv][snd] = max(senders[conv][snd], k.seq)
+			}
+		}
+	}
+}
+
+// knownAccess vouches for acks of what this connection was pushed or
+// told, without a store read; nil when any item needs the full check.
+func (c *liveConn) knownAccess(items []seqItem) map[string]redisstore.ConvAccess {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]redisstore.ConvAccess, len(items))
+	for _, it := range items {
+		k, ok := c.known[it.conv]
+		if !ok || it.seq > k.seq || (it.epoch != 0 && it.epoch != k.epoch) {
+			return nil
+		}
+		out[it.conv] = redisstore.ConvAccess{Conv: it.conv, Exists: true, Member: true, Seq: k.seq, Epoch: k.epoch, Large: k.large}
+	}
+	return out
+}
+
+// due takes the pushes whose wait ran out; those pushed for the last time
+// leave the pending set (the next pull takes over).
+func (c *liveConn) due(now time.Time) []repush {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []repush
+	for k, p := range c.pending {
+		if now.Before(p.next) {
+			continue
+		}
+		p.attempts++
+		out = append(out, repush{sq: p.sq, attempt: p.attempts})
+		if p.attempts > len(c.hub.cfg.Repush) {
+			delete(c.pending, k)
+			c.hub.metrics.fallbacks.WithLabelValues("repush_exhausted").Inc()
+			continue
+		}
+		p.next = now.Add(c.hub.cfg.Repush[p.attempts-1])
+	}
+	return out
+}
+
+func (c *liveConn) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}

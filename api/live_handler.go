@@ -1,0 +1,365 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// liveRequest stands for a frame's request in error logs.
+var liveRequest = &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/live"}}
+
+var errLiveUserFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_connections",
+	msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
+
+var errLiveFull = &apiError{status: http.StatusServiceUnavailable, code: "live_full",
+	msg: "this node holds as many live connections as it may; retry another node or later"}
+
+// serveLive answers GET /v1/live: it upgrades to a WebSocket, registers the
+// device's presence, sends hello and the pull-before notice, then reads
+// the client's frames until the connection ends.
+func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
+	if s.live.count() >= s.cfg.Live.MaxConnections {
+		s.live.metrics.refused.WithLabelValues("full").Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+		return s.writeError(w, errLiveFull)
+	}
+	tok, terr := auth.FromRequest(r)
+	if terr != nil {
+		tok = subprotocolToken(r)
+	}
+	var id auth.Identity
+	if tok == "" && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+		return s.writeError(w, errUnauthorized)
+	}
+	if tok != "" {
+		var err error
+		if id, err = s.keyring.Verify(tok); err != nil {
+			s.live.metrics.refused.WithLabelValues("unauthorized").Inc()
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			return s.writeError(w, errUnauthorized)
+		}
+		if _, err := deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
+			return s.writeError(w, s.classify(r, err))
+		}
+		if s.live.userCount(id.User) >= s.cfg.Live.MaxPerUser {
+			s.live.metrics.refused.WithLabelValues("user_full").Inc()
+			w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+			return s.writeError(w, errLiveUserFull)
+		}
+	}
+	if err := s.live.start(); err != nil {
+		s.log.Warn("live channel cannot subscribe", "err", err)
+		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
+	}
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
+		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
+	if err != nil {
+		return http.StatusBadRequest, 0
+	}
+	ws.SetReadLimit(s.cfg.Live.ReadLimit)
+	// The connection lives on a goroutine of its own, started with a
+	// small stack: this one, deep in the HTTP server, returns (the
+	// connection is hijacked), so an idle connection costs one small
+	// goroutine, not the request's.
+	go s.liveConnection(ws, tok, id, r.URL.Query().Get("device_id"))
+	return http.StatusSwitchingProtocols, 0
+}
+
+func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity, named string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if tok == "" {
+		var err error
+		if id, err = s.authFrame(ctx, ws); err != nil {
+			s.live.metrics.refused.WithLabelValues("unauthorized").Inc()
+			_ = ws.Close(CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame")
+			return
+		}
+	}
+	dev, err := deviceOf(id, named, "device_id", true)
+	if err != nil {
+		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
+		return
+	}
+	s.runLive(ctx, ws, id.User, dev)
+}
+
+// subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
+// (browsers cannot set headers on a WebSocket).
+func subprotocolToken(r *http.Request) string {
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if p = strings.TrimSpace(p); strings.HasPrefix(p, "bearer.") {
+				return strings.TrimPrefix(p, "bearer.")
+			}
+		}
+	}
+	return ""
+}
+
+// authFrame waits for {"type":"auth","token":...}.
+func (s *Server) authFrame(ctx context.Context, ws *websocket.Conn) (auth.Identity, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Live.AuthTimeout)
+	defer cancel()
+	_, data, err := ws.Read(ctx)
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	var f clientFrame
+	if aerr := decodeJSON(data, &f, ""); aerr != nil || f.Type != "auth" {
+		return auth.Identity{}, errors.New("the first frame is not an auth frame")
+	}
+	return s.keyring.Verify(f.Token)
+}
+
+func newConnID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev string) {
+	h := s.live
+	c := newLiveConn(h, ws, user, dev, newConnID())
+	prev, had, err := h.register(ctx, c)
+	defer h.unregister(c)
+	if err != nil {
+		s.log.Warn("register presence", "err", err)
+		_ = ws.Close(websocket.StatusInternalError, "presence registry unavailable; retry")
+		return
+	}
+	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
+		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes})
+	// The notice reads the store at length; it runs on a goroutine of its
+	// own so that the stack of this one, which then idles in Read for
+	// the connection's life, stays small.
+	type built struct {
+		notice noticeFrame
+		replay []*schemas.Sequenced
+		err    error
+	}
+	res := make(chan built, 1)
+	go func() {
+		n, r, err := s.notice(ctx, c, prev, had)
+		res <- built{n, r, err}
+	}()
+	b := <-res
+	notice, replay, err := b.notice, b.replay, b.err
+	if err != nil {
+		s.log.Warn("build the pull-before notice", "err", err)
+		_ = ws.Close(websocket.StatusInternalError, "store unavailable; retry")
+		return
+	}
+	c.sendFirst(hello, jsonFrame(notice))
+	c.start()
+	for _, sq := range replay {
+		c.push(sq)
+	}
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			break
+		}
+		c.lastSeen.Store(time.Now().UnixMilli())
+		s.liveFrame(ctx, c, data)
+	}
+	c.close(websocket.StatusNormalClosure, "")
+}
+
+// liveFrame answers one client frame.
+func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
+	var f clientFrame
+	if aerr := decodeJSON(data, &f, ""); aerr != nil {
+		c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Detail: aerr.msg}), false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var err error
+	switch f.Type {
+	case "ack":
+		s.live.metrics.acks.Inc()
+		var items []seqItem
+		if items, err = s.parseSeqItems(f.Acks, "acks"); err == nil {
+			var res ackResponse
+			res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items))
+			if err == nil && (f.Reply || res.Resync || len(res.EvictedDevices) > 0) {
+				c.send(jsonFrame(ackedFrame{Type: "acked", Acked: res.Acked, Resync: res.Resync, EvictedDevices: res.EvictedDevices}), false)
+			}
+		}
+	case "typing":
+		err = s.liveEphemeral(ctx, c, f)
+	case "ping":
+		c.send(pongFrame, true)
+	case "pong":
+	default:
+		err = badRequest("type", "%q is not one of ack, typing, ping, pong", f.Type)
+	}
+	if err != nil {
+		ae := s.classify(liveRequest, err)
+		c.send(jsonFrame(errorFrame{Type: "error", Code: ae.code, Field: ae.field, Detail: ae.msg}), false)
+	}
+}
+
+// liveEphemeral sends a QoS 0 record (typing) into the pipeline: the push
+// stage hands it to the online members once; nothing stores it.
+func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) error {
+	if err := schemas.ValidID("conv_id", f.ConvID); err != nil {
+		return invalidField("", err)
+	}
+	access, err := s.router.Main().ConversationAccess(ctx, c.user, []string{f.ConvID})
+	if err != nil {
+		return err
+	}
+	a := access[f.ConvID]
+	if !a.Member {
+		return forbidden("not a member of conversation %q", f.ConvID)
+	}
+	ct := f.ContentType
+	if ct == "" {
+		ct = "application/x-typing"
+	}
+	m := &schemas.Message{ClientMsgId: "e-" + newConnID(), ConvId: f.ConvID, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: c.user, Qos: schemas.QoS_QOS_AT_MOST_ONCE, Kind: schemas.Kind_KIND_MESSAGE, ContentType: ct, Body: f.Body,
+		SendTimeMs: s.cfg.Clock().UnixMilli()}
+	if a.Type == 'd' {
+		peer, err := s.peerOf(ctx, f.ConvID, c.user)
+		if err != nil {
+			return err
+		}
+		m.ConvType, m.Recipients = schemas.ConvType_CONV_TYPE_DIRECT, []string{peer}
+	}
+	lim := s.cfg.Limits
+	lim.BodyBytes = min(lim.BodyBytes, 4096) // a typing notice is small
+	if err := schemas.ValidateMessage(m, lim); err != nil {
+		return invalidField("", err)
+	}
+	v, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	// Fire and forget: QoS 0 never waits, and a lost one is not retried.
+	s.producer.Produce(context.Background(), &kgo.Record{Topic: s.cfg.MessagesTopic, Key: []byte(m.ConvId), Value: v}, nil)
+	return nil
+}
+
+// notice builds the pull-before notice: every conversation with something
+// this device has not acked. A device back within the offline threshold
+// that missed at most ReplayMax messages gets them on the socket instead
+// (replay). It also makes the connection listen to the user's large groups.
+func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presence, had bool) (noticeFrame, []*schemas.Sequenced, error) {
+	cfg := s.cfg.Live
+	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
+	var items []redisstore.ConvItem
+	var cur map[string]redisstore.DeviceCursor
+	err := s.withUser(ctx, c.user, func(users *redisstore.Store) error {
+		items, out.Truncated = items[:0], false
+		var after redisstore.ListCursor
+		for len(items) < cfg.NoticeConversations {
+			page, err := s.router.Main().ListConversations(ctx, users, c.user, c.device, after, min(MaxListLimit, cfg.NoticeConversations-len(items)))
+			if err != nil {
+				return err
+			}
+			items = append(items, page.Items...)
+			if page.Next == nil {
+				break
+			}
+			after = *page.Next
+			out.Truncated = len(items) >= cfg.NoticeConversations
+		}
+		var err error
+		if cur, err = users.DeviceCursors(ctx, c.user, c.device); err != nil {
+			return err
+		}
+		out.Resync, err = users.WasEvicted(ctx, c.user, c.device)
+		return err
+	})
+	if err != nil {
+		return out, nil, err
+	}
+	var large, news []string
+	byConv := map[string]redisstore.ConvItem{}
+	for _, it := range items {
+		if it.Large {
+			large = append(large, it.Conv)
+		}
+		if it.LastSeq > it.Acked {
+			news = append(news, it.Conv)
+			byConv[it.Conv] = it
+		}
+	}
+	if len(large) > 0 {
+		if err := s.live.listen(ctx, c, large...); err != nil {
+			return out, nil, err
+		}
+	}
+	access := map[string]redisstore.ConvAccess{}
+	if len(news) > 0 {
+		if access, err = s.router.Main().ConversationAccess(ctx, c.user, news); err != nil {
+			return out, nil, err
+		}
+	}
+	c.mu.Lock()
+	for conv, dc := range cur {
+		c.acked[conv] = cursorAt{dc.Epoch, dc.Seq}
+	}
+	for _, conv := range news {
+		if a := access[conv]; a.Member {
+			c.known[conv] = knownConv{epoch: a.Epoch, seq: byConv[conv].LastSeq, large: a.Large}
+		}
+	}
+	c.mu.Unlock()
+	missed, sameEpoch := uint64(0), true
+	for _, conv := range news {
+		it, a := byConv[conv], access[conv]
+		acked := it.Acked
+		if dc, ok := cur[conv]; ok && dc.Epoch != a.Epoch {
+			acked, sameEpoch = 0, false
+		}
+		out.Conversations = append(out.Conversations, noticeConvJSON{ConvID: conv, Epoch: a.Epoch, MaxSeq: it.LastSeq,
+			DeviceAckedSeq: acked, Unread: it.Unread, Mentions: it.Mentions})
+		out.Total.Conversations++
+		out.Total.Unread += it.Unread
+		out.Total.Mentions += it.Mentions
+		missed += it.LastSeq - acked
+	}
+	now := time.Now()
+	short := had && (prev.Node != "" || now.Sub(prev.Until) <= cfg.OfflineThreshold)
+	if len(news) == 0 {
+		s.live.metrics.notices.WithLabelValues("nothing").Inc()
+		return out, nil, nil
+	}
+	if !short || !sameEpoch || out.Truncated || out.Resync || missed > uint64(cfg.ReplayMax) {
+		s.live.metrics.notices.WithLabelValues("pull").Inc()
+		return out, nil, nil
+	}
+	var replay []*schemas.Sequenced
+	for _, nc := range out.Conversations {
+		page, err := s.router.Main().ReadPage(ctx, c.user, nc.ConvID, redisstore.PageQuery{After: nc.DeviceAckedSeq, HasAfter: true,
+			Limit: cfg.ReplayMax, Epoch: nc.Epoch})
+		if err != nil || page.Incomplete {
+			s.live.metrics.notices.WithLabelValues("pull").Inc()
+			return out, nil, nil // the device pulls instead
+		}
+		replay = append(replay, page.Messages...)
+	}
+	out.Replay = true
+	s.live.metrics.notices.WithLabelValues("replay").Inc()
+	return out, replay, nil
+}

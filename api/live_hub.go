@@ -1,0 +1,459 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/live"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// liveHub holds this node's live connections: it reads the node's channel
+// and the large groups' channels its connections need, hands pushes to
+// connections, pushes again what was not acked, keeps presence leases
+// alive and closes dead peers.
+type liveHub struct {
+	s       *Server
+	cfg     LiveConfig
+	store   *redisstore.Store // the main store: presence, conversations
+	bus     *live.Bus
+	metrics *liveMetrics
+	log     *slog.Logger
+
+	startOnce sync.Once
+	startErr  error
+	sub       *live.Subscription
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+
+	mu       sync.Mutex
+	conns    map[string]*liveConn // conn id → conn
+	devices  map[devKey]*liveConn
+	groups   map[string]map[*liveConn]bool // large group → member connections here
+	withPend map[*liveConn]bool
+	perUser  map[string]int
+
+	receipts *receiptCoalescer
+}
+
+type devKey struct{ user, device string }
+
+func newLiveHub(s *Server, m *liveMetrics) *liveHub {
+	st := s.router.Main()
+	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
+		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
+		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
+		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
+	h.receipts = newReceiptCoalescer(h)
+	return h
+}
+
+// start subscribes the node's channel and starts the loops, once.
+func (h *liveHub) start() error {
+	h.startOnce.Do(func() {
+		h.ctx, h.cancel = context.WithCancel(context.Background())
+		h.done = make(chan struct{})
+		h.sub = h.bus.Subscribe(h.ctx, 4096)
+		if err := h.sub.Add(h.ctx, h.store.Keys().NodeChannel(h.cfg.Node)); err != nil {
+			h.startErr = err
+			h.sub.Close()
+			close(h.done)
+			return
+		}
+		go h.run()
+	})
+	return h.startErr
+}
+
+// close shuts every connection with CloseGoingAway and stops the loops.
+func (h *liveHub) close() {
+	if h.cancel == nil {
+		return
+	}
+	h.mu.Lock()
+	conns := make([]*liveConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		c.close(CloseGoingAway, "server shutting down; reconnect")
+	}
+	h.cancel()
+	h.sub.Close()
+	<-h.done
+}
+
+func (h *liveHub) run() {
+	defer close(h.done)
+	tick := h.cfg.Heartbeat
+	if len(h.cfg.Repush) > 0 {
+		tick = min(tick, max(h.cfg.Repush[0]/4, 5*time.Millisecond))
+	}
+	tick = min(tick, h.cfg.ReceiptDelay)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastBeat := time.Now()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case data, ok := <-h.sub.Messages():
+			if !ok {
+				return
+			}
+			h.dispatch(data)
+		case now := <-t.C:
+			h.repushDue(now)
+			h.receipts.flushDue(h.ctx, now)
+			if now.Sub(lastBeat) >= h.cfg.Heartbeat {
+				lastBeat = now
+				h.heartbeat(now)
+			}
+		}
+	}
+}
+
+// register adds a connection, replacing an older one of the same device
+// here or on another node.
+func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presence, bool, error) {
+	h.mu.Lock()
+	old := h.devices[devKey{c.user, c.device}]
+	h.conns[c.id] = c
+	h.devices[devKey{c.user, c.device}] = c
+	h.perUser[c.user]++
+	h.mu.Unlock()
+	h.metrics.connections.Inc()
+	if old != nil {
+		h.metrics.replaced.Inc()
+		old.close(CloseReplaced, "replaced by a newer connection of this device")
+	}
+	prev, had, err := h.store.SetPresence(ctx, c.user, c.device, redisstore.PresenceLease{
+		Node: h.cfg.Node, Conn: c.id, TTL: h.cfg.PresenceTTL, Keep: h.cfg.OfflineThreshold}, time.Now())
+	if err != nil {
+		return prev, had, err
+	}
+	if had && prev.Online(time.Now()) && prev.Node != h.cfg.Node {
+		h.kick(ctx, prev.Node, live.Target{User: c.user, Device: c.device, Conn: prev.Conn})
+	}
+	return prev, had, nil
+}
+
+func (h *liveHub) kick(ctx context.Context, node string, t live.Target) {
+	data, err := live.Encode(live.Batch{Envelopes: []live.Envelope{{Kind: live.KindKick, Targets: []live.Target{t}}}})
+	if err == nil {
+		_, err = h.bus.Publish(ctx, h.store.Keys().NodeChannel(node), data)
+	}
+	if err != nil {
+		h.log.Warn("could not close the replaced connection on its node", "peer", node, "err", err)
+	}
+}
+
+// unregister removes a closed connection and marks its presence closed.
+func (h *liveHub) unregister(c *liveConn) {
+	h.mu.Lock()
+	delete(h.conns, c.id)
+	if h.perUser[c.user]--; h.perUser[c.user] <= 0 {
+		delete(h.perUser, c.user)
+	}
+	if h.devices[devKey{c.user, c.device}] == c {
+		delete(h.devices, devKey{c.user, c.device})
+	}
+	delete(h.withPend, c)
+	var drop []string
+	c.mu.Lock()
+	for g := range c.groups {
+		if set := h.groups[g]; set != nil {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(h.groups, g)
+				drop = append(drop, h.store.Keys().ConvChannel(g))
+			}
+		}
+	}
+	c.mu.Unlock()
+	h.mu.Unlock()
+	h.metrics.connections.Dec()
+	ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
+	defer cancel()
+	if len(drop) > 0 {
+		if err := h.sub.Remove(ctx, drop...); err != nil {
+			h.log.Warn("unsubscribe large groups", "err", err)
+		}
+	}
+	if err := h.store.ClearPresence(ctx, c.user, c.device, c.id, time.Now()); err != nil {
+		h.log.Warn("clear presence", "err", err)
+	}
+}
+
+// listen makes c receive the large groups' messages.
+func (h *liveHub) listen(ctx context.Context, c *liveConn, convs ...string) error {
+	var fresh []string
+	h.mu.Lock()
+	c.mu.Lock()
+	for _, g := range convs {
+		if c.groups[g] {
+			continue
+		}
+		c.groups[g] = true
+		set := h.groups[g]
+		if set == nil {
+			set = map[*liveConn]bool{}
+			h.groups[g] = set
+			fresh = append(fresh, h.store.Keys().ConvChannel(g))
+		}
+		set[c] = true
+	}
+	c.mu.Unlock()
+	h.mu.Unlock()
+	if len(fresh) == 0 {
+		return nil
+	}
+	return h.sub.Add(ctx, fresh...)
+}
+
+func (h *liveHub) unlisten(c *liveConn, conv string) {
+	h.mu.Lock()
+	c.mu.Lock()
+	delete(c.groups, conv)
+	c.mu.Unlock()
+	empty := false
+	if set := h.groups[conv]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(h.groups, conv)
+			empty = true
+		}
+	}
+	h.mu.Unlock()
+	if empty {
+		ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
+		defer cancel()
+		_ = h.sub.Remove(ctx, h.store.Keys().ConvChannel(conv))
+	}
+}
+
+// userCount is how many connections of user this node holds.
+func (h *liveHub) userCount(user string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.perUser[user]
+}
+
+func (h *liveHub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+func (h *liveHub) markPending(c *liveConn) {
+	h.mu.Lock()
+	h.withPend[c] = true
+	h.mu.Unlock()
+}
+
+// dispatch hands one batch from the bus to its connections.
+func (h *liveHub) dispatch(data []byte) {
+	b, err := live.Decode(data)
+	if err != nil {
+		h.log.Warn("undecodable live batch", "err", err)
+		return
+	}
+	now := time.Now().UnixMilli()
+	for i := range b.Envelopes {
+		e := &b.Envelopes[i]
+		if e.SentMS > 0 {
+			h.metrics.busLatency.Observe(float64(max(now-e.SentMS, 0)) / 1000)
+		}
+		switch e.Kind {
+		case live.KindPush:
+			h.dispatchPush(e)
+		case live.KindEphemeral:
+			h.dispatchEphemeral(e)
+		case live.KindReceipt:
+			if e.Receipt != nil {
+				frame := jsonFrame(receiptFrame{Type: "receipt", Receipt: *e.Receipt})
+				for _, c := range h.targets(e) {
+					c.sendReceipt(e.Receipt.Conv, frame)
+					h.metrics.receiptsSent.Inc()
+				}
+			}
+		case live.KindRejected:
+			if e.Rejected != nil {
+				frame := jsonFrame(rejectedFrame{Type: "rejected", Rejected: *e.Rejected})
+				for _, c := range h.targets(e) {
+					c.send(frame, false)
+				}
+			}
+		case live.KindKick:
+			for _, c := range h.targets(e) {
+				h.metrics.replaced.Inc()
+				c.close(CloseReplaced, "replaced by a newer connection of this device")
+			}
+		}
+	}
+}
+
+// targets are the envelope's connections here (a target whose connection
+// is gone or was replaced is skipped: it will pull).
+func (h *liveHub) targets(e *live.Envelope) []*liveConn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*liveConn, 0, len(e.Targets))
+	for _, t := range e.Targets {
+		if c := h.conns[t.Conn]; c != nil && c.user == t.User && c.device == t.Device {
+			out = append(out, c)
+		} else {
+			h.metrics.fallbacks.WithLabelValues("connection_gone").Inc()
+		}
+	}
+	return out
+}
+
+// groupConns are the connections here listening to a large group.
+func (h *liveHub) groupConns(conv string) []*liveConn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*liveConn, 0, len(h.groups[conv]))
+	for c := range h.groups[conv] {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (h *liveHub) dispatchPush(e *live.Envelope) {
+	var sq schemas.Sequenced
+	if err := proto.Unmarshal(e.Record, &sq); err != nil || sq.GetMessage() == nil {
+		h.log.Warn("undecodable pushed record", "conv", e.Conv)
+		return
+	}
+	msg := sq.GetMessage()
+	frame := messageFrame(&sq, 1)
+	if len(e.Targets) > 0 {
+		for _, c := range h.targets(e) {
+			if e.Large {
+				// A join of a large group: from now on this connection
+				// listens to the group's channel.
+				if err := h.listen(h.ctx, c, e.Conv); err != nil {
+					h.log.Warn("listen to a large group", "conv", e.Conv, "err", err)
+				}
+			}
+			c.pushFrame(&sq, frame, e.Large)
+		}
+		return
+	}
+	leaving := map[string]bool{}
+	if msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+		for _, u := range msg.GetRecipients() {
+			leaving[u] = true
+		}
+	}
+	for _, c := range h.groupConns(e.Conv) {
+		if leaving[c.user] {
+			h.unlisten(c, e.Conv)
+			continue
+		}
+		c.pushFrame(&sq, frame, true)
+	}
+}
+
+func (h *liveHub) dispatchEphemeral(e *live.Envelope) {
+	var m schemas.Message
+	if err := proto.Unmarshal(e.Record, &m); err != nil {
+		return
+	}
+	frame := ephemeralFrame(&m)
+	conns := h.targets(e)
+	if len(e.Targets) == 0 {
+		conns = h.groupConns(e.Conv)
+	}
+	for _, c := range conns {
+		if c.user == m.GetSender() {
+			continue
+		}
+		h.metrics.ephemeral.Inc()
+		c.send(frame, true)
+	}
+}
+
+// repushDue pushes again what was not acked in time. Before it does, it
+// reads the devices' cursors: an ack through POST /v1/ack on another node
+// counts as well.
+func (h *liveHub) repushDue(now time.Time) {
+	h.mu.Lock()
+	conns := make([]*liveConn, 0, len(h.withPend))
+	for c := range h.withPend {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		items := c.due(now)
+		if !c.hasPending() {
+			h.mu.Lock()
+			delete(h.withPend, c)
+			h.mu.Unlock()
+		}
+		if len(items) == 0 {
+			continue
+		}
+		cur := h.deviceCursors(c)
+		for _, it := range items {
+			conv := it.sq.GetMessage().GetConvId()
+			if a, ok := cur[conv]; ok && a.Epoch == it.sq.GetEpoch() && a.Seq >= it.sq.GetSeq() {
+				c.acknowledged(conv, a.Epoch, a.Seq, nil)
+				continue
+			}
+			h.metrics.pushes.WithLabelValues(fmt.Sprint(it.attempt)).Inc()
+			c.send(messageFrame(it.sq, it.attempt), false)
+		}
+	}
+}
+
+func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.DeviceCursor {
+	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
+	defer cancel()
+	var cur map[string]redisstore.DeviceCursor
+	err := h.s.withUser(ctx, c.user, func(users *redisstore.Store) error {
+		var err error
+		cur, err = users.DeviceCursors(ctx, c.user, c.device)
+		return err
+	})
+	if err != nil {
+		h.log.Warn("read device cursors before pushing again", "err", err)
+	}
+	return cur
+}
+
+// heartbeat extends every lease, pings every connection and closes those
+// the client has been silent on for too long.
+func (h *liveHub) heartbeat(now time.Time) {
+	h.mu.Lock()
+	refs := make([]redisstore.LeaseRef, 0, len(h.conns))
+	conns := make([]*liveConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+		refs = append(refs, redisstore.LeaseRef{User: c.user, Device: c.device, Conn: c.id})
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
+	defer cancel()
+	if err := h.store.RefreshPresence(ctx, h.cfg.Node, refs, h.cfg.PresenceTTL, now); err != nil {
+		h.log.Warn("refresh presence", "err", err)
+	}
+	limit := now.Add(-h.cfg.HeartbeatTimeout).UnixMilli()
+	for _, c := range conns {
+		if c.lastSeen.Load() < limit {
+			h.metrics.heartbeatCloses.Inc()
+			c.close(CloseHeartbeat, "no frame within the heartbeat timeout")
+			continue
+		}
+		c.send(pingFrame, true)
+	}
+}

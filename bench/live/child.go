@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/api"
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/workers/push"
+)
+
+// The server processes are this program run again with childEnv set: an
+// API node (and, in the first, the push stage), so that their CPU and
+// memory are measured apart from the devices and the rest of the pipeline.
+const childEnv = "OFFLINEBOX_BENCH_LIVE_CHILD"
+
+const secret = "offlinebox-bench-live-secret-0123456789"
+
+type childConfig struct {
+	Redis     string
+	Brokers   string
+	Prefix    string
+	Node      string
+	Push      bool
+	Threshold int
+}
+
+func (c childConfig) env() []string {
+	return []string{childEnv + "=1", "OBL_REDIS=" + c.Redis, "OBL_BROKERS=" + c.Brokers, "OBL_PREFIX=" + c.Prefix,
+		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold)}
+}
+
+// child is one server process as the parent sees it.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // held open: the child stops when it closes
+	URL   string
+	Pid   int
+}
+
+func startChild(ctx context.Context, c childConfig) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), c.env()...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start server %s: %w", c.Node, err)
+	}
+	ch := &child{cmd: cmd, stdin: stdin, Pid: cmd.Process.Pid}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "READY ") {
+				line <- strings.TrimPrefix(sc.Text(), "READY ")
+			}
+		}
+	}()
+	select {
+	case ch.URL = <-line:
+		return ch, nil
+	case <-time.After(30 * time.Second):
+		ch.stop()
+		return nil, fmt.Errorf("server %s did not start", c.Node)
+	case <-ctx.Done():
+		ch.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// kill ends the child at once (kill -9), as a crash.
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.kill()
+	}
+}
+
+// runChild serves one API node until stdin closes.
+func runChild() error {
+	if os.Getenv("OBL_MEMRATE") != "" {
+		runtime.MemProfileRate = 1
+	}
+	c := childConfig{Redis: os.Getenv("OBL_REDIS"), Brokers: os.Getenv("OBL_BROKERS"), Prefix: os.Getenv("OBL_PREFIX"),
+		Node: os.Getenv("OBL_NODE"), Push: os.Getenv("OBL_PUSH") == "true"}
+	c.Threshold, _ = strconv.Atoi(os.Getenv("OBL_THRESHOLD"))
+	if err := harness.CheckLoopback("redis", c.Redis); err != nil {
+		return err
+	}
+	// The pool is filled at start: it is the process's, not a connection's.
+	rdb := redis.NewClient(&redis.Options{Addr: c.Redis, PoolSize: 64, MinIdleConns: 64, PoolTimeout: 30 * time.Second})
+	defer rdb.Close()
+	storeCfg := redisstore.Config{Prefix: c.Prefix, LargeGroupThreshold: c.Threshold}
+	st, err := redisstore.New(rdb, storeCfg)
+	if err != nil {
+		return err
+	}
+	brokers := strings.Split(c.Brokers, ",")
+	prod, err := stream.NewProducer(brokers)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	kr, err := auth.New(auth.Config{Secret: []byte(secret), TTL: 24 * time.Hour})
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := api.New(api.Config{MaxInFlight: 4096, Live: api.LiveConfig{Node: c.Node}},
+		api.Deps{Router: redisstore.NewInboxRouter(st, nil, 0), Keyring: kr, Producer: prod, Logger: harness.QuietLogger(), Metrics: reg})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if c.Push {
+		p, err := push.New(push.Config{Store: storeCfg, Logger: harness.QuietLogger(), Metrics: reg}, rdb)
+		if err != nil {
+			return err
+		}
+		stage, err := harness.StartStage(stream.Config{Brokers: brokers, Group: "bench-push", Topics: []string{schemas.TopicSequenced, schemas.TopicMessages},
+			ExtraOpts: []kgo.Opt{kgo.FetchMaxWait(10 * time.Millisecond)}}, p)
+		if err != nil {
+			return err
+		}
+		defer stage.Stop()
+	}
+	if path := os.Getenv("OBL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path + "." + c.Node)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// The benchmark asks for a collection before it reads the resident
+	// memory, so that idle memory is what the connections hold, not
+	// garbage of the connect burst.
+	mux.HandleFunc("GET /debug/heap", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		_ = pprof.Lookup("heap").WriteTo(w, 0)
+	})
+	mux.HandleFunc("POST /debug/free", func(w http.ResponseWriter, _ *http.Request) {
+		for range 4 { // each collection halves the stacks of idle goroutines
+			debug.FreeOSMemory()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Fprintf(w, `{"heap_inuse":%d,"stack_inuse":%d,"sys":%d,"goroutines":%d}`, ms.HeapInuse, ms.StackInuse, ms.Sys, runtime.NumGoroutine())
+	})
+	mux.Handle("/", srv.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	fmt.Printf("READY http://%s\n", ln.Addr())
+	gone := make(chan struct{})
+	go func() {
+		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
+		close(gone)
+	}()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-gone:
+	case <-sig:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Close()
+	return hs.Shutdown(sctx)
+}
+
+// procCPU is the user+system CPU a process used so far.
+func procCPU(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(fields[11], 10, 64)
+	stt, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(ut+stt) * (time.Second / 100) // USER_HZ
+}
+
+// procRSS is a process's resident memory in bytes.
+func procRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}

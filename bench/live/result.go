@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
+)
+
+type phase struct {
+	Expected         int64   `json:"expected"`
+	Deliveries       int64   `json:"deliveries"`
+	Seconds          float64 `json:"seconds"`
+	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+	P50MS            float64 `json:"p50_ms"`
+	P99MS            float64 `json:"p99_ms"`
+	CPUSeconds       float64 `json:"cpu_seconds"`
+	CPUMSPerDelivery float64 `json:"cpu_ms_per_delivery"`
+	// CPUByProcess: seconds of CPU of each server process in the phase
+	// (api0 runs the push stage too).
+	CPUByProcess map[string]float64 `json:"cpu_by_process"`
+}
+
+type result struct {
+	Benchmark      string          `json:"benchmark"`
+	Scale          float64         `json:"scale"`
+	Notes          []string        `json:"notes"`
+	Machine        harness.Machine `json:"machine"`
+	Devices        int             `json:"devices"`
+	Groups         int             `json:"groups"`
+	GroupSize      int             `json:"group_size"`
+	LargeThreshold int             `json:"large_threshold"`
+	BodyBytes      int             `json:"body_bytes"`
+	Seconds        float64         `json:"seconds_per_phase"`
+	Embedded       []string        `json:"embedded"`
+
+	PushP50MS            float64 `json:"push_p50_ms"`
+	PushP99MS            float64 `json:"push_p99_ms"`
+	DeliveriesPerSec     float64 `json:"deliveries_per_sec"`
+	IdleConnBytes        int64   `json:"idle_conn_bytes"`
+	ServerRSSBytes       int64   `json:"server_rss_bytes"`
+	Repushes             int64   `json:"repushes"`
+	Duplicates           int64   `json:"duplicates"`
+	PollP50MS            float64 `json:"poll_p50_ms"`
+	PollP99MS            float64 `json:"poll_p99_ms"`
+	PushCPUMSPerDelivery float64 `json:"push_cpu_ms_per_delivery"`
+	PollCPUMSPerDelivery float64 `json:"poll_cpu_ms_per_delivery"`
+	Push                 phase   `json:"push"`
+	Poll                 phase   `json:"poll"`
+	// PushStage holds the push stage's counters: presence lookups and
+	// publishes per channel kind show that a large group costs one
+	// publish per message and no per-member lookup.
+	PushStage map[string]float64 `json:"push_stage"`
+	Table     []harness.Row      `json:"table"`
+}
+
+func (r *result) finish() {
+	r.PushP50MS, r.PushP99MS = r.Push.P50MS, r.Push.P99MS
+	r.DeliveriesPerSec = r.Push.DeliveriesPerSec
+	r.PushCPUMSPerDelivery = r.Push.CPUMSPerDelivery
+	r.PollP50MS, r.PollP99MS = r.Poll.P50MS, r.Poll.P99MS
+	r.PollCPUMSPerDelivery = r.Poll.CPUMSPerDelivery
+}
+
+func printTable(r *result) []harness.Row {
+	rows := []harness.Row{
+		harness.Info("devices online (two API processes)", fmt.Sprint(r.Devices), ""),
+		harness.Check("push p99, produce to device (ms)", fmt.Sprint(r.PushP99MS), fmt.Sprintf("poll %v", r.PollP99MS), "≤ 100", r.PushP99MS <= 100),
+		harness.Info("push p50 (ms)", fmt.Sprint(r.PushP50MS), fmt.Sprintf("poll %v", r.PollP50MS)),
+		harness.Info("deliveries per second", fmt.Sprint(r.DeliveriesPerSec), fmt.Sprintf("poll %v", r.Poll.DeliveriesPerSec)),
+		harness.Check("memory per idle connection (bytes)", fmt.Sprint(r.IdleConnBytes), "", "≤ 20480", r.IdleConnBytes <= 20480),
+		harness.Check("server CPU per delivery (ms)", fmt.Sprint(r.PushCPUMSPerDelivery), fmt.Sprintf("poll %v", r.PollCPUMSPerDelivery),
+			"≤ 0.04 and < polling", r.PushCPUMSPerDelivery <= 0.04 && (r.PollCPUMSPerDelivery == 0 || r.PushCPUMSPerDelivery < r.PollCPUMSPerDelivery)),
+		harness.Info("re-pushes / duplicates", fmt.Sprintf("%d / %d", r.Repushes, r.Duplicates), ""),
+		harness.Info("delivered of expected", fmt.Sprintf("%d / %d", r.Push.Deliveries, r.Push.Expected),
+			fmt.Sprintf("poll %d / %d", r.Poll.Deliveries, r.Poll.Expected)),
+	}
+	harness.PrintTable("live channel vs polling", rows)
+	return rows
+}
+
+func notes() []string {
+	return []string{
+		"latency: from the produce call (a timestamp in the body) to the device's receipt of the frame (push) or of the sync answer (poll); every process on the same 2 shared cores as the devices, kfake and fanout",
+		"server CPU: the two API processes (the first runs the push stage too) and redis-server, over the phase; fanout is the same in both designs and not counted; push includes the devices' acks (batched every second) and the receipts to senders",
+		"memory per idle connection: resident memory of the API processes, the slope between half and all of the devices connected and idle, after collections",
+		"large group: its messages are one publish on the group's channel (push_stage publishes channel=group), no presence lookup; small conversations look up each member's presence (push_stage presence_lookups)",
+		"poll delivered may exceed expected: a sync answered before the previous poll's ack landed returns a message again",
+	}
+}

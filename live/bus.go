@@ -1,0 +1,245 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bus publishes and subscribes batches over Redis pub/sub: sharded
+// (SPUBLISH/SSUBSCRIBE, Redis 7, so that it works on Redis Cluster) where
+// the server has it, classic PUBLISH/SUBSCRIBE otherwise.
+type Bus struct {
+	rdb     redis.UniversalClient
+	timeout time.Duration
+
+	once    sync.Once
+	sharded bool
+}
+
+// NewBus returns a bus over rdb; every publish is bounded by timeout.
+func NewBus(rdb redis.UniversalClient, timeout time.Duration) *Bus {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Bus{rdb: rdb, timeout: timeout}
+}
+
+// Sharded reports whether the server takes sharded pub/sub (asked once).
+func (b *Bus) Sharded(ctx context.Context) bool {
+	b.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+		err := b.rdb.SPublish(ctx, "offlinebox:probe", "").Err()
+		b.sharded = err == nil || !isUnknownCommand(err)
+	})
+	return b.sharded
+}
+
+func isUnknownCommand(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command")
+}
+
+// Publish sends data to channel; it returns how many subscribers got it.
+func (b *Bus) Publish(ctx context.Context, channel string, data []byte) (int64, error) {
+	sharded := b.Sharded(ctx)
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	var n int64
+	var err error
+	if sharded {
+		n, err = b.rdb.SPublish(ctx, channel, data).Result()
+	} else {
+		n, err = b.rdb.Publish(ctx, channel, data).Result()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("publish to %s: %w", channel, err)
+	}
+	return n, nil
+}
+
+// PublishMany sends each channel its data in one pipeline.
+func (b *Bus) PublishMany(ctx context.Context, msgs map[string][]byte) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	sharded := b.Sharded(ctx)
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for ch, data := range msgs {
+			if sharded {
+				p.SPublish(ctx, ch, data)
+			} else {
+				p.Publish(ctx, ch, data)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("publish to %d channels: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// Subscription is a set of channels read into one Go channel.
+type Subscription struct {
+	bus *Bus
+	out chan []byte
+
+	mu     sync.Mutex
+	subs   map[string]*redis.PubSub // channel → its pubsub (one shared on a standalone server)
+	shared *redis.PubSub
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// ErrClosed is returned by a closed subscription.
+var ErrClosed = errors.New("live: subscription closed")
+
+// Subscribe starts a subscription; its messages arrive on Messages (buffer
+// messages of them; a full buffer makes the Redis reader wait, never drop).
+func (b *Bus) Subscribe(ctx context.Context, buffer int) *Subscription {
+	b.Sharded(ctx)
+	return &Subscription{bus: b, out: make(chan []byte, buffer), subs: map[string]*redis.PubSub{}}
+}
+
+// Messages is where the subscribed channels' payloads arrive.
+func (s *Subscription) Messages() <-chan []byte { return s.out }
+
+// Add subscribes channels. On Redis Cluster each channel gets a pubsub of
+// its own (a sharded subscription is bound to the node of its slot); on a
+// standalone server all share one.
+func (s *Subscription) Add(ctx context.Context, channels ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var fresh []string
+	for _, c := range channels {
+		if _, ok := s.subs[c]; !ok {
+			fresh = append(fresh, c)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	_, cluster := s.bus.rdb.(*redis.ClusterClient)
+	if !cluster {
+		if s.shared == nil {
+			s.shared = s.newPubSub(ctx)
+		}
+		if err := s.subscribe(ctx, s.shared, fresh...); err != nil {
+			return err
+		}
+		for _, c := range fresh {
+			s.subs[c] = s.shared
+		}
+		return nil
+	}
+	for _, c := range fresh {
+		ps := s.newPubSub(ctx)
+		if err := s.subscribe(ctx, ps, c); err != nil {
+			_ = ps.Close()
+			return err
+		}
+		s.subs[c] = ps
+	}
+	return nil
+}
+
+func (s *Subscription) newPubSub(ctx context.Context) *redis.PubSub {
+	var ps *redis.PubSub
+	if s.bus.sharded {
+		ps = s.bus.rdb.SSubscribe(ctx)
+	} else {
+		ps = s.bus.rdb.Subscribe(ctx)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for m := range ps.Channel(redis.WithChannelSize(1024)) {
+			s.out <- []byte(m.Payload)
+		}
+	}()
+	return ps
+}
+
+func (s *Subscription) subscribe(ctx context.Context, ps *redis.PubSub, channels ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.bus.timeout)
+	defer cancel()
+	var err error
+	if s.bus.sharded {
+		err = ps.SSubscribe(ctx, channels...)
+	} else {
+		err = ps.Subscribe(ctx, channels...)
+	}
+	if err != nil {
+		return fmt.Errorf("subscribe to %d channels: %w", len(channels), err)
+	}
+	return nil
+}
+
+// Remove unsubscribes channels.
+func (s *Subscription) Remove(ctx context.Context, channels ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.bus.timeout)
+	defer cancel()
+	for _, c := range channels {
+		ps, ok := s.subs[c]
+		if !ok {
+			continue
+		}
+		delete(s.subs, c)
+		if ps != s.shared {
+			_ = ps.Close()
+			continue
+		}
+		var err error
+		if s.bus.sharded {
+			err = ps.SUnsubscribe(ctx, c)
+		} else {
+			err = ps.Unsubscribe(ctx, c)
+		}
+		if err != nil {
+			return fmt.Errorf("unsubscribe from %s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// Close ends every subscription; Messages is closed once the readers
+// stopped. It is idempotent.
+func (s *Subscription) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	seen := map[*redis.PubSub]bool{}
+	for _, ps := range s.subs {
+		if !seen[ps] {
+			seen[ps] = true
+			_ = ps.Close()
+		}
+	}
+	if s.shared != nil && !seen[s.shared] {
+		_ = s.shared.Close()
+	}
+	s.mu.Unlock()
+	go func() {
+		s.wg.Wait()
+		close(s.out)
+	}()
+}

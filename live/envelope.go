@@ -1,0 +1,99 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Envelope kinds.
+const (
+	// KindPush carries a stored message (Sequenced, protobuf) for Targets,
+	// or, on a large group's channel, for every member connection there.
+	KindPush = "push"
+	// KindEphemeral carries a QoS 0 record (Message, protobuf): pushed
+	// once, never stored, never pushed again.
+	KindEphemeral = "ephemeral"
+	// KindReceipt tells senders' devices that what they sent was
+	// delivered or read (Receipt).
+	KindReceipt = "receipt"
+	// KindRejected tells a sender that the pipeline refused a record
+	// (Rejected).
+	KindRejected = "rejected"
+	// KindKick closes the named connections: a newer connection of the
+	// same device opened on another node.
+	KindKick = "kick"
+)
+
+// Target is one device connection on the node the envelope went to.
+type Target struct {
+	User   string `json:"u"`
+	Device string `json:"d"`
+	Conn   string `json:"c"`
+}
+
+// Envelope is one thing to hand to connections of one node.
+type Envelope struct {
+	Kind string `json:"k"`
+	Conv string `json:"conv,omitempty"`
+	// Targets: the connections meant. Empty on a large group's channel:
+	// every connection there of a member of Conv.
+	Targets []Target `json:"t,omitempty"`
+	// Large: Conv is a large group (its messages come on its channel; a
+	// targeted push of a large group is a join: the connection starts
+	// listening to the channel).
+	Large bool `json:"lg,omitempty"`
+	// Record is the protobuf record (Sequenced for push, Message for
+	// ephemeral).
+	Record []byte `json:"r,omitempty"`
+	// Receipt and Rejected are set on their kinds.
+	Receipt  *Receipt  `json:"rc,omitempty"`
+	Rejected *Rejected `json:"rj,omitempty"`
+	// SentMS is when the push stage published it (latency metrics).
+	SentMS int64 `json:"ms,omitempty"`
+}
+
+// Receipt is what the sender of a conversation's messages is shown of
+// them: for Seq, the sender's newest message the change covers, how many
+// of the other members it was delivered to and read by.
+type Receipt struct {
+	Conv      string `json:"conv_id"`
+	Epoch     uint64 `json:"epoch"`
+	Seq       uint64 `json:"seq"`
+	Delivered int    `json:"delivered"`
+	Read      int    `json:"read"`
+	Members   int    `json:"members"`
+	// Direct conversations: the peer's cursors (as Telegram's
+	// read_outbox_max_id).
+	PeerDeliveredSeq uint64 `json:"peer_delivered_seq,omitempty"`
+	PeerReadSeq      uint64 `json:"peer_read_seq,omitempty"`
+}
+
+// Rejected names a record the pipeline refused, for its sender.
+type Rejected struct {
+	Conv        string `json:"conv_id"`
+	ClientMsgID string `json:"client_msg_id"`
+	Reason      string `json:"reason"`
+}
+
+// Batch is what one publish carries.
+type Batch struct {
+	Envelopes []Envelope `json:"e"`
+}
+
+// Encode renders a batch for the wire.
+func Encode(b Batch) ([]byte, error) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode live batch: %w", err)
+	}
+	return data, nil
+}
+
+// Decode reads a batch off the wire.
+func Decode(data []byte) (Batch, error) {
+	var b Batch
+	if err := json.Unmarshal(data, &b); err != nil {
+		return Batch{}, fmt.Errorf("decode live batch: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,23 @@
+-- Extends the lease of a node's connections of one user, each only while
+-- its entry still names that connection.
+--
+-- KEYS[1] the user's presence (hash: device -> value)
+-- ARGV[1] node id
+-- ARGV[2] new expiry, ms
+-- ARGV[3] key lifetime, ms
+-- ARGV[4..] pairs: device, connection id
+-- Returns how many entries were extended.
+local key, node, exp = KEYS[1], ARGV[1], ARGV[2]
+local n = 0
+for i = 4, #ARGV, 2 do
+  local dev, conn = ARGV[i], ARGV[i + 1]
+  local v = redis.call('HGET', key, dev)
+  if v and string.match(v, '^[^|]*|([^|]*)|') == conn then
+    redis.call('HSET', key, dev, node .. '|' .. conn .. '|' .. exp)
+    n = n + 1
+  end
+end
+if n > 0 then
+  redis.call('PEXPIRE', key, ARGV[3])
+end
+return n

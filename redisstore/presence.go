@@ -1,0 +1,179 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/presence_set.lua
+	presenceSetLua    string
+	presenceSetScript = redis.NewScript(presenceSetLua)
+	//go:embed lua/presence_clear.lua
+	presenceClearLua    string
+	presenceClearScript = redis.NewScript(presenceClearLua)
+	//go:embed lua/presence_refresh.lua
+	presenceRefreshLua    string
+	presenceRefreshScript = redis.NewScript(presenceRefreshLua)
+)
+
+// Presence is where one device's live connection is, or when it left.
+type Presence struct {
+	Device string
+	// Node holds the connection; empty once it closed.
+	Node string
+	Conn string
+	// Until is the lease's end while connected, the time it closed after.
+	Until time.Time
+}
+
+// Online reports whether the entry is a connection whose lease runs at now.
+func (p Presence) Online(now time.Time) bool { return p.Node != "" && !now.After(p.Until) }
+
+func parsePresence(device, v string) (Presence, bool) {
+	parts := strings.SplitN(v, "|", 3)
+	if len(parts) != 3 {
+		return Presence{}, false
+	}
+	ms, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return Presence{}, false
+	}
+	p := Presence{Device: device, Conn: parts[1], Until: time.UnixMilli(ms)}
+	if parts[0] != "-" {
+		p.Node = parts[0]
+	}
+	return p, true
+}
+
+// PresenceLease is how a connection is registered.
+type PresenceLease struct {
+	Node, Conn string
+	// TTL is the lease: the holder refreshes it before it runs out.
+	TTL time.Duration
+	// Keep is how long a closed entry is remembered (the offline threshold).
+	Keep time.Duration
+}
+
+// SetPresence registers device's connection and returns what the entry
+// held before (ok false when nothing): the connection it replaces, or when
+// the device left.
+func (s *Store) SetPresence(ctx context.Context, user, device string, l PresenceLease, now time.Time) (Presence, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	v, err := presenceSetScript.Run(ctx, s.rdb, []string{s.keys.Presence(user)},
+		device, l.Node, l.Conn, now.UnixMilli(), l.TTL.Milliseconds(), l.Keep.Milliseconds()).Text()
+	if err == redis.Nil {
+		return Presence{}, false, nil
+	}
+	if err != nil {
+		return Presence{}, false, fmt.Errorf("register presence of %s/%s: %w", user, device, err)
+	}
+	p, ok := parsePresence(device, v)
+	return p, ok, nil
+}
+
+// ClearPresence marks the connection closed, unless a newer one of the
+// device already replaced it.
+func (s *Store) ClearPresence(ctx context.Context, user, device, conn string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	err := presenceClearScript.Run(ctx, s.rdb, []string{s.keys.Presence(user)}, device, conn, now.UnixMilli()).Err()
+	if err != nil && err != redis.Nil {
+		return fmt.Errorf("clear presence of %s/%s: %w", user, device, err)
+	}
+	return nil
+}
+
+// LeaseRef names one connection whose lease a node extends.
+type LeaseRef struct{ User, Device, Conn string }
+
+// RefreshPresence extends the leases of a node's connections to now+ttl:
+// one script per user, all in one pipeline.
+func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRef, ttl time.Duration, now time.Time) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	byUser := map[string][]any{}
+	for _, r := range refs {
+		byUser[r.User] = append(byUser[r.User], r.Device, r.Conn)
+	}
+	exp := now.Add(ttl).UnixMilli()
+	calls := make([]scriptCall, 0, len(byUser))
+	for u, pairs := range byUser {
+		args := append([]any{node, exp, (2 * ttl).Milliseconds()}, pairs...)
+		calls = append(calls, scriptCall{keys: []string{s.keys.Presence(u)}, args: args})
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if _, err := s.evalPiped(ctx, presenceRefreshScript, calls); err != nil {
+		return fmt.Errorf("refresh presence of %d users on %s: %w", len(byUser), node, err)
+	}
+	return nil
+}
+
+// PresenceOf reads the presence entries of users (one pipelined HGETALL
+// each), devices sorted.
+func (s *Store) PresenceOf(ctx context.Context, users []string) (map[string][]Presence, error) {
+	if len(users) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds := make([]*redis.MapStringStringCmd, len(users))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, u := range users {
+			cmds[i] = p.HGetAll(ctx, s.keys.Presence(u))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read presence of %d users: %w", len(users), err)
+	}
+	out := make(map[string][]Presence, len(users))
+	for i, u := range users {
+		h := cmds[i].Val()
+		if len(h) == 0 {
+			continue
+		}
+		list := make([]Presence, 0, len(h))
+		for dev, v := range h {
+			if p, ok := parsePresence(dev, v); ok {
+				list = append(list, p)
+			}
+		}
+		sort.Slice(list, func(a, b int) bool { return list[a].Device < list[b].Device })
+		out[u] = list
+	}
+	return out, nil
+}
+
+// DeviceCursors reads one device's acked cursors (s holds user's keys).
+func (s *Store) DeviceCursors(ctx context.Context, user, device string) (map[string]DeviceCursor, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	h, err := s.rdb.HGetAll(ctx, s.keys.Cursor(user, device)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read cursors of %s/%s: %w", user, device, err)
+	}
+	return deviceCursors(h), nil
+}
+
+// WasEvicted reports whether device was evicted from user's devices (its
+// cursors are gone; it must sync in full). s holds user's keys.
+func (s *Store) WasEvicted(ctx context.Context, user, device string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	ok, err := s.rdb.SIsMember(ctx, s.keys.Evicted(user), device).Result()
+	if err != nil {
+		return false, fmt.Errorf("read eviction of %s/%s: %w", user, device, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,338 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/receipts_raise.lua
+	receiptsRaiseLua    string
+	receiptsRaiseScript = redis.NewScript(receiptsRaiseLua)
+	//go:embed lua/receipts_count.lua
+	receiptsCountLua    string
+	receiptsCountScript = redis.NewScript(receiptsCountLua)
+)
+
+// Receipt cursor kinds.
+const (
+	ReceiptDelivered = 'd'
+	ReceiptRead      = 'r'
+)
+
+// ReceiptMark raises one member's cursor of one conversation.
+type ReceiptMark struct {
+	Conv   string
+	Epoch  uint64
+	Member string
+	Seq    uint64
+}
+
+// RaisedReceipt says what a mark did.
+type RaisedReceipt struct {
+	ReceiptMark
+	// Raised: the cursor rose from Prev to Seq.
+	Raised bool
+	Prev   uint64
+}
+
+// RaiseReceipts raises members' delivered (kind ReceiptDelivered) or read
+// cursors (see lua/receipts_raise.lua): one script per conversation, all
+// in one pipeline. Marks of a stale epoch change nothing.
+func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMark) ([]RaisedReceipt, error) {
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	rc := s.raiseCalls(kind, marks)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, receiptsRaiseScript, rc.calls)
+	if err != nil {
+		return nil, fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+	}
+	return rc.parse(marks, cmds)
+}
+
+// raising is the script calls of a RaiseReceipts, one per conversation
+// and epoch, and which marks each carries.
+type raising struct {
+	calls []scriptCall
+	idx   [][]int
+}
+
+func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
+	type ce struct {
+		conv  string
+		epoch uint64
+	}
+	var order []ce
+	at := map[ce]int{}
+	var r raising
+	for i, m := range marks {
+		k := ce{m.Conv, m.Epoch}
+		j, ok := at[k]
+		if !ok {
+			j = len(order)
+			at[k] = j
+			order = append(order, k)
+			r.idx = append(r.idx, nil)
+		}
+		r.idx[j] = append(r.idx[j], i)
+	}
+	for j, k := range order {
+		args := []any{k.epoch, string(kind)}
+		for _, i := range r.idx[j] {
+			args = append(args, marks[i].Member, marks[i].Seq)
+		}
+		r.calls = append(r.calls, scriptCall{keys: []string{s.keys.ConvMeta(k.conv), s.keys.Delivered(k.conv), s.keys.ReadBy(k.conv),
+			s.keys.ReceiptEpoch(k.conv)}, args: args})
+	}
+	return r
+}
+
+func (r raising) parse(marks []ReceiptMark, cmds []*redis.Cmd) ([]RaisedReceipt, error) {
+	out := make([]RaisedReceipt, len(marks))
+	for j, c := range cmds {
+		vals, err := c.Slice()
+		if err != nil {
+			return nil, fmt.Errorf("raise receipts: %w", err)
+		}
+		for n, i := range r.idx[j] {
+			out[i] = RaisedReceipt{ReceiptMark: marks[i]}
+			if n < len(vals) {
+				if pair, ok := vals[n].([]any); ok && len(pair) == 2 {
+					out[i].Raised = readReplyUint(pair[0]) == 1
+					out[i].Prev = readReplyUint(pair[1])
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// AckAndRaise is AckDevice and RaiseReceipts(ReceiptDelivered) in one
+// round trip: two scripts (the device's cursors on the user's slot, the
+// members' cursors on each conversation's), one pipeline. Both are
+// idempotent, so a failure of either is retried whole by the caller. s
+// must hold both the user's keys and the conversations'.
+func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []AckItem, nowMS int64, marks []ReceiptMark) (AckResult, []RaisedReceipt, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	rc := s.raiseCalls(ReceiptDelivered, marks)
+	var res AckResult
+	var raised []RaisedReceipt
+	err := s.withDeviceSet(ctx, user, -1, func(devs, cursors []string) error {
+		ackKeys, ackArgs := s.ackCall(user, device, items, nowMS, devs, cursors)
+		for attempt := 0; ; attempt++ {
+			var ack *redis.Cmd
+			cmds := make([]*redis.Cmd, len(rc.calls))
+			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				ack = ackCursorScript.EvalSha(ctx, p, ackKeys, ackArgs...)
+				for i, c := range rc.calls {
+					cmds[i] = receiptsRaiseScript.EvalSha(ctx, p, c.keys, c.args...)
+				}
+				return nil
+			})
+			if err != nil && attempt == 0 && anyNoScript(append(cmds, ack)) {
+				if err := ackCursorScript.Load(ctx, s.rdb).Err(); err != nil {
+					return fmt.Errorf("load script: %w", err)
+				}
+				if err := receiptsRaiseScript.Load(ctx, s.rdb).Err(); err != nil {
+					return fmt.Errorf("load script: %w", err)
+				}
+				continue
+			}
+			if err := ack.Err(); err != nil {
+				return err // OBDEVICES: withDeviceSet reads the set again
+			}
+			if err != nil {
+				return fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+			}
+			vals, _ := ack.Slice()
+			res = ackResultOf(vals)
+			raised, err = rc.parse(marks, cmds)
+			return err
+		}
+	})
+	if err != nil {
+		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
+	}
+	return res, raised, nil
+}
+
+// ReceiptCounts is the receipts of one seq.
+type ReceiptCounts struct {
+	Epoch  uint64
+	MaxSeq uint64
+	// Delivered and Read count members other than the sender whose
+	// cursors are at or above the seq; Others is how many such members
+	// the conversation has.
+	Delivered, Read, Others int
+}
+
+// CountReceipts answers "delivered to N of M, read by N of M" for seq,
+// whose sender (empty when unknown) is left out.
+func (s *Store) CountReceipts(ctx context.Context, conv string, seq uint64, sender string) (ReceiptCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	keys := []string{s.keys.ConvMeta(conv), s.keys.Delivered(conv), s.keys.ReadBy(conv), s.keys.ReceiptEpoch(conv), s.keys.Members(conv)}
+	vals, err := receiptsCountScript.Run(ctx, s.rdb, keys, seq, sender).Slice()
+	if err != nil || len(vals) < 5 {
+		return ReceiptCounts{}, fmt.Errorf("count receipts of %s/%d: %w", conv, seq, err)
+	}
+	return ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
+		Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}, nil
+}
+
+// MemberReceipts is one member's cursors.
+type MemberReceipts struct{ Delivered, Read uint64 }
+
+// ReceiptsOf reads members' cursors of several conversations (for a
+// direct conversation: the peer's, as read_outbox_max_id). One pipeline.
+func (s *Store) ReceiptsOf(ctx context.Context, want map[string]string) (map[string]MemberReceipts, error) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	type pair struct{ d, r *redis.FloatCmd }
+	cmds := map[string]pair{}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for conv, member := range want {
+			cmds[conv] = pair{p.ZScore(ctx, s.keys.Delivered(conv), member), p.ZScore(ctx, s.keys.ReadBy(conv), member)}
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read receipts of %d conversations: %w", len(want), err)
+	}
+	out := make(map[string]MemberReceipts, len(want))
+	for conv, c := range cmds {
+		out[conv] = MemberReceipts{Delivered: uint64(c.d.Val()), Read: uint64(c.r.Val())}
+	}
+	return out, nil
+}
+
+// ForgetReceipts drops members who left from the conversation's cursors,
+// so that "N of M" counts the members it has.
+func (s *Store) ForgetReceipts(ctx context.Context, conv string, members []string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	ms := make([]any, len(members))
+	for i, m := range members {
+		ms[i] = m
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, s.keys.Delivered(conv), ms...)
+		p.ZRem(ctx, s.keys.ReadBy(conv), ms...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("forget receipts of %d members of %s: %w", len(members), conv, err)
+	}
+	return nil
+}
+
+// PushAudience is what the push stage needs of a conversation.
+type PushAudience struct {
+	Large bool
+	// Version is the membership version (meta mver): members change only
+	// when it does.
+	Version uint64
+}
+
+// PushAudiences reads each conversation's large flag and membership
+// version: one pipelined HMGET each.
+func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]PushAudience, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds := make([]*redis.SliceCmd, len(convs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range convs {
+			cmds[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "large", "mver")
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read audience of %d conversations: %w", len(convs), err)
+	}
+	out := make(map[string]PushAudience, len(convs))
+	for i, c := range convs {
+		v := cmds[i].Val()
+		if len(v) == 2 {
+			out[c] = PushAudience{Large: readReplyUint(v[0]) == 1, Version: readReplyUint(v[1])}
+		}
+	}
+	return out, nil
+}
+
+// PeerReceipts reads, for direct conversations, the cursors of the
+// participant other than user: two pipelines whatever the count.
+func (s *Store) PeerReceipts(ctx context.Context, user string, convs []string) (map[string]MemberReceipts, error) {
+	if len(convs) == 0 {
+		return nil, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	cmds := make([]*redis.StringSliceCmd, len(convs))
+	_, err := s.rdb.Pipelined(cctx, func(p redis.Pipeliner) error {
+		for i, c := range convs {
+			cmds[i] = p.HKeys(cctx, s.keys.Members(c))
+		}
+		return nil
+	})
+	cancel()
+	if err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read participants of %d conversations: %w", len(convs), err)
+	}
+	want := map[string]string{}
+	for i, c := range convs {
+		for _, m := range cmds[i].Val() {
+			if m != user {
+				want[c] = m
+				break
+			}
+		}
+	}
+	return s.ReceiptsOf(ctx, want)
+}
+
+// ReceiptQuery asks for the receipts of one seq of a conversation.
+type ReceiptQuery struct {
+	Conv   string
+	Seq    uint64
+	Sender string
+}
+
+// CountReceiptsMany is CountReceipts for many seqs in one pipeline.
+func (s *Store) CountReceiptsMany(ctx context.Context, qs []ReceiptQuery) ([]ReceiptCounts, error) {
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	calls := make([]scriptCall, len(qs))
+	for i, q := range qs {
+		calls[i] = scriptCall{keys: []string{s.keys.ConvMeta(q.Conv), s.keys.Delivered(q.Conv), s.keys.ReadBy(q.Conv),
+			s.keys.ReceiptEpoch(q.Conv), s.keys.Members(q.Conv)}, args: []any{q.Seq, q.Sender}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, receiptsCountScript, calls)
+	if err != nil {
+		return nil, fmt.Errorf("count receipts of %d seqs: %w", len(qs), err)
+	}
+	out := make([]ReceiptCounts, len(qs))
+	for i, c := range cmds {
+		vals, err := c.Slice()
+		if err != nil || len(vals) < 5 {
+			return nil, fmt.Errorf("count receipts of %s/%d: %w", qs[i].Conv, qs[i].Seq, err)
+		}
+		out[i] = ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
+			Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}
+	}
+	return out, nil
+}

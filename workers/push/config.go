@@ -1,0 +1,97 @@
+package push
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Config tunes the push stage. Zero values take the defaults.
+type Config struct {
+	// Store is the Redis data model's configuration (key prefix, large
+	// group threshold, call timeout).
+	Store redisstore.Config
+	// SequencedTopic, MessagesTopic and DeadLetterTopic name the topics
+	// consumed (schemas.TopicSequenced, TopicMessages, TopicDeadLetter).
+	SequencedTopic  string
+	MessagesTopic   string
+	DeadLetterTopic string
+	// Limits: a QoS 0 record over them is not pushed (fanout's limits).
+	Limits schemas.Limits
+	// MemberCache bounds the conversations whose members are cached.
+	MemberCache int
+	// Clock (time.Now).
+	Clock func() time.Time
+	// Logger (slog.Default when nil).
+	Logger *slog.Logger
+	// Metrics registers the stage's metrics (none when nil).
+	Metrics prometheus.Registerer
+}
+
+// DefaultMemberCache is the default of Config.MemberCache.
+const DefaultMemberCache = 10_000
+
+func (c Config) withDefaults() Config {
+	if c.SequencedTopic == "" {
+		c.SequencedTopic = schemas.TopicSequenced
+	}
+	if c.MessagesTopic == "" {
+		c.MessagesTopic = schemas.TopicMessages
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = schemas.TopicDeadLetter
+	}
+	c.Limits = c.Limits.WithDefaults()
+	if c.MemberCache == 0 {
+		c.MemberCache = DefaultMemberCache
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	if err := c.Store.Validate(); err != nil {
+		return fmt.Errorf("push: Store: %w", err)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	c = c.withDefaults()
+	switch {
+	case c.MemberCache < 1:
+		return fmt.Errorf("push: MemberCache %d is below 1", c.MemberCache)
+	case c.SequencedTopic == c.MessagesTopic:
+		return fmt.Errorf("push: SequencedTopic and MessagesTopic are both %q", c.SequencedTopic)
+	}
+	return nil
+}
+
+// Topics are the topics the stage consumes in its main group.
+func (c Config) Topics() []string {
+	c = c.withDefaults()
+	return []string{c.SequencedTopic, c.MessagesTopic}
+}
+
+// UnusedDeadLetterTopic is the dead-letter topic to give the runner of
+// RejectedTopics: the runner requires one apart from what it consumes,
+// and the pusher never gives up on a record, so nothing is written there.
+const UnusedDeadLetterTopic = "im.deadletter.push-unused"
+
+// RejectedTopics is what a second group of the stage consumes to tell
+// senders about refused records: the dead-letter topic, which the main
+// group's runner writes and so cannot read.
+func (c Config) RejectedTopics() []string {
+	c = c.withDefaults()
+	return []string{c.DeadLetterTopic}
+}

@@ -1,0 +1,9 @@
+package push
+
+import (
+	"testing"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }

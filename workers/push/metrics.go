@@ -1,0 +1,44 @@
+package push
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	pushes     *prometheus.CounterVec
+	targets    *prometheus.CounterVec
+	publishes  *prometheus.CounterVec
+	lookups    prometheus.Counter
+	memberRead prometheus.Counter
+	skipped    *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_push_records_total", Help: "Records the push stage handed to API nodes, by kind (push, ephemeral, rejected).",
+		}, []string{"kind"}),
+		targets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_push_targets_total", Help: "Device connections named in envelopes, by kind; large-group pushes name none.",
+		}, []string{"kind"}),
+		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_push_publishes_total", Help: "Pub/sub publishes, by channel kind (node, group).",
+		}, []string{"channel"}),
+		lookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_presence_lookups_total", Help: "Users whose presence was read.",
+		}),
+		memberRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_member_reads_total", Help: "Member lists read from Redis (the cache missed or the membership changed).",
+		}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_push_skipped_total", Help: "Records not pushed, by reason.",
+		}, []string{"reason"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,306 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/live"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+)
+
+// Pusher is the push stage. It implements stream.Handler and is safe for
+// concurrent Handle calls of different partitions.
+type Pusher struct {
+	cfg     Config
+	store   *redisstore.Store
+	bus     *live.Bus
+	metrics *metrics
+
+	mu      sync.Mutex
+	members map[string]memberEntry
+}
+
+var _ stream.Handler = (*Pusher)(nil)
+
+type memberEntry struct {
+	version uint64
+	members map[string]uint64 // member → seq that made them one
+}
+
+// New returns a Pusher reading presence and members from rdb (the main
+// store) and publishing on it.
+func New(cfg Config, rdb redis.UniversalClient) (*Pusher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rdb == nil {
+		return nil, errors.New("push: a Redis client is required")
+	}
+	cfg = cfg.withDefaults()
+	st, err := redisstore.New(rdb, cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("push: %w", err)
+	}
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("push: register metrics: %w", err)
+	}
+	return &Pusher{cfg: cfg, store: st, bus: live.NewBus(rdb, st.Config().CallTimeout), metrics: m,
+		members: map[string]memberEntry{}}, nil
+}
+
+// item is one record to hand out.
+type item struct {
+	kind   string
+	conv   string
+	seq    uint64 // 0 for ephemeral records
+	msg    *schemas.Message
+	record []byte
+	// users meant (small conversations); empty with group set.
+	users []string
+	group bool
+	// exceptUser is left out (the sender of a QoS 0 record).
+	exceptUser string
+	rejected   *live.Rejected
+}
+
+// Handle pushes the records of one partition. A Redis that is down fails
+// the batch (the runner waits and retries; a push repeated is harmless,
+// the client keeps messages by seq). Nothing is a dead letter here: what
+// is undecodable was already dead-lettered by the stage that owns it.
+func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
+	items := p.decode(records)
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if err := p.resolve(ctx, items); err != nil {
+		return nil, err
+	}
+	return nil, p.publish(ctx, items)
+}
+
+func (p *Pusher) decode(records []*kgo.Record) []*item {
+	var items []*item
+	for _, r := range records {
+		switch r.Topic {
+		case p.cfg.SequencedTopic:
+			sq, err := schemas.DecodeSequenced(r.Value)
+			if err != nil {
+				p.metrics.skipped.WithLabelValues("undecodable").Inc()
+				continue
+			}
+			items = append(items, &item{kind: live.KindPush, conv: sq.GetMessage().GetConvId(), seq: sq.GetSeq(),
+				msg: sq.GetMessage(), record: r.Value})
+		case p.cfg.MessagesTopic:
+			m, err := schemas.DecodeMessage(r.Value, p.cfg.Limits)
+			if err != nil || m.Stored() {
+				continue // stored records come back sequenced; invalid ones fanout dead-letters
+			}
+			items = append(items, &item{kind: live.KindEphemeral, conv: m.GetConvId(), msg: m, record: r.Value, exceptUser: m.GetSender()})
+		case p.cfg.DeadLetterTopic:
+			if it := p.rejectedOf(r); it != nil {
+				items = append(items, it)
+			}
+		}
+	}
+	return items
+}
+
+// rejectedOf tells the sender of a refused message why.
+func (p *Pusher) rejectedOf(r *kgo.Record) *item {
+	var topic, reason string
+	for _, h := range r.Headers {
+		switch h.Key {
+		case schemas.HeaderDeadTopic:
+			topic = string(h.Value)
+		case schemas.HeaderDeadReason:
+			reason = string(h.Value)
+		}
+	}
+	if topic != p.cfg.MessagesTopic {
+		return nil
+	}
+	// A dead letter may break any limit (that may be why it is one): it
+	// is read as it is, only its sender and ids checked.
+	var m schemas.Message
+	if err := proto.Unmarshal(r.Value, &m); err != nil || schemas.ValidID("sender", m.GetSender()) != nil {
+		return nil // nobody to tell
+	}
+	return &item{kind: live.KindRejected, conv: m.GetConvId(), users: []string{m.GetSender()},
+		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: reason}}
+}
+
+// resolve finds whom each item is for.
+func (p *Pusher) resolve(ctx context.Context, items []*item) error {
+	var convs []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.kind != live.KindRejected && !seen[it.conv] {
+			seen[it.conv] = true
+			convs = append(convs, it.conv)
+		}
+	}
+	if len(convs) == 0 {
+		return nil
+	}
+	aud, err := p.store.PushAudiences(ctx, convs)
+	if err != nil {
+		return err
+	}
+	members := map[string]map[string]uint64{}
+	for _, c := range convs {
+		if a := aud[c]; !a.Large {
+			if members[c], err = p.membersOf(ctx, c, a.Version); err != nil {
+				return err
+			}
+		}
+	}
+	for _, it := range items {
+		if it.kind == live.KindRejected {
+			continue
+		}
+		if aud[it.conv].Large {
+			it.group = true
+			if it.msg.GetKind() == schemas.Kind_KIND_MEMBER_JOIN {
+				it.users = it.msg.GetRecipients() // their nodes subscribe on this push
+			}
+			continue
+		}
+		mem := members[it.conv]
+		if it.kind == live.KindEphemeral {
+			if _, ok := mem[it.msg.GetSender()]; !ok {
+				p.metrics.skipped.WithLabelValues("sender_not_member").Inc()
+				continue
+			}
+		}
+		for u, joined := range mem {
+			// Records of seq s go to members who joined before s.
+			if (it.seq == 0 || joined < it.seq) && u != it.exceptUser {
+				it.users = append(it.users, u)
+			}
+		}
+		sort.Strings(it.users)
+	}
+	for _, it := range items {
+		if it.kind == live.KindPush && it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+			if err := p.store.ForgetReceipts(ctx, it.conv, it.msg.GetRecipients()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// membersOf reads a conversation's members, from the cache while its
+// membership version is the same.
+func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (map[string]uint64, error) {
+	p.mu.Lock()
+	e, ok := p.members[conv]
+	p.mu.Unlock()
+	if ok && e.version == version && version != 0 {
+		return e.members, nil
+	}
+	mem, err := p.store.Members(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	p.metrics.memberRead.Inc()
+	p.mu.Lock()
+	if len(p.members) >= p.cfg.MemberCache {
+		for k := range p.members { // drop an arbitrary tenth
+			delete(p.members, k)
+			if len(p.members) < p.cfg.MemberCache*9/10 {
+				break
+			}
+		}
+	}
+	p.members[conv] = memberEntry{version: version, members: mem}
+	p.mu.Unlock()
+	return mem, nil
+}
+
+// publish looks up the presence of every user meant and sends one batch
+// per node, and one per large group.
+func (p *Pusher) publish(ctx context.Context, items []*item) error {
+	var users []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		for _, u := range it.users {
+			if !seen[u] {
+				seen[u] = true
+				users = append(users, u)
+			}
+		}
+	}
+	pres, err := p.store.PresenceOf(ctx, users)
+	if err != nil {
+		return err
+	}
+	p.metrics.lookups.Add(float64(len(users)))
+	now := p.cfg.Clock()
+	keys := p.store.Keys()
+	byNode := map[string]*live.Batch{}
+	groups := map[string]*live.Batch{}
+	for _, it := range items {
+		env := live.Envelope{Kind: it.kind, Conv: it.conv, Large: it.group, Record: it.record, Rejected: it.rejected, SentMS: now.UnixMilli()}
+		if it.group {
+			ch := keys.ConvChannel(it.conv)
+			if groups[ch] == nil {
+				groups[ch] = &live.Batch{}
+			}
+			groups[ch].Envelopes = append(groups[ch].Envelopes, env)
+			p.metrics.pushes.WithLabelValues(it.kind).Inc()
+		}
+		targets := map[string][]live.Target{}
+		for _, u := range it.users {
+			for _, d := range pres[u] {
+				if d.Online(now) {
+					targets[d.Node] = append(targets[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn})
+				}
+			}
+		}
+		if !it.group && len(targets) > 0 {
+			p.metrics.pushes.WithLabelValues(it.kind).Inc()
+		}
+		for node, ts := range targets {
+			ch := keys.NodeChannel(node)
+			if byNode[ch] == nil {
+				byNode[ch] = &live.Batch{}
+			}
+			e := env
+			e.Targets = ts
+			byNode[ch].Envelopes = append(byNode[ch].Envelopes, e)
+			p.metrics.targets.WithLabelValues(it.kind).Add(float64(len(ts)))
+		}
+	}
+	out := make(map[string][]byte, len(byNode)+len(groups))
+	for ch, b := range byNode {
+		data, err := live.Encode(*b)
+		if err != nil {
+			return err
+		}
+		out[ch] = data
+	}
+	for ch, b := range groups {
+		data, err := live.Encode(*b)
+		if err != nil {
+			return err
+		}
+		out[ch] = data
+	}
+	if err := p.bus.PublishMany(ctx, out); err != nil {
+		return err
+	}
+	p.metrics.publishes.WithLabelValues("node").Add(float64(len(byNode)))
+	p.metrics.publishes.WithLabelValues("group").Add(float64(len(groups)))
+	return nil
+}

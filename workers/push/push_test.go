@@ -1,0 +1,183 @@
+package push
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/live"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+type fixture struct {
+	t     *testing.T
+	store *redisstore.Store
+	p     *Pusher
+	reg   *prometheus.Registry
+	sub   *live.Subscription
+}
+
+func newFixture(t *testing.T) *fixture {
+	rdb, prefix := testenv.Redis(t)
+	cfg := redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3}
+	st, err := redisstore.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	p, err := New(Config{Store: cfg, Metrics: reg}, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, store: st, p: p, reg: reg}
+	bus := live.NewBus(rdb, time.Second)
+	f.sub = bus.Subscribe(context.Background(), 64)
+	t.Cleanup(f.sub.Close)
+	k := st.Keys()
+	if err := f.sub.Add(context.Background(), k.NodeChannel("a"), k.NodeChannel("b"), k.ConvChannel("big")); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// sequence stores a record through the real sequencing step and returns
+// its sequenced form as a record of im.sequenced.
+func (f *fixture) sequence(m *schemas.Message) *kgo.Record {
+	f.t.Helper()
+	ctx := context.Background()
+	now := time.Now().UnixMilli()
+	res, err := f.store.Sequence(ctx, m.GetConvId(), []*schemas.Message{m}, nil, now)
+	if err != nil || len(res.Items) != 1 || res.Items[0].Status != redisstore.SeqNew {
+		f.t.Fatalf("sequence %s: %+v %v", m.GetClientMsgId(), res, err)
+	}
+	sq := &schemas.Sequenced{Message: m, Seq: res.Items[0].Seq, Epoch: res.Epoch, WriteTimeMs: now}
+	v, err := proto.Marshal(sq)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return &kgo.Record{Topic: schemas.TopicSequenced, Value: v}
+}
+
+func (f *fixture) online(user, device, node string) {
+	f.t.Helper()
+	_, _, err := f.store.SetPresence(context.Background(), user, device,
+		redisstore.PresenceLease{Node: node, Conn: user + "-" + device, TTL: time.Minute, Keep: time.Minute}, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// published reads what arrived on the channels within wait.
+func (f *fixture) published(wait time.Duration) []live.Envelope {
+	var out []live.Envelope
+	deadline := time.After(wait)
+	for {
+		select {
+		case data := <-f.sub.Messages():
+			b, err := live.Decode(data)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			out = append(out, b.Envelopes...)
+		case <-deadline:
+			return out
+		}
+	}
+}
+
+func group(conv, sender string, kind schemas.Kind, recipients ...string) *schemas.Message {
+	return &schemas.Message{ClientMsgId: conv + "-" + sender + "-" + kind.String(), ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: sender, Kind: kind, Recipients: recipients, Body: []byte("hi")}
+}
+
+func TestSmallGroupMessageGoesOncePerNodeToTheOnlineDevicesOnly(t *testing.T) {
+	f := newFixture(t)
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob", "carol"))
+	msg := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	f.online("bob", "phone", "a")
+	f.online("bob", "laptop", "b")
+	f.online("alice", "phone", "a")
+	// carol is offline: nothing goes to her.
+	if _, err := f.p.Handle(context.Background(), []*kgo.Record{msg}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, e := range f.published(300 * time.Millisecond) {
+		for _, tg := range e.Targets {
+			got[e.Conv] = append(got[e.Conv], tg.User+"/"+tg.Device)
+		}
+		if e.Kind != live.KindPush || e.Large {
+			t.Errorf("envelope %+v, want a push of a small group", e)
+		}
+	}
+	sort.Strings(got["team"])
+	if want := []string{"alice/phone", "bob/laptop", "bob/phone"}; len(got["team"]) != 3 || got["team"][0] != want[0] || got["team"][2] != want[2] {
+		t.Fatalf("targets %v, want %v", got["team"], want)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.publishes.WithLabelValues("node")); n != 2 {
+		t.Errorf("%v node publishes, want one per node (2)", n)
+	}
+}
+
+func TestLargeGroupMessageIsOnePublishWithoutPerMemberLookups(t *testing.T) {
+	f := newFixture(t)
+	f.sequence(group("big", "m1", schemas.Kind_KIND_MEMBER_JOIN, "m1", "m2", "m3", "m4", "m5"))
+	var recs []*kgo.Record
+	for i := 0; i < 3; i++ {
+		m := group("big", "m1", schemas.Kind_KIND_MESSAGE)
+		m.ClientMsgId += string(rune('a' + i))
+		recs = append(recs, f.sequence(m))
+	}
+	for _, u := range []string{"m1", "m2", "m3", "m4", "m5"} {
+		f.online(u, "phone", "a")
+	}
+	before := testutil.ToFloat64(f.p.metrics.lookups)
+	if _, err := f.p.Handle(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	envs := f.published(300 * time.Millisecond)
+	if len(envs) != 3 {
+		t.Fatalf("%d envelopes, want the 3 messages", len(envs))
+	}
+	for _, e := range envs {
+		if !e.Large || len(e.Targets) != 0 || e.Conv != "big" {
+			t.Errorf("envelope %+v, want a targetless push on the group's channel", e)
+		}
+	}
+	if n := testutil.ToFloat64(f.p.metrics.lookups) - before; n != 0 {
+		t.Errorf("%v presence lookups for a large group's messages, want 0", n)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.publishes.WithLabelValues("group")); n != 1 {
+		t.Errorf("%v group publishes for one batch, want 1", n)
+	}
+}
+
+func TestExpiredAndClosedPresenceIsNotPushedTo(t *testing.T) {
+	f := newFixture(t)
+	msg := f.sequence(&schemas.Message{ClientMsgId: "d1", ConvId: "dm", ConvType: schemas.ConvType_CONV_TYPE_DIRECT,
+		Sender: "alice", Recipients: []string{"bob"}, Kind: schemas.Kind_KIND_MESSAGE, Body: []byte("x")})
+	ctx := context.Background()
+	// bob's phone's lease ran out (its node died); his laptop closed.
+	if _, _, err := f.store.SetPresence(ctx, "bob", "phone", redisstore.PresenceLease{Node: "a", Conn: "c1", TTL: time.Millisecond,
+		Keep: time.Minute}, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f.online("bob", "laptop", "b")
+	if err := f.store.ClearPresence(ctx, "bob", "laptop", "bob-laptop", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.p.Handle(ctx, []*kgo.Record{msg}); err != nil {
+		t.Fatal(err)
+	}
+	if envs := f.published(300 * time.Millisecond); len(envs) != 0 {
+		t.Fatalf("pushed %+v to devices that are not online", envs)
+	}
+}
