@@ -83,15 +83,32 @@ type SyncResponse struct {
 	Omitted int `json:"omitted"`
 }
 
+// Preview is the last message of a conversation as the list shows it.
+type Preview struct {
+	Seq    uint64 `json:"seq"`
+	Sender string `json:"sender"`
+	TS     int64  `json:"ts"`
+	Text   string `json:"text"`
+}
+
+// ConvItem is one conversation of the list.
+type ConvItem struct {
+	ConvID       string   `json:"conv_id"`
+	Kind         string   `json:"kind"`
+	Large        bool     `json:"large"`
+	Unread       uint64   `json:"unread"`
+	LastSeq      uint64   `json:"last_seq"`
+	ReadSeq      uint64   `json:"read_seq"`
+	LastActiveMS int64    `json:"last_active_ms"`
+	Preview      *Preview `json:"preview"`
+	Mentions     int      `json:"mentions"`
+	AckedSeq     uint64   `json:"acked_seq"`
+}
+
 // ConvList is one page of GET /v1/conversations.
 type ConvList struct {
-	Conversations []struct {
-		ConvID   string `json:"conv_id"`
-		Unread   uint64 `json:"unread"`
-		LastSeq  uint64 `json:"last_seq"`
-		Mentions int    `json:"mentions"`
-	} `json:"conversations"`
-	Next string `json:"next"`
+	Conversations []ConvItem `json:"conversations"`
+	Next          string     `json:"next"`
 }
 
 // Page is one page of GET /v1/conversations/{conv}/messages or /history.
@@ -127,14 +144,6 @@ func New(base, token string, hc *http.Client) *Client {
 	return &Client{Base: base, Token: token, HTTP: hc}
 }
 
-// StatusError is an answer other than 2xx.
-type StatusError struct {
-	Status int
-	Body   string
-}
-
-func (e *StatusError) Error() string { return fmt.Sprintf("status %d: %s", e.Status, e.Body) }
-
 // do sends one request and decodes the answer into out; it returns the
 // answer's body size.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
@@ -164,11 +173,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		return len(data), fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return len(data), fmt.Errorf("%s %s: %w", method, path, &StatusError{Status: resp.StatusCode, Body: string(data)})
+		return len(data), fmt.Errorf("%s %s: %w", method, path, statusError(resp, data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return len(data), fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			return len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 		}
 	}
 	return len(data), nil
@@ -176,8 +185,19 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 
 // Conversations reads the first page of the conversation list.
 func (c *Client) Conversations(ctx context.Context, limit int) (ConvList, int, error) {
+	return c.ConversationsAfter(ctx, "", limit)
+}
+
+// ConversationsAfter reads the page of the conversation list that
+// follows cursor (the previous page's Next; "" for the first).
+func (c *Client) ConversationsAfter(ctx context.Context, cursor string, limit int) (ConvList, int, error) {
+	q := url.Values{}
+	q.Set("limit", strconv.Itoa(limit))
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
 	var out ConvList
-	n, err := c.do(ctx, http.MethodGet, "/v1/conversations?limit="+strconv.Itoa(limit), nil, &out)
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations?"+q.Encode(), nil, &out)
 	return out, n, err
 }
 

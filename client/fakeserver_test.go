@@ -1,0 +1,197 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// fakeServer speaks the part of the API a catching-up device uses, over
+// conversations whose timelines grow by grow messages per sync until
+// they hold target each: slices of the newest limit messages with a gap
+// below them, mentions that repeat what the device may hold, acks that
+// raise the device's cursor, pages by after/before, and now and then a
+// 503 with Retry-After. It is the server the crash test restarts a
+// device against, so that only the device's process dies.
+type fakeServer struct {
+	mu       sync.Mutex
+	convs    []string
+	msgs     map[string][]Message // seq i+1 at i
+	acked    map[string]uint64
+	sent     map[string]int // client_msg_id → times POSTed
+	target   int
+	grow     int
+	limit    int
+	syncs    int
+	busyEach int // every busyEach-th request answers 503 (0: never)
+	// perAnswer bounds the conversations of a sync answer, the others
+	// are summarised (0: no bound), as the byte budget does.
+	perAnswer int
+	requests int
+}
+
+func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer, *httptest.Server) {
+	f := &fakeServer{convs: convs, msgs: map[string][]Message{}, acked: map[string]uint64{}, sent: map[string]int{},
+		target: target, grow: grow, limit: 50}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/sync", f.sync)
+	mux.HandleFunc("POST /v1/ack", f.ack)
+	mux.HandleFunc("POST /v1/messages", f.send)
+	mux.HandleFunc("GET /v1/conversations/{conv}/messages", f.page)
+	srv := httptest.NewServer(f.busy(mux))
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func (f *fakeServer) busy(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.requests++
+		busy := f.busyEach > 0 && f.requests%f.busyEach == 0
+		f.mu.Unlock()
+		if busy {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"overloaded","message":"too many requests in flight; retry later"}}`))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// appendLocked adds n messages to conv.
+func (f *fakeServer) appendLocked(conv string, n int, sender string, ids ...string) {
+	for i := 0; i < n; i++ {
+		seq := uint64(len(f.msgs[conv]) + 1)
+		id := fmt.Sprintf("%s-%05d", conv, seq)
+		if i < len(ids) {
+			id = ids[i]
+		}
+		f.msgs[conv] = append(f.msgs[conv], Message{ConvID: conv, Seq: seq, Epoch: 1, ClientMsgID: id, Kind: "message",
+			ConvType: "group", Sender: sender, Body: []byte("body of " + id)})
+	}
+}
+
+// add grows every conversation by n messages, up to the target.
+func (f *fakeServer) add(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.convs {
+		f.appendLocked(c, min(n, f.target-len(f.msgs[c])), "carol")
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (f *fakeServer) sync(w http.ResponseWriter, r *http.Request) {
+	var req SyncRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.syncs++
+	for _, c := range f.convs {
+		f.appendLocked(c, min(f.grow, f.target-len(f.msgs[c])), "bob")
+	}
+	var resp SyncResponse
+	for _, c := range f.convs {
+		cur := f.acked[c]
+		if rc, ok := req.Cursors[c]; ok {
+			cur = rc.Seq
+		}
+		last := uint64(len(f.msgs[c]))
+		if cur >= last {
+			continue
+		}
+		if len(resp.Conversations) == f.perAnswer && f.perAnswer > 0 {
+			resp.Summaries = append(resp.Summaries, struct {
+				ConvID string `json:"conv_id"`
+			}{c})
+			continue
+		}
+		from := cur + 1
+		if last > uint64(f.limit) {
+			from = max(from, last-uint64(f.limit)+1)
+		}
+		sc := SyncConv{ConvID: c, Epoch: 1, MaxSeq: last, Messages: append([]Message(nil), f.msgs[c][from-1:last]...)}
+		if from > cur+1 {
+			sc.HasMore = true
+			sc.Gap = &struct {
+				From uint64 `json:"from"`
+				To   uint64 `json:"to"`
+			}{cur + 1, from - 1}
+		}
+		resp.Conversations = append(resp.Conversations, sc)
+		// A mention of a message the device may hold already, as the
+		// lane repeats it until read.
+		if f.syncs%3 == 0 {
+			resp.Mentions = append(resp.Mentions, SyncMention{ConvID: c, Message: f.msgs[c][(f.syncs*7)%int(last)]})
+		}
+	}
+	writeJSON(w, resp)
+}
+
+func (f *fakeServer) ack(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Acks []AckItem `json:"acks"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range req.Acks {
+		if a.Seq > uint64(len(f.msgs[a.ConvID])) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"code":"bad_request","field":"acks.seq","message":"beyond the max seq"}}`))
+			return
+		}
+		f.acked[a.ConvID] = max(f.acked[a.ConvID], a.Seq)
+	}
+	writeJSON(w, map[string]any{"acked": len(req.Acks)})
+}
+
+func (f *fakeServer) send(w http.ResponseWriter, r *http.Request) {
+	var m Outgoing
+	if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent[m.ClientMsgID]++
+	if f.sent[m.ClientMsgID] == 1 { // the server dedupes by client_msg_id
+		f.appendLocked(m.ConvID, 1, "me", m.ClientMsgID)
+	}
+	w.WriteHeader(http.StatusAccepted)
+	writeJSON(w, map[string]string{"client_msg_id": m.ClientMsgID, "conv_id": m.ConvID})
+}
+
+func (f *fakeServer) page(w http.ResponseWriter, r *http.Request) {
+	conv := r.PathValue("conv")
+	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+	before, _ := strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := f.msgs[conv]
+	if before == 0 || before > uint64(len(all))+1 {
+		before = uint64(len(all)) + 1
+	}
+	p := Page{ConvID: conv, Epoch: 1, MaxSeq: uint64(len(all)), FirstSeq: 1}
+	for s := after + 1; s < before && len(p.Messages) < limit; s++ {
+		p.Messages = append(p.Messages, all[s-1])
+	}
+	p.HasMore = len(p.Messages) > 0 && p.Messages[len(p.Messages)-1].Seq+1 < before
+	writeJSON(w, p)
+}
