@@ -2,7 +2,7 @@
 
 SHELL := /usr/bin/env bash
 
-.PHONY: test build install fuzz vet lint fmt demo bench proto packages
+.PHONY: test browser-test build install fuzz vet lint fmt demo bench proto packages
 
 ## build: build the offlinebox binary into bin/offlinebox
 build:
@@ -16,6 +16,11 @@ install:
 test:
 	scripts/test.sh
 	scripts/fuzz.sh
+
+## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/
+browser-test:
+	@command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
+	OFFLINEBOX_REQUIRE_BROWSER=1 go test ./cmd/offlinebox/ -run '^TestBrowser' -count=1 -v -artifacts -outputdir "$(CURDIR)/.data/browser-test"
 
 ## fuzz: run every Fuzz target for a few seconds (FUZZTIME per target, FUZZBUDGET seconds in all)
 fuzz:

@@ -31,7 +31,7 @@ type fakeServer struct {
 	// perAnswer bounds the conversations of a sync answer, the others
 	// are summarised (0: no bound), as the byte budget does.
 	perAnswer int
-	requests int
+	requests  int
 }
 
 func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer, *httptest.Server) {

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-packages.sh
+# The web client's browser test drives Debian's headless Chromium.
+command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
+export OFFLINEBOX_REQUIRE_BROWSER=1
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/offlinebox-test.XXXXXX")"
 trap 'scripts/test-servers.sh stop "$state"' EXIT

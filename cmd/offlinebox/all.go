@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+
+	"github.com/offlinebox/offlinebox/web"
 )
 
 // runAll runs every worker and the API in this process.
@@ -85,7 +87,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 			if ready != nil {
 				ready(ln.Addr())
 			}
-			return serveListener(ctx, ln, srv.Handler())
+			return serveListener(ctx, ln, web.Handler(srv.Handler()))
 		},
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)

@@ -87,9 +87,14 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		tok, _ := keyring.Mint(demoUser, "", 24*time.Hour)
-		fmt.Fprintf(stdout, "\nServing on %s until interrupted. Addresses and the secret are in %s;\nevery offlinebox subcommand %s reads it:\n"+
+		link, err := signInLink(keyring, base, demoUser)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nServing on %s until interrupted.\n  The web client: %s/\n  Signed in as %s: %s\n", base, base, demoUser, link)
+		fmt.Fprintf(stdout, "Addresses and the secret are in %s;\nevery offlinebox subcommand %s reads it:\n"+
 			"  offlinebox token bob -device laptop\n  offlinebox verify\n  offlinebox history sql \"SELECT count() FROM messages\"\n"+
-			"  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", base, path, whereEnvIsRead(path), tok, base)
+			"  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", path, whereEnvIsRead(path), tok, base)
 		select {
 		case <-ctx.Done():
 		case err := <-done:
@@ -226,6 +231,16 @@ func randomSecret() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// signInLink opens the web client signed in as user, on the browser's
+// own device.
+func signInLink(keyring *auth.Keyring, base, user string) (string, error) {
+	tok, err := keyring.Mint(user, "web", 24*time.Hour)
+	if err != nil {
+		return "", fmt.Errorf("mint a token for %s: %w", user, err)
+	}
+	return base + "/#token=" + tok, nil
 }
 
 // demoClient is a client of user on device.

@@ -20,6 +20,7 @@ import (
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/web"
 	"github.com/offlinebox/offlinebox/workers/convindex"
 	"github.com/offlinebox/offlinebox/workers/expiry"
 	"github.com/offlinebox/offlinebox/workers/fanout"
@@ -364,5 +365,5 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	defer srv.Close()
 	serveMetrics(ctx, c.MetricsListen, p.registry)
 	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen, "node", p.cfg.Node)
-	return serveHTTP(ctx, c.Listen, srv.Handler())
+	return serveHTTP(ctx, c.Listen, web.Handler(srv.Handler()))
 }

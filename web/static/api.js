@@ -1,0 +1,73 @@
+"use strict";
+// The HTTP API as the page uses it: typed errors, Retry-After honoured,
+// full-jitter backoff.
+class ApiError extends Error {
+  constructor(status, code, field, message, retryAfterMs) {
+    super(field ? `${field}: ${message}` : message);
+    this.status = status; this.code = code; this.field = field; this.retryAfterMs = retryAfterMs;
+  }
+  get retryable() { return this.status === 0 || this.status === 429 || (this.status >= 500 && this.status !== 501); }
+}
+
+class Api {
+  constructor(token, device) { this.token = token; this.device = device; }
+
+  async call(method, path, body) {
+    let resp;
+    try {
+      resp = await fetch(path, {
+        method, headers: { Authorization: `Bearer ${this.token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    } catch (e) {
+      throw new ApiError(0, "offline", "", `the server did not answer (${e.message})`, 0);
+    }
+    const text = await resp.text();
+    if (!resp.ok) {
+      let e = {};
+      try { e = JSON.parse(text).error || {}; } catch { /* not the API's format */ }
+      const ra = parseInt(resp.headers.get("Retry-After") || "", 10);
+      throw new ApiError(resp.status, e.code || "http_" + resp.status, e.field || "", e.message || text.slice(0, 200),
+        Number.isFinite(ra) ? ra * 1000 : 0);
+    }
+    return text ? JSON.parse(text) : {};
+  }
+
+  // retry runs fn until it succeeds or fails for good.
+  static async retry(fn, attempts = 5) {
+    for (let i = 0; ; i++) {
+      try { return await fn(); } catch (e) {
+        if (!(e instanceof ApiError) || !e.retryable || i + 1 >= attempts) throw e;
+        await sleep(Api.backoff(i, e));
+      }
+    }
+  }
+
+  // backoff is a full-jitter wait, at least the answer's Retry-After.
+  static backoff(attempt, err) {
+    const ceil = Math.min(30000, 250 * 2 ** attempt);
+    return Math.max(Math.random() * ceil, (err && err.retryAfterMs) || 0);
+  }
+
+  conversations(limit, cursor) {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (cursor) q.set("cursor", cursor);
+    if (this.device.own) q.set("device_id", this.device.id);
+    return this.call("GET", `/v1/conversations?${q}`);
+  }
+  sync(cursors) {
+    return this.call("POST", "/v1/sync", { ...(this.device.own ? { device_id: this.device.id } : {}), cursors, limit: 200 });
+  }
+  ack(acks) { return this.call("POST", "/v1/ack", { ...(this.device.own ? { device_id: this.device.id } : {}), acks }); }
+  read(receipts) { return this.call("POST", "/v1/read", { receipts }); }
+  send(m) { return this.call("POST", "/v1/messages", m); }
+  newest(conv, limit) { return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/messages?limit=${limit}`); }
+  before(conv, before, limit) {
+    return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/messages?before=${before}&limit=${limit}`);
+  }
+  history(conv, before, limit) {
+    return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/history?before=${before}&limit=${limit}`);
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

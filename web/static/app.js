@@ -1,0 +1,352 @@
+"use strict";
+// The page: sign-in, the conversation list, one conversation, sending,
+// and the update loop (sync; the live channel wakes it when the server
+// has one).
+const $ = (id) => document.getElementById(id);
+const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+
+const state = {
+  api: null, store: null, me: "", convs: new Map(), listNext: "", open: null,
+  syncing: false, again: false, online: false, live: null, pollMs: 3000,
+};
+
+// ---- sign-in ----------------------------------------------------------
+
+function claimsOf(token) {
+  const part = token.split(".")[1] || "";
+  const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
+  return JSON.parse(json);
+}
+
+function deviceFor(claims) {
+  if (claims.dev) return { id: claims.dev, own: false };
+  let id = localStorage.getItem("offlinebox.device");
+  if (!id) { id = "web-" + crypto.randomUUID().slice(0, 8); localStorage.setItem("offlinebox.device", id); }
+  return { id, own: true };
+}
+
+async function signIn(token) {
+  const claims = claimsOf(token);
+  if (!claims.sub) throw new Error("the token names no user (sub)");
+  const device = deviceFor(claims);
+  state.api = new Api(token, device);
+  state.me = claims.sub;
+  state.store = await LocalStore.open(`offlinebox:${claims.sub}:${device.id}`);
+  await state.api.conversations(1); // the token works
+  localStorage.setItem("offlinebox.token", token);
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  $("me-name").textContent = claims.sub;
+  paintAvatar($("me-avatar"), claims.sub);
+  for (const c of await state.store.cachedConvs()) state.convs.set(c.conv_id, c);
+  renderList();
+  await loadList();
+  startUpdates();
+}
+
+function showSignIn(msg) {
+  $("app").hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = msg || "";
+}
+
+$("signin-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try { await signIn($("token").value.trim()); } catch (err) { showSignIn(err.message); }
+});
+$("signout").addEventListener("click", () => { localStorage.removeItem("offlinebox.token"); location.hash = ""; location.reload(); });
+
+// ---- conversation list --------------------------------------------------
+
+function displayName(c) {
+  if (c.kind === "group" || c.conv_id.startsWith("g-")) return "# " + c.conv_id.replace(/^g-/, "");
+  const peer = c.conv_id.replace(/^d-/, "").split("-").find((p) => p && p !== state.me);
+  return peer || c.conv_id;
+}
+
+function paintAvatar(e, name) {
+  let h = 0;
+  for (const ch of name) h = (h * 31 + ch.codePointAt(0)) % 360;
+  e.style.background = `hsl(${h} 55% 50%)`;
+  e.textContent = name.replace(/^[#\s]+/, "").slice(0, 1);
+}
+
+function timeOf(ms) {
+  if (!ms) return "";
+  const d = new Date(ms), now = new Date();
+  return d.toDateString() === now.toDateString() ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : d.toLocaleDateString([], { month: "short", day: "numeric" });
+}
+
+async function loadList(more) {
+  const t0 = performance.now();
+  const page = await Api.retry(() => state.api.conversations(50, more ? state.listNext : ""));
+  const ms = performance.now() - t0;
+  if (!more) state.convs.clear();
+  for (const c of page.conversations || []) state.convs.set(c.conv_id, c);
+  state.listNext = page.next || "";
+  $("list-timing").textContent = `${state.convs.size} conversations · list in ${ms.toFixed(0)} ms`;
+  await state.store.keepConvs(page.conversations || []);
+  renderList();
+}
+$("more-convs").addEventListener("click", () => loadList(true));
+
+function renderList() {
+  const ul = $("convs");
+  ul.replaceChildren();
+  const list = [...state.convs.values()].sort((a, b) => (b.last_active_ms || 0) - (a.last_active_ms || 0));
+  for (const c of list) {
+    const li = el("li");
+    li.dataset.conv = c.conv_id;
+    if (state.open && state.open.conv_id === c.conv_id) li.classList.add("active");
+    const name = displayName(c);
+    const av = el("span", "avatar");
+    paintAvatar(av, name);
+    const body = el("div", "conv-body");
+    const top = el("div", "conv-top");
+    top.append(el("span", "conv-name", name), el("span", "conv-time", timeOf(c.preview ? c.preview.ts : c.last_active_ms)));
+    const bottom = el("div", "conv-bottom");
+    const p = c.preview;
+    bottom.append(el("span", "conv-preview", p ? `${p.sender === state.me ? "You" : p.sender}: ${p.text || "…"}` : ""));
+    const badges = el("span", "badges");
+    if (c.mentions > 0) badges.append(el("span", "badge mention", "@"));
+    if (c.unread > 0) badges.append(el("span", "badge unread", c.unread > 999 ? "999+" : String(c.unread)));
+    bottom.append(badges);
+    body.append(top, bottom);
+    li.append(av, body);
+    li.addEventListener("click", () => openConv(c.conv_id));
+    ul.append(li);
+  }
+  $("more-convs").hidden = !state.listNext;
+}
+
+// ---- one conversation ---------------------------------------------------
+
+// open: { conv_id, oldest (seq of the oldest shown), incompleteAt, start }
+async function openConv(conv) {
+  state.open = { conv_id: conv, oldest: 0, incompleteAt: 0, start: false, fromHistory: false };
+  const c = state.convs.get(conv) || { conv_id: conv };
+  $("conv-empty").hidden = true;
+  $("conv-inner").hidden = false;
+  $("conv-title").textContent = displayName(c);
+  $("conv-sub").textContent = c.kind === "group" ? "group" : "direct";
+  renderList();
+  let shown = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
+  const top = shown.length ? shown[shown.length - 1].seq : 0;
+  // Pull the newest page only when the device does not hold it already.
+  if (shown.length < 50 && !(shown.length && shown[0].seq <= 1) || top < (c.last_seq || 0)) {
+    try {
+      const page = await Api.retry(() => state.api.newest(conv, 50));
+      await state.store.storeMessages(page.messages || []);
+      if (page.incomplete) state.open.incompleteAt = (page.messages || [])[0] ? page.messages[0].seq : page.first_seq;
+      shown = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
+    } catch (e) { setStatus(false, e.message); }
+  }
+  await renderMessages(true);
+  markRead();
+}
+
+async function renderMessages(toBottom) {
+  const o = state.open;
+  if (!o) return;
+  const box = $("messages");
+  const nearBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  const limit = Math.max(50, o.count || 0);
+  const msgs = await state.store.messages(o.conv_id, Number.MAX_SAFE_INTEGER, limit);
+  o.count = msgs.length;
+  o.oldest = msgs.length ? msgs[0].seq : 0;
+  o.start = o.start || (msgs.length > 0 && msgs[0].seq <= 1);
+  const ol = $("message-list");
+  ol.replaceChildren();
+  if (o.start) ol.append(el("li", "notice", "Start of the conversation"));
+  let prev = 0;
+  for (const m of msgs) {
+    if (o.incompleteAt && m.seq === o.incompleteAt && !o.start) {
+      ol.append(el("li", "divider", "Incomplete: older messages left the recent window; “Load older” reads them from history"));
+    } else if (prev && m.seq > prev + 1) {
+      ol.append(el("li", "divider", `${m.seq - prev - 1} messages not loaded here`));
+    }
+    prev = m.seq;
+    ol.append(messageItem(m, false));
+  }
+  for (const p of await state.store.pending(o.conv_id)) ol.append(messageItem(p, true));
+  $("load-more").hidden = o.start;
+  if (toBottom || nearBottom) box.scrollTop = box.scrollHeight;
+}
+
+function messageItem(m, pending) {
+  if (m.kind === "member_join" || m.kind === "member_leave") {
+    const who = (m.recipients || []).join(", ");
+    return el("li", "notice", m.kind === "member_join" ? `${m.sender} added ${who}` : `${who} left`);
+  }
+  const mine = m.sender === state.me || pending;
+  const li = el("li", "msg" + (mine ? " mine" : "") + (pending ? " pending" : ""));
+  if ((m.mentions || []).includes(state.me) || m.mention_all) li.classList.add("mentioned");
+  li.dataset.cmid = m.client_msg_id;
+  if (!pending) li.dataset.seq = String(m.seq);
+  li.append(el("div", "who", m.sender || ""), el("div", "text", m.text || ""));
+  const meta = el("div", "meta");
+  meta.append(el("span", "", timeOf(m.write_time_ms || m.created_ms)));
+  if (mine) meta.append(el("span", "tick", pending ? " · sending…" : " · ✓ sent"));
+  li.append(meta);
+  return li;
+}
+
+$("load-more").addEventListener("click", loadOlder);
+
+// loadOlder reads older messages: from the device first, then the Redis
+// window, then history once the window ended.
+async function loadOlder() {
+  const o = state.open;
+  if (!o || o.start) return;
+  const held = await state.store.messages(o.conv_id, o.oldest || Number.MAX_SAFE_INTEGER, 50);
+  const contiguous = held.length > 0 && held[held.length - 1].seq === o.oldest - 1;
+  if (!contiguous && o.oldest > 1) {
+    try {
+      let page = o.fromHistory ? { messages: [] } : await Api.retry(() => state.api.before(o.conv_id, o.oldest, 50));
+      if ((page.messages || []).length === 0) {
+        if (!o.fromHistory) o.incompleteAt = o.oldest;
+        o.fromHistory = true;
+        page = await Api.retry(() => state.api.history(o.conv_id, o.oldest, 50));
+      } else if (page.incomplete && page.messages[0].seq > 1) {
+        o.incompleteAt = page.messages[0].seq;
+      }
+      if ((page.messages || []).length === 0) o.start = true;
+      await state.store.storeMessages(page.messages || []);
+    } catch (e) {
+      if (e.status === 501) { o.start = true; } else { setStatus(false, e.message); }
+    }
+  }
+  o.count = (o.count || 0) + 50;
+  const box = $("messages"), before = box.scrollHeight;
+  await renderMessages(false);
+  box.scrollTop += box.scrollHeight - before;
+}
+
+function markRead() {
+  const o = state.open;
+  const c = o && state.convs.get(o.conv_id);
+  if (!c || !c.last_seq || c.read_seq >= c.last_seq) return;
+  const epoch = c.epoch || undefined;
+  state.api.read([{ conv_id: c.conv_id, seq: c.last_seq, ...(epoch ? { epoch } : {}) }]).then(() => {
+    c.unread = 0; c.mentions = 0; c.read_seq = c.last_seq;
+    renderList();
+  }).catch((e) => setStatus(false, e.message));
+}
+
+// ---- sending ------------------------------------------------------------
+
+$("composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const o = state.open;
+  const text = $("compose").value.trim();
+  if (!o || !text) return;
+  $("compose").value = "";
+  const c = state.convs.get(o.conv_id) || {};
+  const group = c.kind === "group";
+  const mentions = [...text.matchAll(/@([A-Za-z0-9_.-]+)/g)].map((m) => m[1]).filter((u) => u !== "all");
+  const m = {
+    client_msg_id: crypto.randomUUID(), conv_id: o.conv_id, conv_type: group ? "group" : "direct",
+    content_type: "text/plain", body: btoa(String.fromCharCode(...new TextEncoder().encode(text))),
+    ...(mentions.length ? { mentions } : {}), ...(/@all\b/.test(text) && group ? { mention_all: true } : {}),
+  };
+  if (!group) m.recipients = [await peerOf(o.conv_id)];
+  await state.store.keepSending({ ...m, sender: state.me, text, created_ms: Date.now() });
+  await renderMessages(true);
+  await flush();
+  wake();
+});
+
+async function peerOf(conv) {
+  const msgs = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
+  for (const m of msgs) {
+    if (m.sender && m.sender !== state.me) return m.sender;
+    for (const r of m.recipients || []) if (r !== state.me) return r;
+  }
+  return displayName({ conv_id: conv });
+}
+
+// flush sends what waits, oldest first, each with its own client_msg_id
+// (a resend gets the same seq); it stops at the first that fails.
+async function flush() {
+  for (const p of await state.store.pending()) {
+    if (p.accepted) continue;
+    const { sender, text, created_ms, accepted, ...m } = p;
+    try {
+      await state.api.send(m);
+      await state.store.keepSending({ ...p, accepted: true });
+    } catch (e) {
+      if (e.retryable) { setStatus(false, e.message); return; }
+      await state.store.dropSending(p.client_msg_id);
+      setStatus(true, `not sent: ${e.message}`);
+    }
+  }
+}
+
+// ---- updates ------------------------------------------------------------
+
+function setStatus(online, note) {
+  state.online = online;
+  const s = $("status");
+  s.className = "status " + (online ? "online" : "offline");
+  s.textContent = note || (online ? (state.live && state.live.open ? "online · live" : "online") : "offline");
+}
+
+let timer = 0;
+function wake(ms = 0) { clearTimeout(timer); timer = setTimeout(updateLoop, ms); }
+
+// updateLoop: flush, then sync-store-ack until the server has nothing
+// new, then refresh the list and the open conversation.
+async function updateLoop() {
+  if (state.syncing) { state.again = true; return; }
+  state.syncing = true;
+  let failures = 0;
+  try {
+    for (;;) {
+      try {
+        await flush();
+        const redo = await state.store.unacked();
+        if (redo.length) { await state.api.ack(redo); await state.store.markAcked(redo); }
+        let news = false;
+        for (let round = 0; round < 50; round++) {
+          const resp = await state.api.sync(await state.store.cursors());
+          const convs = resp.conversations || [];
+          if (!convs.length && !(resp.summaries || []).length && !resp.omitted) break;
+          const r = await state.store.applySync(resp);
+          if (r.acks.length) { await state.api.ack(r.acks); await state.store.markAcked(r.acks); }
+          news = news || r.stored > 0;
+        }
+        await loadList();
+        if (state.open) { await renderMessages(false); if (news) markRead(); }
+        setStatus(true);
+        break;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 401) { showSignIn("The token was refused: sign in again."); return; }
+        setStatus(false, `offline · retrying (${e.message})`);
+        await sleep(Api.backoff(failures++, e));
+      }
+    }
+  } finally {
+    state.syncing = false;
+    const again = state.again;
+    state.again = false;
+    wake(again ? 0 : (state.live && state.live.open ? 30000 : state.pollMs));
+  }
+}
+
+// startUpdates syncs now and then on a timer; the live channel, where
+// the server has one, wakes the loop as soon as there is news.
+function startUpdates() {
+  if (window.OfflineboxLive) state.live = window.OfflineboxLive.connect(state.api, () => wake(0));
+  wake(0);
+}
+
+// ---- start --------------------------------------------------------------
+
+(async () => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const token = hash.get("token") || localStorage.getItem("offlinebox.token");
+  if (hash.get("token")) history.replaceState(null, "", location.pathname);
+  if (!token) { showSignIn(); return; }
+  try { await signIn(token); } catch (e) { showSignIn(e.message); }
+})();
