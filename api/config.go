@@ -19,7 +19,6 @@ const (
 	DefaultRequestTimeout = 15 * time.Second
 	DefaultProduceTimeout = 10 * time.Second
 	DefaultMaxCursors     = 5000
-	DefaultRebaseBacklog  = 5000
 
 	// DefaultSyncLimit is both the default and the maximum of a sync's
 	// per-conversation limit.
@@ -63,9 +62,6 @@ type Config struct {
 	// MaxCursors bounds the cursors of one sync, the acks of one ack and
 	// the receipts of one read request.
 	MaxCursors int
-	// RebaseBacklog: a conversation with more messages than this above the
-	// device's cursor is answered with a rebase.
-	RebaseBacklog uint64
 	// Limits bound a message sent through the API: body, mentions,
 	// recipients, encoded size (schemas.Limits; the fanout worker must use
 	// the same, so that what the API accepts is never dead-lettered).
@@ -107,9 +103,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxCursors == 0 {
 		c.MaxCursors = DefaultMaxCursors
-	}
-	if c.RebaseBacklog == 0 {
-		c.RebaseBacklog = DefaultRebaseBacklog
 	}
 	c.Limits = c.Limits.WithDefaults()
 	if c.MessagesTopic == "" {

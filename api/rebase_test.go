@@ -11,8 +11,11 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-func TestSyncRebasesCursorsItCannotContinueAndMarksLostRangesIncomplete(t *testing.T) {
-	e := newEnv(t, envOptions{cfg: Config{RebaseBacklog: 30}})
+// A rebase means the cursor is meaningless (another epoch, beyond the
+// counter); a cursor that is only far behind is continued with a gap
+// from it, incomplete when part of the gap left the Redis window.
+func TestSyncRebasesMeaninglessCursorsAndGivesTheFarBehindAGapFromTheirCursor(t *testing.T) {
+	e := newEnv(t, envOptions{})
 	e.runPipeline()
 	msgs := []*schemas.Message{founding("g", "bob", "ann")}
 	for i := range 60 {
@@ -45,8 +48,8 @@ func TestSyncRebasesCursorsItCannotContinueAndMarksLostRangesIncomplete(t *testi
 		reason     string
 		incomplete bool
 	}{
-		{"within the backlog", map[string]any{"seq": 40, "epoch": epoch}, "", false},
-		{"beyond the backlog", map[string]any{"seq": 20, "epoch": epoch}, "backlog", false},
+		{"behind", map[string]any{"seq": 40, "epoch": epoch}, "", false},
+		{"far behind", map[string]any{"seq": 2, "epoch": epoch}, "", false},
 		{"of another epoch", map[string]any{"seq": 55, "epoch": epoch + 1}, "epoch", false},
 		{"ahead of the conversation", map[string]any{"seq": 90, "epoch": epoch}, "ahead", false},
 	}
@@ -59,13 +62,16 @@ func TestSyncRebasesCursorsItCannotContinueAndMarksLostRangesIncomplete(t *testi
 			if (c.Gap != nil) != (tc.reason == "") {
 				t.Fatalf("gap %+v on rebase %q", c.Gap, c.RebaseReason)
 			}
+			if c.Gap != nil && (c.Gap.From != uint64(tc.cur["seq"].(int))+1 || c.Gap.To != 51) {
+				t.Fatalf("gap %+v, want from the cursor's next seq to 51", c.Gap)
+			}
 		})
 	}
 	t.Run("older than the window", func(t *testing.T) {
 		popTimelineHead(t, e.store, "g", 45)
 		c := sync(map[string]any{"seq": 40, "epoch": epoch})
-		if c.RebaseReason != "retention" || !c.Incomplete {
-			t.Fatalf("got rebase %q incomplete %v", c.RebaseReason, c.Incomplete)
+		if c.Rebase || !c.Incomplete || c.Gap == nil || c.Gap.From != 41 || c.Gap.To != 51 {
+			t.Fatalf("got rebase %q incomplete %v gap %+v, want no rebase, incomplete and the gap 41..51", c.RebaseReason, c.Incomplete, c.Gap)
 		}
 		var p tPage
 		e.callOK(http.StatusOK, "GET", "/v1/conversations/g/messages?after=40&limit=5", ann, nil, &p)

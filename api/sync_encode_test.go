@@ -84,7 +84,7 @@ func TestSyncEncodeWritesWhatJSONMarshalOfThePartsWrote(t *testing.T) {
 			{Conv: "g<1>", Kind: redisstore.KindGroup, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:4],
 				HasMore: true, Gap: &redisstore.SeqRange{From: 5, To: ^uint64(0)}},
 			{Conv: "d-a-b", Kind: redisstore.KindDirect, Epoch: 1, MaxSeq: 7, Messages: ms[4:], Rebase: true,
-				RebaseReason: redisstore.RebaseBacklog, Incomplete: true},
+				RebaseReason: redisstore.RebaseResync, Incomplete: true},
 			{Conv: "empty\u2028"},
 		},
 		Summaries: []redisstore.SyncSummary{{Conv: "g-2", Kind: redisstore.KindGroup, Large: true, Epoch: 2, MaxSeq: 1 << 50, Unread: 9, Mentions: 2}},

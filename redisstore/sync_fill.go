@@ -281,7 +281,13 @@ func finishSlice(c *SyncConv, p convPlan, sl timelineSlice) {
 		return
 	}
 	oldest := c.Messages[0].Seq
-	floor := max(p.lo, sl.floor, sl.first-1)
+	// A kept cursor is the floor even below the window (the gap then
+	// reaches into history: Incomplete); a rebase has no cursor, and
+	// what it lacks starts at the window.
+	floor := max(p.lo, sl.floor)
+	if c.Rebase {
+		floor = max(floor, sl.first-1)
+	}
 	c.HasMore = oldest > floor+1
 	// The second pass extends slices the first one cut: the gap it named
 	// may be closed now, and a gap over seqs the answer holds makes the

@@ -97,17 +97,14 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	case cur.Seq > h.seq:
 		p.rebase = RebaseAhead
 	case from+1 < h.first:
-		p.rebase, p.incomplete = RebaseRetention, true
-	case req.RebaseBacklog > 0 && h.seq-from > req.RebaseBacklog:
-		p.rebase = RebaseBacklog
+		// Far behind, but the cursor holds: the gap starts at it, and the
+		// part of it below the window is read from history.
+		p.incomplete = true
 	}
 	p.lo, floor = from, from
-	switch p.rebase {
-	case RebaseResync, RebaseEpoch, RebaseAhead:
+	if p.rebase != "" {
 		// The cursor means nothing here: the client holds nothing we know.
 		p.lo, floor = h.joined, h.joined
-	case RebaseRetention, RebaseBacklog:
-		p.lo = h.joined
 	}
 	return p, floor, read
 }

@@ -66,7 +66,12 @@ func checkNewestWithGap(t *testing.T, res *SyncResult, convs []SyncConv, order .
 	}
 }
 
-func TestSyncRebasesCursorsItCannotContinue(t *testing.T) {
+// A rebase means one thing: the cursor is meaningless to the answer's
+// timeline (another epoch, beyond the counter, an evicted device). A
+// cursor that is only far behind, by a long backlog or below the Redis
+// window, is continued: the gap starts right above it, marked incomplete
+// when part of it is in history only.
+func TestSyncRebasesOnlyCursorsThatMeanNothingAndNamesTheGapOfTheFarBehind(t *testing.T) {
 	s := readTestStore(t, 100)
 	rs := newReadSeed(t, s)
 	rs.group("g", "bob", "ann")
@@ -80,18 +85,17 @@ func TestSyncRebasesCursorsItCannotContinue(t *testing.T) {
 	cases := []struct {
 		name       string
 		cur        SyncCursor
-		backlog    uint64
 		pop        int
 		reason     string
 		incomplete bool
-		gap        bool
+		gap        *SeqRange
 	}{
-		{"continues", SyncCursor{Seq: 17, Epoch: e}, 10, 0, "", false, false},
-		{"continues with gap", SyncCursor{Seq: 11, Epoch: e}, 10, 0, "", false, true},
-		{"backlog above threshold", SyncCursor{Seq: 2, Epoch: e}, 10, 0, RebaseBacklog, false, false},
-		{"other epoch", SyncCursor{Seq: 15, Epoch: e + 1}, 0, 0, RebaseEpoch, false, false},
-		{"cursor ahead", SyncCursor{Seq: 99, Epoch: e}, 0, 0, RebaseAhead, false, false},
-		{"older than the window", SyncCursor{Seq: 2, Epoch: e}, 0, 5, RebaseRetention, true, false},
+		{"continues", SyncCursor{Seq: 17, Epoch: e}, 0, "", false, nil},
+		{"continues with gap", SyncCursor{Seq: 11, Epoch: e}, 0, "", false, &SeqRange{12, 17}},
+		{"far behind keeps the cursor", SyncCursor{Seq: 2, Epoch: e}, 0, "", false, &SeqRange{3, 17}},
+		{"other epoch", SyncCursor{Seq: 15, Epoch: e + 1}, 0, RebaseEpoch, false, nil},
+		{"cursor ahead", SyncCursor{Seq: 99, Epoch: e}, 0, RebaseAhead, false, nil},
+		{"older than the window keeps the cursor", SyncCursor{Seq: 2, Epoch: e}, 5, "", true, &SeqRange{3, 17}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +103,6 @@ func TestSyncRebasesCursorsItCannotContinue(t *testing.T) {
 				popHead(t, s, "g", tc.pop)
 			}
 			req := syncReq("ann", "phone", 4, 64<<10)
-			req.RebaseBacklog = tc.backlog
 			req.Cursors["g"] = tc.cur
 			res, err := s.Sync(ctx, s, req)
 			if err != nil {
@@ -109,7 +112,8 @@ func TestSyncRebasesCursorsItCannotContinue(t *testing.T) {
 				t.Fatalf("want one conversation:\n%s", render(res))
 			}
 			c := res.Convs[0]
-			if c.RebaseReason != tc.reason || c.Rebase != (tc.reason != "") || c.Incomplete != tc.incomplete || (c.Gap != nil) != tc.gap {
+			gapOK := (c.Gap == nil) == (tc.gap == nil) && (c.Gap == nil || *c.Gap == *tc.gap)
+			if c.RebaseReason != tc.reason || c.Rebase != (tc.reason != "") || c.Incomplete != tc.incomplete || !gapOK {
 				t.Fatalf("got\n%s", render(res))
 			}
 			if fmt.Sprint(seqsOf(c.Messages)) != "[18 19 20 21]" {

@@ -40,9 +40,6 @@ type SyncRequest struct {
 	// (always complete) and the first conversation's newest message
 	// (progress must be possible) may exceed it.
 	MaxBytes int
-	// RebaseBacklog: a conversation with more messages than this above the
-	// cursor is answered with a rebase (0: never).
-	RebaseBacklog uint64
 	// GroupSliceBytes caps each group's slice in the first pass over the
 	// conversations (direct conversations are not capped): a group's
 	// pending mentions are already in the mention lane, so its slice is
@@ -81,7 +78,11 @@ func (r SyncRequest) validate() error {
 	return nil
 }
 
-// Rebase reasons: why a conversation's cursor was not continued.
+// Rebase reasons: why a conversation's cursor means nothing to the
+// answer's timeline. A cursor that is merely far behind (a long backlog,
+// or messages that left the Redis window) is not rebased: the answer
+// names the gap from it, marked Incomplete when part of the gap is in
+// history only.
 const (
 	// RebaseResync: the device was evicted; none of its cursors is trusted.
 	RebaseResync = "resync"
@@ -89,11 +90,6 @@ const (
 	RebaseEpoch = "epoch"
 	// RebaseAhead: the cursor is beyond the conversation's max seq.
 	RebaseAhead = "ahead"
-	// RebaseRetention: messages above the cursor have left the Redis
-	// window (the conversation is also Incomplete).
-	RebaseRetention = "retention"
-	// RebaseBacklog: more messages above the cursor than RebaseBacklog.
-	RebaseBacklog = "backlog"
 )
 
 // SyncMention is one pending @mention with its message.
