@@ -93,7 +93,7 @@ func (s *Server) checkSeqItems(ctx context.Context, user string, items []seqItem
 		case !a.Member && !a.Left:
 			return nil, forbidden("not a member of conversation %q", it.conv)
 		case it.epoch != 0 && it.epoch != a.Epoch:
-			return nil, conflict(it.field+".epoch", "is not the conversation's epoch %d; sync again to rebase", a.Epoch)
+			return nil, epochMismatch(it.field+".epoch", it.epoch, a.Epoch)
 		case it.seq > a.Seq:
 			return nil, badRequest(it.field+".seq", "%d is beyond the conversation's max seq %d", it.seq, a.Seq)
 		case a.Left && it.seq > a.LastReadable():

@@ -52,6 +52,18 @@ func conflict(field, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusConflict, code: "conflict", field: field, msg: fmt.Sprintf(format, args...)}
 }
 
+// epochMismatch answers an epoch that is not the conversation's. Epochs
+// only grow, so one above the current was never issued: bad input (400).
+// One below is of an older timeline, or made up (the server keeps no list
+// of past epochs): 409, and sync rebases whichever it was. Both name the
+// current epoch.
+func epochMismatch(field string, asked, current uint64) *apiError {
+	if asked > current {
+		return badRequest(field, "%d was never the conversation's epoch: it is at epoch %d", asked, current)
+	}
+	return conflict(field, "%d is not the conversation's current epoch %d; sync again to rebase", asked, current)
+}
+
 var (
 	errUnauthorized = &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "a valid bearer token is required"}
 	errOverloaded   = &apiError{status: http.StatusServiceUnavailable, code: "overloaded", msg: "too many requests in flight; retry later"}

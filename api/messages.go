@@ -54,8 +54,8 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	}
 	pq.MaxBytes = pageBytes
 	p, err := s.router.Main().ReadPage(r.Context(), id.User, conv, pq)
-	if errors.Is(err, redisstore.ErrEpochChanged) {
-		return 0, nil, conflict("epoch", "the conversation's timeline was rebuilt; sync again to rebase")
+	if ee := (*redisstore.EpochError)(nil); errors.As(err, &ee) {
+		return 0, nil, epochMismatch("epoch", ee.Asked, ee.Current)
 	}
 	if err != nil {
 		return 0, nil, err

@@ -176,6 +176,20 @@ type Page struct {
 // conversation's: its timeline was rebuilt and the client must rebase.
 var ErrEpochChanged = errors.New("conversation epoch changed")
 
+// EpochError is a request's epoch that is not the conversation's: an
+// older one (the timeline was rebuilt since) or one it never had. It
+// matches ErrEpochChanged.
+type EpochError struct {
+	Asked, Current uint64
+}
+
+func (e *EpochError) Error() string {
+	return fmt.Sprintf("epoch %d is not the conversation's epoch %d", e.Asked, e.Current)
+}
+
+// Is matches ErrEpochChanged.
+func (e *EpochError) Is(target error) bool { return target == ErrEpochChanged }
+
 // ReadPage reads one page of the conversation for user.
 func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (Page, error) {
 	if q.Limit < 1 {
@@ -196,7 +210,7 @@ func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (P
 		return Page{}, fmt.Errorf("read page of %s: %w", conv, ErrNotMember)
 	}
 	if q.Epoch != 0 && q.Epoch != sl.epoch {
-		return Page{}, fmt.Errorf("read page of %s: %w", conv, ErrEpochChanged)
+		return Page{}, fmt.Errorf("read page of %s: %w", conv, &EpochError{Asked: q.Epoch, Current: sl.epoch})
 	}
 	return Page{
 		Epoch: sl.epoch, MaxSeq: sl.seq, First: sl.first, Joined: sl.floor,
