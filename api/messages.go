@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -26,24 +27,60 @@ type pageJSON struct {
 	Messages   []json.RawMessage `json:"messages"`
 }
 
+// pageRange reads the range of a page: after and before (exclusive, as
+// cursors are: after is a seq the client holds), or from and to
+// (inclusive, as a sync gap names them: the page for gap {from, to} is
+// from=F&to=T).
+func pageRange(q url.Values) (redisstore.PageQuery, error) {
+	var pq redisstore.PageQuery
+	var err error
+	if pq.After, pq.HasAfter, err = seqParam(q.Get("after"), "after"); err != nil {
+		return pq, err
+	}
+	if pq.Before, _, err = seqParam(q.Get("before"), "before"); err != nil {
+		return pq, err
+	}
+	from, hasFrom, err := seqParam(q.Get("from"), "from")
+	if err != nil {
+		return pq, err
+	}
+	to, hasTo, err := seqParam(q.Get("to"), "to")
+	if err != nil {
+		return pq, err
+	}
+	switch {
+	case (hasFrom || hasTo) && (pq.HasAfter || q.Get("before") != ""):
+		return pq, badRequest("from", "from and to name the range inclusively in place of after and before; give one pair")
+	case hasFrom && from < 1:
+		return pq, badRequest("from", "is %d; seqs start at 1", from)
+	case hasFrom && hasTo && to < from:
+		return pq, badRequest("to", "%d is below from %d", to, from)
+	}
+	if hasFrom {
+		pq.After, pq.HasAfter = from-1, true
+	}
+	if hasTo {
+		pq.Before = to + 1
+	}
+	return pq, nil
+}
+
 // pageMessages answers GET /v1/conversations/{conv}/messages: with after,
 // the oldest messages above it (paging through a sync gap); without, the
-// newest below before (scrolling up), within the Redis window.
+// newest below before (scrolling up), within the Redis window. from and
+// to name the same range as a sync gap does, inclusive, in place of
+// after and before.
 func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, error) {
 	conv := r.PathValue("conv")
 	if err := schemas.ValidID("conv", conv); err != nil {
 		return 0, nil, invalidField("", err)
 	}
 	q := r.URL.Query()
-	if err := onlyParams(q, "after", "before", "limit", "epoch"); err != nil {
+	if err := onlyParams(q, "after", "before", "from", "to", "limit", "epoch"); err != nil {
 		return 0, nil, err
 	}
-	var pq redisstore.PageQuery
-	var err error
-	if pq.After, pq.HasAfter, err = seqParam(q.Get("after"), "after"); err != nil {
-		return 0, nil, err
-	}
-	if pq.Before, _, err = seqParam(q.Get("before"), "before"); err != nil {
+	pq, err := pageRange(q)
+	if err != nil {
 		return 0, nil, err
 	}
 	if pq.Epoch, _, err = seqParam(q.Get("epoch"), "epoch"); err != nil {

@@ -65,6 +65,15 @@ func TestSyncRebasesMeaninglessCursorsAndGivesTheFarBehindAGapFromTheirCursor(t 
 			if c.Gap != nil && (c.Gap.From != uint64(tc.cur["seq"].(int))+1 || c.Gap.To != 51) {
 				t.Fatalf("gap %+v, want from the cursor's next seq to 51", c.Gap)
 			}
+			if c.Gap != nil {
+				// The gap pages as it is named: from and to, inclusive.
+				var p tPage
+				e.callOK(http.StatusOK, "GET", fmt.Sprintf("/v1/conversations/g/messages?from=%d&to=%d&limit=200", c.Gap.From, c.Gap.To), ann, nil, &p)
+				if len(p.Messages) != int(c.Gap.To-c.Gap.From+1) || p.Messages[0].Seq != c.Gap.From ||
+					p.Messages[len(p.Messages)-1].Seq != c.Gap.To || p.HasMore {
+					t.Fatalf("page of gap %+v: %d messages, has_more %v", c.Gap, len(p.Messages), p.HasMore)
+				}
+			}
 		})
 	}
 	t.Run("older than the window", func(t *testing.T) {

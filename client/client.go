@@ -237,6 +237,21 @@ func (c *Client) PageAfter(ctx context.Context, conv string, after, before uint6
 	return out, n, err
 }
 
+// PageRange reads the oldest messages of conv in [from, to], a range
+// named as a sync gap names it (inclusive).
+func (c *Client) PageRange(ctx context.Context, conv string, from, to uint64, epoch uint64, limit int) (Page, int, error) {
+	q := url.Values{}
+	q.Set("from", strconv.FormatUint(from, 10))
+	q.Set("to", strconv.FormatUint(to, 10))
+	if epoch > 0 {
+		q.Set("epoch", strconv.FormatUint(epoch, 10))
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	var out Page
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
+	return out, n, err
+}
+
 // PageBefore reads the newest messages of conv below before, inside the
 // Redis window (scrolling up).
 func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {

@@ -183,7 +183,7 @@ func (d *Device) pageGaps(ctx context.Context, rep *Report) error {
 			var p Page
 			err := d.o.Backoff.retry(ctx, func() error {
 				var err error
-				p, _, err = d.api.PageAfter(ctx, g.ConvID, g.From-1, g.To+1, g.Epoch, d.o.PageLimit)
+				p, _, err = d.api.PageRange(ctx, g.ConvID, g.From, g.To, g.Epoch, d.o.PageLimit)
 				return err
 			})
 			if errors.Is(err, ErrEpochConflict) {

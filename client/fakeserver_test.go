@@ -181,6 +181,12 @@ func (f *fakeServer) page(w http.ResponseWriter, r *http.Request) {
 	conv := r.PathValue("conv")
 	after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 	before, _ := strconv.ParseUint(r.URL.Query().Get("before"), 10, 64)
+	if from, err := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64); err == nil {
+		after = from - 1
+	}
+	if to, err := strconv.ParseUint(r.URL.Query().Get("to"), 10, 64); err == nil {
+		before = to + 1
+	}
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	f.mu.Lock()
 	defer f.mu.Unlock()
