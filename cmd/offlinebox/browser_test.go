@@ -156,6 +156,21 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 		untilJS(sent))
 	shoot(t, erin, dir, "06-peer-received")
 
+	// With the live channel, the sender sees the peer's read receipt: erin
+	// had the group open, so her page read the message as it arrived.
+	live, err := chromedp.Run(alice, chromedp.Evaluate[bool](`!!(state.live && state.live.open)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live {
+		ticked := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.mine[data-seq]")].some(e =>
+			e.textContent.includes(%q) && /read by [1-9]/.test(e.querySelector(".tick").textContent))`, text)
+		step(t, alice, "alice sees her message read by the peer", untilJS(ticked))
+		shoot(t, alice, dir, "07-read-receipt")
+	} else {
+		t.Log("this server has no live channel (GET /v1/live): the page synced by polling; read ticks not checked")
+	}
+
 	// Reloading does not pull what the page holds again: the sync after
 	// the reload starts from the cursors kept in IndexedDB.
 	step(t, erin, "erin reloads and still shows the conversation list",

@@ -8,6 +8,7 @@ const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls)
 const state = {
   api: null, store: null, me: "", convs: new Map(), listNext: "", open: null,
   syncing: false, again: false, online: false, live: null, pollMs: 3000,
+  receipts: new Map(), // conv → the newest receipt frame of the live channel
 };
 
 // ---- sign-in ----------------------------------------------------------
@@ -187,9 +188,32 @@ function messageItem(m, pending) {
   li.append(el("div", "who", m.sender || ""), el("div", "text", m.text || ""));
   const meta = el("div", "meta");
   meta.append(el("span", "", timeOf(m.write_time_ms || m.created_ms)));
-  if (mine) meta.append(el("span", "tick", pending ? " · sending…" : " · ✓ sent"));
+  if (mine) {
+    const t = pending ? { text: "sending…", cls: "" } : tickOf(m);
+    meta.append(el("span", "tick " + t.cls, " · " + t.text));
+  }
   li.append(meta);
   return li;
+}
+
+// tickOf is the state of one of my messages: sent (it has its seq),
+// delivered (a device of the peer stored it) or read; in a group, how many
+// of the other members got that far.
+function tickOf(m) {
+  const c = state.convs.get(m.conv_id) || {};
+  const r = state.receipts.get(m.conv_id);
+  if (c.kind !== "group") {
+    const read = Math.max(c.peer_read_seq || 0, (r && r.peer_read_seq) || 0);
+    const delivered = Math.max(read, c.peer_delivered_seq || 0, (r && r.peer_delivered_seq) || 0);
+    if (read >= m.seq) return { text: "✓✓ read", cls: "read" };
+    if (delivered >= m.seq) return { text: "✓✓ delivered", cls: "delivered" };
+    return { text: "✓ sent", cls: "" };
+  }
+  if (r && r.seq >= m.seq && r.members > 0) {
+    if (r.read > 0) return { text: `✓✓ read by ${r.read} of ${r.members}`, cls: "read" };
+    if (r.delivered > 0) return { text: `✓✓ delivered to ${r.delivered} of ${r.members}`, cls: "delivered" };
+  }
+  return { text: "✓ sent", cls: "" };
 }
 
 $("load-more").addEventListener("click", loadOlder);
@@ -289,7 +313,7 @@ function setStatus(online, note) {
   state.online = online;
   const s = $("status");
   s.className = "status " + (online ? "online" : "offline");
-  s.textContent = note || (online ? (state.live && state.live.open ? "online · live" : "online") : "offline");
+  s.textContent = note || (online ? (state.live && state.live.open ? "online · live" : "online · syncing every few seconds") : "offline");
 }
 
 let timer = 0;
@@ -337,7 +361,17 @@ async function updateLoop() {
 // startUpdates syncs now and then on a timer; the live channel, where
 // the server has one, wakes the loop as soon as there is news.
 function startUpdates() {
-  if (window.OfflineboxLive) state.live = window.OfflineboxLive.connect(state.api, () => wake(0));
+  if (window.OfflineboxLive) {
+    let redraw = 0;
+    const later = () => { clearTimeout(redraw); redraw = setTimeout(async () => { await loadList(); await renderMessages(false); markRead(); }, 100); };
+    state.live = window.OfflineboxLive.connect(state.api, {
+      onNews: () => wake(0),
+      onPush: async (m) => { const r = await state.store.applyPush(m); later(); return r.ack; },
+      onReceipt: (f) => { state.receipts.set(f.conv_id, f); if (state.open && state.open.conv_id === f.conv_id) renderMessages(false); },
+      onRejected: async (f) => { await state.store.dropSending(f.client_msg_id); setStatus(true, `not sent: ${f.reason}`); renderMessages(false); },
+      onState: () => setStatus(true),
+    });
+  }
   wake(0);
 }
 

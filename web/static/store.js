@@ -84,6 +84,29 @@ const LocalStore = (() => {
       return { acks, ...counts };
     }
 
+    // applyPush stores a message pushed on the live channel. When it is
+    // the next seq of the cursor (or one held already) the cursor moves in
+    // the same transaction and the ack to send is returned; otherwise it
+    // is kept and null says a sync must fill what lies below it.
+    async applyPush(m) {
+      const tx = this.db.transaction(["messages", "cursors", "sending"], "readwrite");
+      const curs = tx.objectStore("cursors");
+      const counts = { stored: 0, redelivered: 0 };
+      const l = local(m);
+      addOnce(tx.objectStore("messages"), l, counts);
+      tx.objectStore("sending").delete(l.client_msg_id);
+      const c = await req(curs.get(m.conv_id));
+      let ack = null;
+      if (c && c.epoch === m.epoch && m.seq <= c.seq + 1) {
+        c.seq = Math.max(c.seq, m.seq);
+        c.acked = c.seq; // acked on the socket right after this commits
+        curs.put(c);
+        ack = { conv_id: c.conv_id, seq: c.seq, epoch: c.epoch };
+      }
+      await done(tx);
+      return { ack, ...counts };
+    }
+
     async markAcked(acks) {
       const tx = this.db.transaction("cursors", "readwrite");
       const curs = tx.objectStore("cursors");
