@@ -20,6 +20,7 @@ test:
 ## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/
 browser-test:
 	@command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
+	@mkdir -p .data/browser-test
 	OFFLINEBOX_REQUIRE_BROWSER=1 go test ./cmd/offlinebox/ -run '^TestBrowser' -count=1 -v -artifacts -outputdir "$(CURDIR)/.data/browser-test"
 
 ## fuzz: run every Fuzz target for a few seconds (FUZZTIME per target, FUZZBUDGET seconds in all)

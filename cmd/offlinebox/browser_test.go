@@ -146,10 +146,12 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 
 	text := "Sent from the browser at " + time.Now().UTC().Format(time.TimeOnly)
 	sent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg[data-seq]")].some(e => e.textContent.includes(%q))`, text)
-	step(t, alice, "alice sends and the message comes back with its seq",
+	// Shown once: with its seq, and no longer as waiting to be sent.
+	sentOnce := fmt.Sprintf(`%s && ![...document.querySelectorAll("#message-list li.msg.pending")].some(e => e.textContent.includes(%q))`, sent, text)
+	step(t, alice, "alice sends and the message comes back with its seq, shown once",
 		chromedp.SendKeys(chromedp.CSS("#compose"), text),
 		clickJS("#composer button"),
-		untilJS(sent))
+		untilJS(sentOnce))
 	shoot(t, alice, dir, "05-sent")
 
 	step(t, erin, "erin sees alice's message arrive",

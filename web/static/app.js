@@ -170,7 +170,8 @@ async function renderMessages(toBottom) {
     prev = m.seq;
     ol.append(messageItem(m, false));
   }
-  for (const p of await state.store.pending(o.conv_id)) ol.append(messageItem(p, true));
+  const held = new Set(msgs.map((m) => m.client_msg_id));
+  for (const p of await state.store.pending(o.conv_id)) if (!held.has(p.client_msg_id)) ol.append(messageItem(p, true));
   $("load-more").hidden = o.start;
   if (toBottom || nearBottom) box.scrollTop = box.scrollHeight;
 }
@@ -298,7 +299,7 @@ async function flush() {
     const { sender, text, created_ms, accepted, ...m } = p;
     try {
       await state.api.send(m);
-      await state.store.keepSending({ ...p, accepted: true });
+      await state.store.markAccepted(p.client_msg_id);
     } catch (e) {
       if (e.retryable) { setStatus(false, e.message); return; }
       await state.store.dropSending(p.client_msg_id);

@@ -155,6 +155,16 @@ const LocalStore = (() => {
       await done(tx);
     }
 
+    // markAccepted records that the server took a message, unless it came
+    // back with its seq meanwhile (a push can beat the answer to the send).
+    async markAccepted(id) {
+      const tx = this.db.transaction("sending", "readwrite");
+      const s = tx.objectStore("sending");
+      const p = await req(s.get(id));
+      if (p) { p.accepted = true; s.put(p); }
+      await done(tx);
+    }
+
     async dropSending(id) {
       const tx = this.db.transaction("sending", "readwrite");
       tx.objectStore("sending").delete(id);
