@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,8 +23,12 @@ type Options struct {
 	// PageLimit of each gap page (200 when 0).
 	Limit, MaxBytes, PageLimit int
 	// PollInterval is how often Run syncs while nothing else wakes it
-	// (5 s when 0).
-	PollInterval time.Duration
+	// (5 s when 0); LivePollInterval while the live channel is up (60 s
+	// when 0: the channel wakes it for news).
+	PollInterval, LivePollInterval time.Duration
+	// NoLive keeps Run off the live channel (GET /v1/live): it then only
+	// polls.
+	NoLive bool
 	// Logger (slog.Default when nil).
 	Logger *slog.Logger
 
@@ -42,6 +47,7 @@ type Device struct {
 	o     Options
 	log   *slog.Logger
 	wake  chan struct{}
+	live  atomic.Bool
 }
 
 // Open opens the device's database and its API client.
@@ -54,6 +60,9 @@ func Open(ctx context.Context, o Options) (*Device, error) {
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = 5 * time.Second
+	}
+	if o.LivePollInterval == 0 {
+		o.LivePollInterval = time.Minute
 	}
 	st, err := OpenStore(ctx, o.Path)
 	if err != nil {

@@ -208,3 +208,40 @@ func TestUniqueKeysHoldAMessageOnceWhateverWayItCame(t *testing.T) {
 		t.Errorf("%d rows after a second copy of m3 (stored %d), want 3", n, res.Stored)
 	}
 }
+
+// While the live channel is up the device polls rarely; a notice on the
+// channel wakes it to catch up at once.
+func TestRunCatchesUpWhenTheLiveChannelSaysThereIsNews(t *testing.T) {
+	f, srv := newFakeServer(t, 100, 0, "g")
+	f.live = make(chan struct{})
+	f.add(5)
+	d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
+		PollInterval: time.Hour, LivePollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	count := func() int { n, _ := d.Store().Count(ctx, "g"); return n }
+	for !d.LiveUp() || count() < 5 {
+		if ctx.Err() != nil {
+			t.Fatalf("no first catch-up with the live channel up (live %v, held %d)", d.LiveUp(), count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.add(3)
+	f.live <- struct{}{}
+	for count() < 8 {
+		if ctx.Err() != nil {
+			t.Fatalf("the notice did not wake a catch-up: held %d, want 8", count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run ended with %v, want the context's end", err)
+	}
+}

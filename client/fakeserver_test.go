@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/coder/websocket"
 )
 
 // fakeServer speaks the part of the API a catching-up device uses, over
@@ -31,7 +33,10 @@ type fakeServer struct {
 	// perAnswer bounds the conversations of a sync answer, the others
 	// are summarised (0: no bound), as the byte budget does.
 	perAnswer int
-	requests  int
+	// live, when set, serves GET /v1/live: hello, then a notice for every
+	// value sent on it.
+	live     chan struct{}
+	requests int
 }
 
 func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer, *httptest.Server) {
@@ -42,6 +47,7 @@ func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer
 	mux.HandleFunc("POST /v1/ack", f.ack)
 	mux.HandleFunc("POST /v1/messages", f.send)
 	mux.HandleFunc("GET /v1/conversations/{conv}/messages", f.page)
+	mux.HandleFunc("GET /v1/live", f.liveHandler)
 	srv := httptest.NewServer(f.busy(mux))
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -82,6 +88,32 @@ func (f *fakeServer) add(n int) {
 	defer f.mu.Unlock()
 	for _, c := range f.convs {
 		f.appendLocked(c, min(n, f.target-len(f.msgs[c])), "carol")
+	}
+}
+
+func (f *fakeServer) liveHandler(w http.ResponseWriter, r *http.Request) {
+	if f.live == nil || r.Header.Get("Authorization") == "" {
+		http.NotFound(w, r)
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"offlinebox.v1"}})
+	if err != nil {
+		return
+	}
+	defer func() { _ = c.CloseNow() }()
+	ctx := c.CloseRead(r.Context())
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"hello","node":"fake"}`)); err != nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.live:
+			if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"notice","conversations":[]}`)); err != nil {
+				return
+			}
+		}
 	}
 }
 

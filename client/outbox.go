@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -129,16 +130,27 @@ func (d *Device) poke() {
 }
 
 // Run keeps the device in step until ctx ends: it flushes what waits to
-// be sent, catches up, then waits for the poll interval (or a send) and
-// does it again. A failure reconnects after a full-jitter backoff,
-// honouring Retry-After. A permanent failure (401, 403, 400) ends it.
+// be sent, catches up, then waits for the poll interval, a send or news
+// on the live channel, and does it again. A failure reconnects after a
+// full-jitter backoff, honouring Retry-After; a catch-up follows every
+// reconnect of the live channel (its notice wakes it). A permanent
+// failure (401, 403, 400) ends it.
 func (d *Device) Run(ctx context.Context) error {
+	lctx, stop := context.WithCancel(ctx)
+	var live sync.WaitGroup
+	defer func() { stop(); live.Wait() }()
+	if !d.o.NoLive {
+		live.Go(func() { d.runLive(lctx) })
+	}
 	failures := 0
 	for {
 		_, ferr := d.Flush(ctx)
 		_, err := d.CatchUp(ctx)
 		err = errors.Join(ferr, err)
 		wait := d.o.PollInterval
+		if d.live.Load() {
+			wait = d.o.LivePollInterval
+		}
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
