@@ -90,7 +90,7 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 		return redisstore.SyncRequest{}, err
 	}
 	req := redisstore.SyncRequest{User: id.User, Device: dev, Limit: DefaultSyncLimit, MaxBytes: DefaultSyncBytes,
-		Cursors: make(map[string]redisstore.SyncCursor, len(body.Cursors))}
+		NowMS: s.cfg.Clock().UnixMilli(), Cursors: make(map[string]redisstore.SyncCursor, len(body.Cursors))}
 	if body.Limit != nil {
 		if *body.Limit < 1 || *body.Limit > DefaultSyncLimit {
 			return req, badRequest("limit", "%d is outside 1..%d", *body.Limit, DefaultSyncLimit)

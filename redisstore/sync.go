@@ -52,7 +52,7 @@ func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncR
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	us, err := users.readSyncUser(ctx, req.User, req.Device)
+	us, err := users.readSyncUser(ctx, req.User, req.Device, req.NowMS)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,12 @@ func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncR
 }
 
 // readSyncUser reads the user's slot in one transaction, so that inbox,
-// list, lane and cursors are of one moment.
-func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUser, error) {
+// list, lane and cursors are of one moment. With nowMS it also marks the
+// device used, if it is registered: a device that syncs is in use
+// whether or not it had anything new to ack, so the least recently used
+// one evicted past the device bound is one that stopped pulling. The
+// mark changes no answer.
+func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int64) (*syncUser, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var (
@@ -91,6 +95,9 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUse
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
 		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		if nowMS > 0 {
+			p.ZAddXX(ctx, s.keys.Devices(user), redis.Z{Score: float64(nowMS), Member: device})
+		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {

@@ -188,3 +188,42 @@ func (rs *rsAll) sayAll(conv, sender, body string) uint64 {
 	m.MentionAll = true
 	return rs.send(m)
 }
+
+// A device that syncs is in use even when it has nothing new to ack:
+// the sixth device's ack evicts the one that stopped pulling, not the
+// one that acked longest ago but still syncs.
+func TestSyncMarksTheDeviceUsedSoAnActiveDeviceIsNotEvicted(t *testing.T) {
+	s := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	rs.group("g", "bob", "ann")
+	rs.say("g", group, "bob", "", "one")
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := syncReq("ann", "dev0", 10, 64<<10)
+	req.NowMS = 2000
+	if _, err := s.Sync(ctx, s, req); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.AckDevice(ctx, "ann", "dev5", []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Evicted) != 1 || res.Evicted[0] != "dev1" {
+		t.Fatalf("the sixth device evicted %v, want [dev1] (dev0 synced at 2000)", res.Evicted)
+	}
+	if res, err := s.Sync(ctx, s, req); err != nil || res.Resync {
+		t.Fatalf("the syncing device was evicted: %v resync %v", err, res != nil && res.Resync)
+	}
+	// A sync does not register a device it does not know.
+	req.Device, req.NowMS = "stranger", 4000
+	if _, err := s.Sync(ctx, s, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.rdb.ZCard(ctx, s.keys.Devices("ann")).Val(); n != 5 {
+		t.Errorf("%d devices registered after a stranger's sync, want 5", n)
+	}
+}

@@ -36,6 +36,9 @@ type SyncRequest struct {
 	Cursors map[string]SyncCursor
 	// Limit is the most messages per conversation.
 	Limit int
+	// NowMS, when set, marks the device used at this time (unix ms), as
+	// an ack does, unless it is not registered (new or evicted).
+	NowMS int64
 	// MaxBytes is the budget of the whole answer. Only the mention lane
 	// (always complete) and the first conversation's newest message
 	// (progress must be possible) may exceed it.
