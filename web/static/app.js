@@ -220,23 +220,31 @@ function tickOf(m) {
 $("load-more").addEventListener("click", loadOlder);
 
 // loadOlder reads older messages: from the device first, then the Redis
-// window, then history once the window ended.
+// window, then history once the window ended. A hole among what is shown
+// (a sync gave the newest messages and named a gap below them) is filled
+// first, from its top.
 async function loadOlder() {
   const o = state.open;
   if (!o || o.start) return;
-  const held = await state.store.messages(o.conv_id, o.oldest || Number.MAX_SAFE_INTEGER, 50);
+  const shown = await state.store.messages(o.conv_id, Number.MAX_SAFE_INTEGER, Math.max(50, o.count || 0));
+  let below = o.oldest;
+  for (let i = shown.length - 1; i > 0; i--) {
+    if (shown[i - 1].seq !== shown[i].seq - 1) { below = shown[i].seq; break; }
+  }
+  const filling = below !== o.oldest;
+  const held = filling ? [] : await state.store.messages(o.conv_id, o.oldest || Number.MAX_SAFE_INTEGER, 50);
   const contiguous = held.length > 0 && held[held.length - 1].seq === o.oldest - 1;
-  if (!contiguous && o.oldest > 1) {
+  if (!contiguous && below > 1) {
     try {
-      let page = o.fromHistory ? { messages: [] } : await Api.retry(() => state.api.before(o.conv_id, o.oldest, 50));
+      let page = o.fromHistory && !filling ? { messages: [] } : await Api.retry(() => state.api.before(o.conv_id, below, 50));
       if ((page.messages || []).length === 0) {
-        if (!o.fromHistory) o.incompleteAt = o.oldest;
+        if (!o.fromHistory) o.incompleteAt = below;
         o.fromHistory = true;
-        page = await Api.retry(() => state.api.history(o.conv_id, o.oldest, 50));
+        page = await Api.retry(() => state.api.history(o.conv_id, below, 50));
       } else if (page.incomplete && page.messages[0].seq > 1) {
         o.incompleteAt = page.messages[0].seq;
       }
-      if ((page.messages || []).length === 0) o.start = true;
+      if ((page.messages || []).length === 0 && !filling) o.start = true;
       await state.store.storeMessages(page.messages || []);
     } catch (e) {
       if (e.status === 501) { o.start = true; } else { setStatus(false, e.message); }
@@ -314,7 +322,7 @@ function setStatus(online, note) {
   state.online = online;
   const s = $("status");
   s.className = "status " + (online ? "online" : "offline");
-  s.textContent = note || (online ? (state.live && state.live.open ? "online · live" : "online · syncing every few seconds") : "offline");
+  s.textContent = note || (online ? (state.live && state.live.open ? "online · live" : "online · polling") : "offline");
 }
 
 let timer = 0;
