@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -243,5 +244,38 @@ func TestRunCatchesUpWhenTheLiveChannelSaysThereIsNews(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Run ended with %v, want the context's end", err)
+	}
+}
+
+// The list is read page by page and kept, so that the next start draws
+// it from the database before the server answers.
+func TestConversationListPagesAndIsKeptForTheNextStart(t *testing.T) {
+	f, srv := newFakeServer(t, 100, 0, "a", "b", "c", "d", "e")
+	f.add(3)
+	d := openDevice(t, srv.URL)
+	ctx := context.Background()
+	var ids []string
+	for cursor, pages := "", 0; ; pages++ {
+		l, err := d.Conversations(ctx, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range l.Conversations {
+			ids = append(ids, c.ConvID)
+		}
+		if cursor = l.Next; cursor == "" || pages > 5 {
+			break
+		}
+	}
+	if fmt.Sprint(ids) != "[a b c d e]" {
+		t.Fatalf("pages listed %v, want [a b c d e]", ids)
+	}
+	cached, err := d.CachedConversations(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cached) != 5 || cached[0].ConvID != "a" || cached[0].Unread != 3 || cached[1].Mentions != 1 ||
+		cached[0].Preview == nil || cached[0].Preview.Text != "body of a-00003" {
+		t.Fatalf("cached list %+v", cached)
 	}
 }

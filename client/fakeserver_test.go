@@ -48,6 +48,7 @@ func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer
 	mux.HandleFunc("POST /v1/messages", f.send)
 	mux.HandleFunc("GET /v1/conversations/{conv}/messages", f.page)
 	mux.HandleFunc("GET /v1/live", f.liveHandler)
+	mux.HandleFunc("GET /v1/conversations", f.list)
 	srv := httptest.NewServer(f.busy(mux))
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -115,6 +116,29 @@ func (f *fakeServer) liveHandler(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// list pages the conversations in the order given, cursor = index.
+func (f *fakeServer) list(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var l ConvList
+	for i := from; i < len(f.convs) && len(l.Conversations) < limit; i++ {
+		c := f.convs[i]
+		last := uint64(len(f.msgs[c]))
+		item := ConvItem{ConvID: c, Kind: "group", Unread: last - min(last, f.acked[c]), LastSeq: last,
+			LastActiveMS: int64(1000 - i), Mentions: i % 2, AckedSeq: f.acked[c]}
+		if last > 0 {
+			item.Preview = &Preview{Seq: last, Sender: f.msgs[c][last-1].Sender, Text: string(f.msgs[c][last-1].Body)}
+		}
+		l.Conversations = append(l.Conversations, item)
+		if i+1 < len(f.convs) && len(l.Conversations) == limit {
+			l.Next = strconv.Itoa(i + 1)
+		}
+	}
+	writeJSON(w, l)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
