@@ -36,6 +36,7 @@ async function signIn(token) {
   await state.api.conversations(1); // the token works
   localStorage.setItem("offlinebox.token", token);
   $("signin").hidden = true;
+  $("loading").hidden = true;
   $("app").hidden = false;
   $("me-name").textContent = claims.sub;
   paintAvatar($("me-avatar"), claims.sub);
@@ -46,6 +47,7 @@ async function signIn(token) {
 }
 
 function showSignIn(msg) {
+  $("loading").hidden = true;
   $("app").hidden = true;
   $("signin").hidden = false;
   $("signin-error").textContent = msg || "";
