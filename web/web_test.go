@@ -1,0 +1,47 @@
+package web
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestHandlerServesThePageItsAssetsAndHandsTheRestToTheAPI(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, "api "+r.URL.Path)
+	})
+	srv := httptest.NewServer(Handler(api))
+	defer srv.Close()
+	tests := []struct {
+		path, want string
+		status     int
+		csp        bool
+	}{
+		{"/", `<script src="/static/app.js">`, http.StatusOK, true},
+		{"/static/app.js", "updateLoop", http.StatusOK, false},
+		{"/static/store.js", "by_client_msg_id", http.StatusOK, false},
+		{"/static/live.js", "/v1/live", http.StatusOK, false},
+		{"/v1/conversations", "api /v1/conversations", http.StatusTeapot, false},
+		{"/healthz", "api /healthz", http.StatusTeapot, false},
+		{"/index.html", "api /index.html", http.StatusTeapot, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || !strings.Contains(string(body), tt.want) {
+				t.Fatalf("GET %s: %d %.80q, want %d with %q", tt.path, resp.StatusCode, body, tt.status, tt.want)
+			}
+			if csp := resp.Header.Get("Content-Security-Policy"); tt.csp && !strings.Contains(csp, "default-src 'self'") {
+				t.Errorf("GET %s: Content-Security-Policy %q, want default-src 'self' (nothing loaded from elsewhere)", tt.path, csp)
+			}
+		})
+	}
+}
