@@ -17,9 +17,9 @@ var (
 )
 
 // DeviceCensus counts users by the state of their devices. A user is
-// anyone with an inbox; their last pull is the last ack of any of their
-// devices (a sync writes nothing; a client acks what it stored), and a
-// device evicted for idleness no longer counts as used.
+// anyone with an inbox; their last pull is the last sync or ack of any of
+// their devices (both mark the device used), and a device evicted for
+// idleness no longer counts as used.
 type DeviceCensus struct {
 	Users int
 	// Idle: users none of whose devices acked since the idle cutoff,

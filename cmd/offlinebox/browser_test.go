@@ -187,4 +187,17 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	if held < 50 {
 		t.Errorf("erin's IndexedDB holds %v messages of %s after the reload, want at least the 50 shown", held, group)
 	}
+	// The cursors survived the reload too: a sync with them has nothing
+	// to bring.
+	news, err := chromedp.Run(erin, chromedp.Evaluate[float64](`(async () => {
+		for (let i = 0; i < 100 && !state.store; i++) await new Promise((r) => setTimeout(r, 50));
+		const r = await state.api.sync(await state.store.cursors());
+		return (r.conversations || []).reduce((n, c) => n + (c.messages || []).length, 0);
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if news != 0 {
+		t.Errorf("after the reload a sync with the kept cursors brings %v messages again, want none", news)
+	}
 }
