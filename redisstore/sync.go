@@ -44,11 +44,12 @@ type syncHead struct {
 // Sync answers one device's catch-up request: pending mentions first, then
 // conversations by priority, each sliced on its own, within the byte
 // budget (see schemas/redis-keys.md and the read path in DESIGN.md). It
-// writes nothing but, once the answer is built and with req.NowMS, the
-// device's last-use time (a registered device only: an evicted or new one
-// is registered by its next ack). A device that syncs is in use whether
-// or not it had anything new to ack, so the least recently used device
-// evicted past the bound is one that stopped pulling. The same request on
+// writes nothing but, with req.NowMS, the device's last-use time, in the
+// transaction that reads the user's slot (a registered device only: an
+// evicted or new one is registered by its next ack). Every refusal of a
+// request comes before that (the API validates first). A device that
+// syncs is in use whether or not it had anything new to ack, so the least
+// recently used device evicted past the bound is one that stopped pulling. The same request on
 // the same state gets the same answer. s holds the conversations, users the user's keys (see
 // InboxRouter; the same store without a hot store); ErrUserMoved means
 // users is no longer the right one.
@@ -56,7 +57,7 @@ func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncR
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	us, err := users.readSyncUser(ctx, req.User, req.Device)
+	us, err := users.readSyncUser(ctx, req.User, req.Device, req.NowMS)
 	if err != nil {
 		return nil, err
 	}
@@ -74,17 +75,12 @@ func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncR
 		return nil, err
 	}
 	res.Bytes = b.used
-	if req.NowMS > 0 {
-		if err := users.rdb.ZAddXX(ctx, users.keys.Devices(req.User), redis.Z{Score: float64(req.NowMS), Member: req.Device}).Err(); err != nil {
-			return nil, fmt.Errorf("sync %s: mark device %s used: %w", req.User, req.Device, err)
-		}
-	}
 	return res, nil
 }
 
 // readSyncUser reads the user's slot in one transaction, so that inbox,
 // list, lane and cursors are of one moment.
-func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUser, error) {
+func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int64) (*syncUser, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var (
@@ -100,6 +96,9 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string) (*syncUse
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
 		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		if nowMS > 0 {
+			p.ZAddXX(ctx, s.keys.Devices(user), redis.Z{Score: float64(nowMS), Member: device})
+		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {
