@@ -15,7 +15,6 @@ import (
 // errNoLive: the server has no live channel (its upgrade answered 404).
 var errNoLive = errors.New("the server has no live channel")
 
-
 // runLive keeps a live-channel socket open until ctx ends, waking the
 // catch-up loop for every notice and push. It reconnects after a
 // full-jitter backoff; a server without the channel is asked again only
