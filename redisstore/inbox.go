@@ -12,7 +12,7 @@ import (
 var (
 	//go:embed lua/apply_inbox.lua
 	applyInboxLua    string
-	applyInboxScript = redis.NewScript(applyInboxLua)
+	applyInboxScript = redis.NewScript(fenceLibLua + applyInboxLua)
 )
 
 // ErrUserMoved: the user's keys live on the hot store now; route again.
@@ -140,7 +140,7 @@ func (s *Store) pipelineInboxes(ctx context.Context, updates []InboxUpdate, only
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range only {
 			u := updates[i]
-			cmds[k] = applyInboxScript.EvalSha(ctx, p, s.inboxKeys(u.User), inboxArgs(u)...)
+			cmds[k] = applyInboxScript.EvalSha(ctx, p, s.inboxKeys(u.User), append(inboxArgs(u), s.fenceArg())...)
 		}
 		return nil
 	})
@@ -153,7 +153,7 @@ func inboxOutcome(c *redis.Cmd, u InboxUpdate) (InboxOutcome, error) {
 		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, ErrUserMoved)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, err)
+		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, fenced(err))
 	}
 	n, err := c.Int()
 	if err != nil {
@@ -175,7 +175,7 @@ func (s *Store) inboxKeys(user string) []string {
 }
 
 func inboxArgs(u InboxUpdate) []any {
-	args := make([]any, 0, 3+3*len(u.Events))
+	args := make([]any, 0, 4+3*len(u.Events))
 	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch)
 	for _, e := range u.Events {
 		args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)

@@ -118,3 +118,8 @@ func (k Keys) NodeChannel(node string) string { return k.Prefix + "live:{n:" + n
 // ConvChannel is the sharded pub/sub channel of a large group: one publish
 // per message, whatever the member count, to the nodes that hold members.
 func (k Keys) ConvChannel(conv string) string { return k.Prefix + "live:{c:" + conv + "}" }
+
+// Applied is the changelog fence: im.sequenced partition → the offset
+// below which every record's effects are held by this server (fanout
+// writes it, a restore starts from it).
+func (k Keys) Applied() string { return k.Prefix + "{fence}:applied" }

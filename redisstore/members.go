@@ -42,8 +42,8 @@ func (s *Store) Members(ctx context.Context, conv string) (map[string]uint64, er
 func (s *Store) MarkLargeConverted(ctx context.Context, conv string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.rdb.HSet(ctx, s.keys.ConvMeta(conv), "lgc", 1).Err(); err != nil {
-		return fmt.Errorf("mark %s converted to large: %w", conv, err)
+	if err := markLargeScript.Run(ctx, s.rdb, []string{s.keys.ConvMeta(conv)}, s.fenceArg()).Err(); err != nil {
+		return fmt.Errorf("mark %s converted to large: %w", conv, fenced(err))
 	}
 	return nil
 }

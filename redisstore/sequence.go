@@ -18,7 +18,7 @@ import (
 var (
 	//go:embed lua/sequence.lua
 	sequenceLua    string
-	sequenceScript = redis.NewScript(dedupeLibLua + sequenceLua)
+	sequenceScript = redis.NewScript(fenceLibLua + dedupeLibLua + sequenceLua)
 )
 
 // SequencePreviewBytes bounds the preview text kept in a conversation's meta.
@@ -98,7 +98,7 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		return nil, fmt.Errorf("sequence %s: %w", conv, fenced(err))
 	}
 	res, err := parseSequenceReply(raw, conv, len(msgs), probes)
 	if err != nil {
@@ -139,7 +139,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 }
 
 func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
-	args := make([]any, 0, 5+len(probes)+12*len(msgs))
+	args := make([]any, 0, 6+len(probes)+12*len(msgs))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
@@ -156,7 +156,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS i
 	for _, m := range msgs {
 		args = append(args, m.GetTag())
 	}
-	return args, nil
+	return append(args, s.fenceArg()), nil
 }
 
 func convTypeCode(t schemas.ConvType) string {

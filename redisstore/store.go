@@ -20,6 +20,9 @@ type Config struct {
 	MaxDevices int
 	// CallTimeout bounds every Redis call made by the store.
 	CallTimeout time.Duration
+	// Fence, when set, makes every script of the sequencing path refuse
+	// (ErrFenced) on a server instance it has not verified.
+	Fence *Fence
 }
 
 // Defaults of Config.

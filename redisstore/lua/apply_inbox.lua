@@ -38,6 +38,8 @@
 --   x  the user left a large group at seq (its unread is frozen and it
 --      is listed by the leave's write time)
 --   c  the group became large: switch this member to the large form
+-- ARGV[last] verified run_ids (fence_lib.lua, prepended): on an instance
+--         not verified against the changelog nothing runs (OBFENCED)
 --
 -- Returns 1 if anything changed, 0 for a replay, -1 for a receive-only
 -- account (nothing written). Fails with OBMOVED when the user's keys were
@@ -47,6 +49,8 @@ local ib, cl, mn, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mx = KEYS[5]
 local conv, form, epoch = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local first_event = 4
+local refused = fence_refusal(ARGV[#ARGV])
+if refused then return refused end
 local pf = redis.call('HMGET', prof, 'ro', 'loc')
 if pf[2] == 'hot' then
   return redis.error_reply('OBMOVED user ' .. prof .. ' lives on the hot store')
@@ -110,7 +114,7 @@ end
 -- and leaves the epoch to the next one. An inbox written before C:e
 -- existed adopts the epoch as it is.
 local s0
-for i = first_event, #ARGV, 3 do
+for i = first_event, #ARGV - 1, 3 do
   local s = tonumber(ARGV[i + 1])
   if s > 0 then
     s0 = s
@@ -126,7 +130,7 @@ if renewed then
   unmention(keep, 2 ^ 53)
 end
 
-for i = first_event, #ARGV, 3 do
+for i = first_event, #ARGV - 1, 3 do
   local k, s, w = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   if k == 'o' then
     if s > r then r = s end

@@ -44,6 +44,8 @@
 --          authority (u the sender | s system)
 -- then n tags, one per record ('' = none): a new record's tag becomes the
 --          conversation's `tag` (retention policies select by it)
+-- ARGV[last] verified run_ids (fence_lib.lua, prepended): on an instance
+--          not verified against the changelog nothing runs (OBFENCED)
 --
 -- Returns { epoch, large_from_seq, large_converted (0|1), nmem,
 --           per record {status, seq, data}..., members (flat, only while
@@ -56,7 +58,9 @@ local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
 local base = 5 + p
-local tags = #ARGV - n -- the n tags are the last ARGV
+local tags = #ARGV - 1 - n -- the n tags come last but for the fence
+local refused = fence_refusal(ARGV[#ARGV])
+if refused then return refused end
 
 local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first', 'type', 'nmem', 'lgs', 'lgc', 'mver')
 local seq, epoch, first = tonumber(m[1]) or 0, m[2], tonumber(m[3]) or 1
