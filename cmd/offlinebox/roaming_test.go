@@ -59,7 +59,7 @@ func newRoamingRig(t *testing.T) *roamingRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.prod.Close)
-	fan, err := fanout.New(fanout.Config{Store: redisstore.Config{Prefix: prefix}, Clock: clock}, rdb, r.prod)
+	fan, err := fanout.New(fanout.Config{Store: redisstore.Config{Prefix: prefix}, Clock: clock, Brokers: r.brokers}, rdb, r.prod)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func (p *processes) router() *redisstore.InboxRouter {
 
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	f, err := fanout.New(fanout.Config{
-		Store: storeConfig(p.cfg), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
+		Store: storeConfig(p.cfg), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
 		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {

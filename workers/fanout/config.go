@@ -37,6 +37,15 @@ type Config struct {
 	RecipientChunk int
 	// ProduceTimeout bounds producing one batch's sequenced records.
 	ProduceTimeout time.Duration
+	// Brokers are the Kafka seeds a restore reads im.sequenced from
+	// (restore.go). Required.
+	Brokers []string
+	// RestoreTimeout bounds one restore step; a longer restore goes on in
+	// the next batch's attempt from the fence it reached.
+	RestoreTimeout time.Duration
+	// RestoreChunk is how many changelog records a restore applies before
+	// it raises the fence.
+	RestoreChunk int
 	// HotRedisAddr, when set, is the Redis that hot users' keys move to:
 	// host:port, a redis:// URL, or comma-separated host:port of a cluster.
 	HotRedisAddr string
@@ -70,6 +79,8 @@ const (
 	DefaultTasksPerConversation = 5
 	DefaultRecipientChunk       = 100
 	DefaultProduceTimeout       = 30 * time.Second
+	DefaultRestoreTimeout       = 20 * time.Second
+	DefaultRestoreChunk         = 2000
 	DefaultHotWindow            = time.Minute
 	DefaultHotFactor            = 50
 	DefaultHotMinWrites         = 600
@@ -101,6 +112,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProduceTimeout == 0 {
 		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	if c.RestoreTimeout == 0 {
+		c.RestoreTimeout = DefaultRestoreTimeout
+	}
+	if c.RestoreChunk == 0 {
+		c.RestoreChunk = DefaultRestoreChunk
 	}
 	if c.HotWindow == 0 {
 		c.HotWindow = DefaultHotWindow
@@ -142,6 +159,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fanout: RecipientChunk %d is below 1", c.RecipientChunk)
 	case c.ProduceTimeout < 0:
 		return fmt.Errorf("fanout: ProduceTimeout %s is negative", c.ProduceTimeout)
+	case len(c.Brokers) == 0:
+		return fmt.Errorf("fanout: Brokers is empty: a restore reads %s from them", c.SequencedTopic)
+	case c.RestoreTimeout < time.Second:
+		return fmt.Errorf("fanout: RestoreTimeout %s is below 1s", c.RestoreTimeout)
+	case c.RestoreChunk < 1:
+		return fmt.Errorf("fanout: RestoreChunk %d is below 1", c.RestoreChunk)
 	case c.HotRoute && c.HotRedisAddr == "":
 		return fmt.Errorf("fanout: HotRoute needs HotRedisAddr")
 	case c.HotWindow < time.Second:

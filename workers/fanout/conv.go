@@ -33,7 +33,7 @@ func (f *Fanout) handleConv(ctx context.Context, conv string, recs []pending, no
 	defer sub.StopAndWait()
 	seen := map[uint64]bool{}
 	for _, batch := range mergeBatches(recs, f.cfg.MergeSize) {
-		if err := f.handleMerge(ctx, sub, conv, batch, now, seen, &res); err != nil {
+		if _, err := f.handleMerge(ctx, sub, conv, batch, now, seen, &res); err != nil {
 			return res, err
 		}
 	}
@@ -59,15 +59,17 @@ func mergeBatches(recs []pending, size int) [][]pending {
 	return out
 }
 
+// handleMerge sequences one merge batch and delivers it to every inbox; it
+// returns the sequencing result.
 func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, batch []pending, now int64,
-	seen map[uint64]bool, res *convResult) error {
+	seen map[uint64]bool, res *convResult) (*redisstore.SequenceResult, error) {
 	msgs := make([]*schemas.Message, len(batch))
 	for i, p := range batch {
 		msgs[i] = p.msg
 	}
 	sr, err := f.store.Sequence(ctx, conv, msgs, probeUsers(msgs), now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f.metrics.merge.WithLabelValues("sequence").Observe(float64(len(msgs)))
 	for i, it := range sr.Items {
@@ -91,19 +93,19 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	var all map[string]uint64
 	if sr.LargeFrom > 0 && !sr.LargeConverted {
 		if all, err = f.store.Members(ctx, conv); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	hot, err := f.deliver(ctx, sub, planInbox(planInput{conv: conv, res: sr, all: all}))
 	res.hot = append(res.hot, hot...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if all != nil {
 		// Only now: a replay before this point converts again.
-		return f.store.MarkLargeConverted(ctx, conv)
+		return sr, f.store.MarkLargeConverted(ctx, conv)
 	}
-	return nil
+	return sr, nil
 }
 
 // deliver applies the updates in chunks of RecipientChunk users, each

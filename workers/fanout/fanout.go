@@ -34,6 +34,12 @@ type Fanout struct {
 	producer Producer
 	metrics  *metrics
 	hot      *hotMeter
+	hotStore *redisstore.Store // nil without a hot Redis
+
+	// restore holds every batch until each Redis server is verified
+	// against im.sequenced (restore.go).
+	restore        *restorer
+	restoreMetrics *restoreMetrics
 
 	// convs works on conversations; chunks on recipient chunks, through a
 	// sub-pool per conversation. Two pools, so a conversation task waiting
@@ -56,6 +62,8 @@ func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, err
 		return nil, errors.New("fanout: Redis client and producer are required")
 	}
 	cfg = cfg.withDefaults()
+	fence := redisstore.NewFence()
+	cfg.Store.Fence = fence
 	store, err := redisstore.New(rdb, cfg.Store)
 	if err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
@@ -64,7 +72,11 @@ func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, err
 	if err != nil {
 		return nil, fmt.Errorf("fanout: register metrics: %w", err)
 	}
-	f := &Fanout{cfg: cfg, store: store, producer: producer, metrics: m,
+	rm, err := newRestoreMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("fanout: register metrics: %w", err)
+	}
+	f := &Fanout{cfg: cfg, store: store, producer: producer, metrics: m, restoreMetrics: rm,
 		hot:    newHotMeter(cfg.HotWindow, cfg.HotFactor, cfg.HotMinWrites),
 		convs:  pond.NewPool(cfg.Conversations),
 		chunks: pond.NewPool(cfg.Workers)}
@@ -79,7 +91,9 @@ func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, err
 			return nil, fmt.Errorf("fanout: hot store: %w", err)
 		}
 	}
+	f.hotStore = hotStore
 	f.router = redisstore.NewInboxRouter(store, hotStore, cfg.RouterRefresh)
+	f.restore = newRestorer(f, fence)
 	return f, nil
 }
 
@@ -120,6 +134,17 @@ func (f *Fanout) Router() *redisstore.InboxRouter { return f.router }
 // broker failure fails the call so the runner retries the same records,
 // which changes nothing that was already done.
 func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
+	release, err := f.restore.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	dead, err := f.handle(ctx, records)
+	f.restore.check(err)
+	return dead, err
+}
+
+func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
 	if err := f.router.Refresh(ctx, false); err != nil {
 		return nil, err
 	}
@@ -153,7 +178,7 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 		}
 	}
 	f.moveHotUsers(ctx, results)
-	refused, err := f.produce(ctx, out)
+	refused, next, err := f.produce(ctx, out)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +186,13 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 		dead = append(dead, f.refusedLetter(from[rf.rec], rf))
 	}
 	f.metrics.refused.Add(float64(len(refused)))
+	// After the effects and their changelog records, before the commit:
+	// what a restore may skip on each server.
+	for _, st := range f.restore.stores() {
+		if err := st.RaiseFence(ctx, next); err != nil {
+			return nil, err
+		}
+	}
 	f.metrics.rejected.Add(float64(len(dead)))
 	return dead, nil
 }
@@ -175,34 +207,38 @@ type refusal struct {
 // refused for good (stream.PermanentProduceError) is sent once more on its
 // own, since a broker refuses a whole batch for one record too large; when
 // it is refused again it comes back in refused. Any other failure fails
-// the call, and the batch is retried whole.
-func (f *Fanout) produce(ctx context.Context, recs []*kgo.Record) ([]refusal, error) {
+// the call, and the batch is retried whole. next is, per partition, the
+// offset after the last record the broker took.
+func (f *Fanout) produce(ctx context.Context, recs []*kgo.Record) (refused []refusal, next map[int32]int64, err error) {
 	if len(recs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
+	next = map[int32]int64{}
+	took := func(r *kgo.Record) { next[r.Partition] = max(next[r.Partition], r.Offset+1) }
 	var again []*kgo.Record
 	for _, res := range f.produceSync(ctx, recs) {
 		switch {
 		case res.Err == nil:
+			took(res.Record)
 		case stream.PermanentProduceError(res.Err):
 			again = append(again, res.Record)
 		default:
-			return nil, fmt.Errorf("produce %d sequenced records: %w", len(recs), res.Err)
+			return nil, nil, fmt.Errorf("produce %d sequenced records: %w", len(recs), res.Err)
 		}
 	}
-	var refused []refusal
 	for _, rec := range again {
 		// A fresh record: franz-go filled in the first one's fields.
-		err := f.produceSync(ctx, []*kgo.Record{{Topic: rec.Topic, Key: rec.Key, Value: rec.Value}}).FirstErr()
-		switch {
+		res := f.produceSync(ctx, []*kgo.Record{{Topic: rec.Topic, Key: rec.Key, Value: rec.Value}})
+		switch err := res.FirstErr(); {
 		case err == nil:
+			took(res[0].Record)
 		case stream.PermanentProduceError(err):
 			refused = append(refused, refusal{rec: rec, err: err})
 		default:
-			return nil, fmt.Errorf("produce sequenced record of %s alone: %w", rec.Key, err)
+			return nil, nil, fmt.Errorf("produce sequenced record of %s alone: %w", rec.Key, err)
 		}
 	}
-	return refused, nil
+	return refused, next, nil
 }
 
 func (f *Fanout) produceSync(ctx context.Context, recs []*kgo.Record) kgo.ProduceResults {

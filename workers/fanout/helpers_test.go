@@ -69,6 +69,9 @@ func (h *harness) fanoutWith(rdb redis.UniversalClient, cfg Config) *Fanout {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(prod.Close)
+	if cfg.Brokers == nil {
+		cfg.Brokers = h.addrs
+	}
 	f, err := New(cfg, rdb, prod)
 	if err != nil {
 		h.t.Fatal(err)

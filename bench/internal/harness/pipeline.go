@@ -157,6 +157,7 @@ func StartFanout(st *Stack, group string, cfg fanout.Config) (*Fanout, error) {
 		return nil, err
 	}
 	cfg.Metrics = f.Registry
+	cfg.Brokers = st.Brokers
 	if cfg.Logger == nil {
 		cfg.Logger = QuietLogger()
 	}
