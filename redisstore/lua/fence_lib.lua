@@ -15,5 +15,5 @@ local function fence_refusal(verified)
   if verified == nil or verified == '' then return nil end
   local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
   if id and string.find(verified, ',' .. id .. ',', 1, true) then return nil end
-  return redis.error_reply('OBFENCED instance ' .. tostring(id) .. ' is not verified against the changelog')
+  return redis.error_reply('OBFENCED run_id ' .. tostring(id))
 end

@@ -1,0 +1,141 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/embedded"
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// handleUntilDone retries a batch as the runner does, until it succeeds.
+func handleUntilDone(t *testing.T, f *Fanout, recs []*kgo.Record) {
+	t.Helper()
+	var err error
+	for attempt := 0; attempt < 100; attempt++ {
+		if _, err = f.Handle(context.Background(), recs); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("Handle kept failing: %v", err)
+}
+
+// checkNoSeqTwice reads every record of im.sequenced: no (conversation,
+// epoch, seq) may carry two client_msg_ids.
+func (h *harness) checkNoSeqTwice() {
+	h.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.addrs...), kgo.ConsumeTopics(schemas.TopicSequenced),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer cl.Close()
+	held := map[string]string{}
+	for idle := 0; idle < 2; {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		if fs.NumRecords() == 0 {
+			idle++
+			continue
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sq, err := schemas.DecodeSequenced(r.Value)
+			if err != nil {
+				h.t.Fatalf("im.sequenced holds %v", err)
+			}
+			at := fmt.Sprintf("%s epoch %d seq %d", sq.GetMessage().GetConvId(), sq.GetEpoch(), sq.GetSeq())
+			id := sq.GetMessage().GetClientMsgId()
+			if prev, ok := held[at]; ok && prev != id {
+				h.t.Errorf("%s was handed out twice: %s and %s", at, prev, id)
+			}
+			held[at] = id
+		})
+	}
+}
+
+// A redis-server that comes back from an older state (a host crash under
+// appendfsync everysec, a restart from a snapshot) has lost seqs whose
+// offsets were committed. Whether the worker runs on through the restart
+// or a new one starts, the lost records come back from im.sequenced with
+// their seqs and no seq is handed out twice.
+func TestRedisBackFromAnOlderSnapshotHandsOutNoSeqTwice(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		newWorker bool
+	}{
+		{"the worker runs on through the restart", false},
+		{"a new worker starts on the restored server", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			life, cancel := context.WithCancel(ctx)
+			t.Cleanup(cancel)
+			srv, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: t.TempDir(), AppendOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+			t.Cleanup(func() { _ = rdb.Close() })
+			_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
+			h := newHarnessOn(t, rdb, testenv.UniquePrefix(t), addrs, Config{})
+			f := h.fanout(nil)
+
+			ms := scenario(3)
+			third := len(ms) / 3
+			handle(t, f, records(ms[:third]...))
+			snap := filepath.Join(t.TempDir(), "snap.rdb")
+			if err := embedded.SnapshotRedis(ctx, srv, snap); err != nil {
+				t.Fatal(err)
+			}
+			// Sequenced, produced and (the runner would now) committed:
+			// these are what the server loses.
+			handle(t, f, records(ms[third:2*third]...))
+			if err := srv.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if err := embedded.ReplaceRedisData(srv, snap); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.newWorker {
+				f = h.fanout(nil)
+			}
+			handleUntilDone(t, f, records(ms[2*third:]...))
+
+			h.checkAll(distinctIDs(ms))
+			h.checkProduced(distinctIDs(ms))
+			h.checkNoSeqTwice()
+		})
+	}
+}
+
+// A server instance the worker has not verified refuses every write of
+// the sequencing path, whatever the call.
+func TestUnverifiedInstanceRefusesEveryFencedWrite(t *testing.T) {
+	h := newHarness(t, Config{})
+	f := h.fanout(nil)
+	ms := scenario(4)
+	handle(t, f, records(ms[:10]...))
+	before := h.snapshot()
+	f.restore.fence.Verify([]string{"0000000000000000000000000000000000000000"})
+	_, err := f.handle(context.Background(), records(ms[10:]...))
+	if !errors.Is(err, redisstore.ErrFenced) {
+		t.Fatalf("Handle on an unverified instance: %v, want ErrFenced", err)
+	}
+	if after := h.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused batch changed redis")
+	}
+}
