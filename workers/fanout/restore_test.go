@@ -115,9 +115,9 @@ func TestRedisBackFromAnOlderSnapshotHandsOutNoSeqTwice(t *testing.T) {
 			}
 			handleUntilDone(t, f, records(ms[2*third:]...))
 
+			h.checkNoSeqTwice()
 			h.checkAll(distinctIDs(ms))
 			h.checkProduced(distinctIDs(ms))
-			h.checkNoSeqTwice()
 		})
 	}
 }
