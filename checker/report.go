@@ -64,6 +64,9 @@ type Report struct {
 	Devices  []DeviceReport `json:"-"`
 	// MaxSeq of every conversation, to compare with the history store.
 	MaxSeq map[string]uint64 `json:"-"`
+	// Placed is every (conversation, epoch, seq) any device stored, with
+	// the client_msg_ids it stored there (more than one breaks a promise).
+	Placed map[Place]map[string]bool `json:"-"`
 }
 
 // OK reports that nothing was lost, stored twice, misplaced or leaked.
@@ -81,12 +84,21 @@ func (r *Report) problem(format string, args ...any) {
 func account(t *Truth, w *Workload, devices []*device) *Report {
 	r := &Report{Sent: t.Stored, Records: t.Records, Resends: t.Resends, AtMostOnce: t.AtMostOnce, Invalid: t.Invalid,
 		Refused: t.Refused,
-		MaxSeq:  map[string]uint64{}}
+		MaxSeq:  map[string]uint64{}, Placed: map[Place]map[string]bool{}}
 	for id, c := range t.Convs {
 		r.MaxSeq[id] = uint64(len(c.IDs))
 	}
 	r.NotInLog = notInLog(t, w, devices, r)
 	for _, d := range devices {
+		for conv, hc := range d.st.convs {
+			for at, id := range hc.msgs {
+				p := Place{Conv: conv, Epoch: at.Epoch, Seq: at.Seq}
+				if r.Placed[p] == nil {
+					r.Placed[p] = map[string]bool{}
+				}
+				r.Placed[p][id] = true
+			}
+		}
 		dr := accountDevice(t, d, r)
 		r.Devices = append(r.Devices, dr)
 		r.Expected += dr.Expected

@@ -20,6 +20,14 @@ type localStore struct {
 	problems   []string
 }
 
+// Place is where a timeline puts a message: a seq names one message
+// forever within an epoch.
+type Place struct {
+	Conv  string
+	Epoch uint64
+	Seq   uint64
+}
+
 type heldConv struct {
 	epoch  uint64
 	cursor uint64

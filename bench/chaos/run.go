@@ -48,6 +48,10 @@ type result struct {
 	// History store against the log.
 	History   historyCheck `json:"history"`
 	HistoryOK bool         `json:"history_ok"`
+	// Seqs: no (conversation, epoch, seq) named two messages, in
+	// im.sequenced or on any device.
+	Seqs   seqCheck `json:"seqs"`
+	SeqsOK bool     `json:"seqs_ok"`
 	OK        bool         `json:"ok"`
 	Seconds   float64      `json:"seconds"`
 	Error     string       `json:"error,omitempty"`
@@ -65,7 +69,7 @@ func (s *suite) runScenario(ctx context.Context, sc scenario) result {
 	}
 	res.Seconds = float64(time.Since(start).Milliseconds()) / 1000
 	res.OK = err == nil && res.Lost == 0 && res.Duplicates == 0 && res.OutOfOrder == 0 && res.Unexpected == 0 &&
-		res.VerifyOK && res.HistoryOK && res.DeadLetters == res.Poison && res.DeadNoReason == 0
+		res.VerifyOK && res.HistoryOK && res.SeqsOK && res.DeadLetters == res.Poison && res.DeadNoReason == 0
 	return res
 }
 
@@ -139,10 +143,15 @@ func (s *suite) after(ctx context.Context, e *env, rep *checker.Report, res *res
 		return err
 	}
 	res.HistoryOK = res.History.ok()
+	if res.Seqs, err = e.checkSeqs(ctx, rep.Placed); err != nil {
+		return fmt.Errorf("seqs: %w", err)
+	}
+	res.SeqsOK = res.Seqs.ok()
 	if res.DeadLetters, res.DeadNoReason, err = e.deadLetters(ctx); err != nil {
 		return fmt.Errorf("dead letters: %w", err)
 	}
-	s.log.Printf("%s: sent %d, delivered %d of %d, lost %d, duplicates %d, out of order %d, verify ok %v, history missing %d",
-		res.Name, res.Sent, res.Delivered, res.Expected, res.Lost, res.Duplicates, res.OutOfOrder, res.VerifyOK, res.History.Missing)
+	s.log.Printf("%s: sent %d, delivered %d of %d, lost %d, duplicates %d, out of order %d, verify ok %v, history missing %d, seqs reused %d (of %d in %d changelog records)",
+		res.Name, res.Sent, res.Delivered, res.Expected, res.Lost, res.Duplicates, res.OutOfOrder, res.VerifyOK, res.History.Missing,
+		res.Seqs.Reused+res.Seqs.Unlogged, res.Seqs.Places, res.Seqs.Records)
 	return nil
 }

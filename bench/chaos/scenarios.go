@@ -42,6 +42,8 @@ func scenarios() []scenario {
 		{name: "fanout-kill", about: "kill -9 the fanout process mid-stream, three times, and start it again", fanouts: 1, minStream: 25 * time.Second, fault: killFanout},
 		{name: "fanout-rebalance", about: "two fanout processes; each leaves and rejoins in turn, moving partitions back and forth", fanouts: 2, minStream: 8 * time.Second, fault: rebalanceFanouts},
 		{name: "redis-restart", about: "restart redis-server (SIGTERM, AOF on) twice while traffic flows", fanouts: 1, fault: restartRedis},
+		{name: "redis-tail", about: "snapshot redis-server while traffic flows, run on for a few seconds, kill -9 it and start it from the snapshot: it lost its tail, offsets of which were committed",
+			fanouts: 1, minStream: 12 * time.Second, fault: redisLosesTail},
 		{name: "clickhouse-outage", about: "stop clickhouse-server for the outage, then start it again; history must hold every message once", fanouts: 1, fault: clickhouseOutage},
 		{name: "broker-faults", about: "kfake answers produce, fetch and commit requests with errors and delays for a while", fanouts: 1, fault: brokerFaults},
 		{name: "poison", about: "undecodable records in the middle of partitions: dead-lettered with a reason, the rest flows", fanouts: 1,
