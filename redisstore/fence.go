@@ -149,10 +149,10 @@ func infoField(info, name string) string {
 	return ""
 }
 
-// RaiseFence raises the "applied up to" fence of the changelog on this
-// store: next[p] is the offset of partition p below which every record's
-// effects were acknowledged by the store's servers. It only raises.
-// Refused with ErrFenced on an instance the store's Fence has not
+// RaiseFence raises the "applied up to" fence of the changelog on every
+// server of the store: next[p] is the offset of partition p below which
+// every record's effects were acknowledged by the store's servers. It only
+// raises. Refused with ErrFenced on an instance the store's Fence has not
 // verified.
 func (s *Store) RaiseFence(ctx context.Context, next map[int32]int64) error {
 	if len(next) == 0 {
@@ -165,31 +165,122 @@ func (s *Store) RaiseFence(ctx context.Context, next map[int32]int64) error {
 	args = append(args, s.fenceArg())
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := restoreFenceScript.Run(ctx, s.rdb, []string{s.keys.Applied()}, args...).Err(); err != nil {
-		return fmt.Errorf("raise the changelog fence: %w", fenced(err))
+	keys, err := s.fenceKeys(ctx, false)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := restoreFenceScript.Run(ctx, s.rdb, []string{k}, args...).Err(); err != nil {
+			return fmt.Errorf("raise the changelog fence %s: %w", k, fenced(err))
+		}
 	}
 	return nil
 }
 
-// AppliedFence reads the changelog fence: partition → next offset. ok is
-// false when the store holds no fence at all (a new or emptied store).
+// AppliedFence reads the changelog fence: per partition, the lowest offset
+// of the copies on the store's servers. ok is false when a server holds
+// no copy at all (a new or emptied server): a restore then starts at the
+// log start.
 func (s *Store) AppliedFence(ctx context.Context) (next map[int32]int64, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	raw, err := s.rdb.HGetAll(ctx, s.keys.Applied()).Result()
+	keys, err := s.fenceKeys(ctx, true)
 	if err != nil {
-		return nil, false, fmt.Errorf("read the changelog fence: %w", err)
+		return nil, false, err
 	}
-	next = make(map[int32]int64, len(raw))
-	for k, v := range raw {
-		p, err1 := strconv.ParseInt(k, 10, 32)
-		off, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, false, fmt.Errorf("read the changelog fence: bad entry %q=%q", k, v)
+	ok = true
+	for _, k := range keys {
+		raw, err := s.rdb.HGetAll(ctx, k).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("read the changelog fence %s: %w", k, err)
 		}
-		next[int32(p)] = off
+		if len(raw) == 0 {
+			ok = false
+		}
+		copyOf := make(map[int32]int64, len(raw))
+		for f, v := range raw {
+			p, err1 := strconv.ParseInt(f, 10, 32)
+			off, err2 := strconv.ParseInt(v, 10, 64)
+			if err1 != nil || err2 != nil {
+				return nil, false, fmt.Errorf("read the changelog fence %s: bad entry %q=%q", k, f, v)
+			}
+			copyOf[int32(p)] = off
+		}
+		if next == nil {
+			next = copyOf
+			continue
+		}
+		// A partition one copy lacks is one that server may lack.
+		for p, cur := range next {
+			if off, has := copyOf[p]; !has {
+				delete(next, p)
+			} else if off < cur {
+				next[p] = off
+			}
+		}
 	}
-	return next, len(raw) > 0, nil
+	return next, ok && len(keys) > 0, nil
+}
+
+// fenceKeys are the copies of the changelog fence: copy 0 on a single
+// server; on a cluster one per master, in a slot the master owns (looked
+// up again when refresh is set or none is known yet).
+func (s *Store) fenceKeys(ctx context.Context, refresh bool) ([]string, error) {
+	c, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return []string{s.keys.Applied(0)}, nil
+	}
+	s.fenceMu.Lock()
+	defer s.fenceMu.Unlock()
+	if !refresh && len(s.fenceCopies) > 0 {
+		return s.fenceCopies, nil
+	}
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("cluster slots for the changelog fence: %w", err)
+	}
+	owner := func(slot int) string {
+		for _, r := range slots {
+			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
+	masters := map[string]bool{}
+	for _, r := range slots {
+		if len(r.Nodes) > 0 {
+			masters[r.Nodes[0].Addr] = true
+		}
+	}
+	var keys []string
+	for n := 0; len(masters) > 0 && n < 100000; n++ {
+		if m := owner(keySlot("fence:" + strconv.Itoa(n))); masters[m] {
+			delete(masters, m)
+			keys = append(keys, s.keys.Applied(n))
+		}
+	}
+	if len(masters) > 0 {
+		return nil, fmt.Errorf("changelog fence: no key found for masters %v", masters)
+	}
+	s.fenceCopies = keys
+	return keys, nil
+}
+
+// keySlot is Redis Cluster's slot of a hash tag: CRC16 (XMODEM) mod 16384.
+func keySlot(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc ^= uint16(tag[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
 }
 
 // SeedHead recreates the meta of a conversation that has none, so that

@@ -119,7 +119,9 @@ func (k Keys) NodeChannel(node string) string { return k.Prefix + "live:{n:" + n
 // per message, whatever the member count, to the nodes that hold members.
 func (k Keys) ConvChannel(conv string) string { return k.Prefix + "live:{c:" + conv + "}" }
 
-// Applied is the changelog fence: im.sequenced partition → the offset
-// below which every record's effects are held by this server (fanout
-// writes it, a restore starts from it).
-func (k Keys) Applied() string { return k.Prefix + "{fence}:applied" }
+// Applied is one copy of the changelog fence: im.sequenced partition →
+// the offset below which every record's effects are held by the server
+// that holds this key (fanout writes it, a restore starts from it). A
+// cluster has a copy on every master, n chosen so that its slot is one
+// the master owns; a single server has copy 0.
+func (k Keys) Applied(n int) string { return k.Prefix + "{fence:" + strconv.Itoa(n) + "}:applied" }

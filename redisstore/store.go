@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,9 @@ type Store struct {
 	// digest keys client_msg_ids in the dedupe buckets (dedupeDigest;
 	// tests swap it to force digest collisions).
 	digest func(cmid string) string
+	// fenceCopies are the changelog fence's keys on a cluster (fence.go).
+	fenceMu     sync.Mutex
+	fenceCopies []string
 }
 
 // New returns a Store over a standalone or cluster client.

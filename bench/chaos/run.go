@@ -50,12 +50,12 @@ type result struct {
 	HistoryOK bool         `json:"history_ok"`
 	// Seqs: no (conversation, epoch, seq) named two messages, in
 	// im.sequenced or on any device.
-	Seqs   seqCheck `json:"seqs"`
-	SeqsOK bool     `json:"seqs_ok"`
-	OK        bool         `json:"ok"`
-	Seconds   float64      `json:"seconds"`
-	Error     string       `json:"error,omitempty"`
-	Problems  []string     `json:"problems,omitempty"`
+	Seqs     seqCheck `json:"seqs"`
+	SeqsOK   bool     `json:"seqs_ok"`
+	OK       bool     `json:"ok"`
+	Seconds  float64  `json:"seconds"`
+	Error    string   `json:"error,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 }
 
 // runScenario brings up a system, plays a workload, breaks things while it
