@@ -64,6 +64,9 @@ func TestEveryScenarioDeliversEverythingOnceAndVerifies(t *testing.T) {
 			if !r.HistoryOK {
 				t.Errorf("history: %+v", r.History)
 			}
+			if !r.SeqsOK || r.Seqs.Places == 0 {
+				t.Errorf("seqs: %+v", r.Seqs)
+			}
 			if r.DeadLetters != r.Poison || r.DeadNoReason != 0 {
 				t.Errorf("%d poison records, %d dead letters (%d without a reason)", r.Poison, r.DeadLetters, r.DeadNoReason)
 			}

@@ -79,7 +79,7 @@ const (
 	DefaultTasksPerConversation = 5
 	DefaultRecipientChunk       = 100
 	DefaultProduceTimeout       = 30 * time.Second
-	DefaultRestoreTimeout       = 20 * time.Second
+	DefaultRestoreTimeout       = 10 * time.Second
 	DefaultRestoreChunk         = 2000
 	DefaultHotWindow            = time.Minute
 	DefaultHotFactor            = 50
