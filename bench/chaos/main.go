@@ -182,9 +182,10 @@ func tableRows(out *output) []harness.Row {
 	rows := make([]harness.Row, 0, len(out.Scenarios)+1)
 	for _, r := range out.Scenarios {
 		rows = append(rows, harness.Check(r.Name,
-			fmt.Sprintf("sent %d, delivered %d/%d, lost %d, dup %d, ooo %d, verify %v, history missing %d, dead %d/%d",
-				r.Sent, r.Delivered, r.Expected, r.Lost, r.Duplicates, r.OutOfOrder, r.VerifyOK, r.History.Missing, r.DeadLetters, r.Poison),
-			"", "lost 0, dup 0, verify ok", r.OK))
+			fmt.Sprintf("sent %d, delivered %d/%d, lost %d, dup %d, ooo %d, verify %v, history missing %d, dead %d/%d, seq reused %d",
+				r.Sent, r.Delivered, r.Expected, r.Lost, r.Duplicates, r.OutOfOrder, r.VerifyOK, r.History.Missing, r.DeadLetters, r.Poison,
+				r.Seqs.Reused+r.Seqs.Unlogged),
+			"", "lost 0, dup 0, verify ok, seq reused 0", r.OK))
 	}
 	t := out.Totals
 	rows = append(rows, harness.Check("total", fmt.Sprintf("sent %d, delivered %d/%d, lost %d, dup %d", t.Sent, t.Delivered, t.Expected, t.Lost, t.Duplicates),

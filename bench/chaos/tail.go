@@ -42,6 +42,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 	if err != nil {
 		return "", err
 	}
+	restores := e.restoresLogged()
 	if err := s.redis.Kill(); err != nil {
 		return "", err
 	}
@@ -55,6 +56,9 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 	lost := atKill - atSnap
 	s.log.Printf("%s: redis-server snapshotted at %.0f%% of the stream, killed -9 %s later and started from the snapshot in %s: %d im.messages records committed after the snapshot",
 		e.name, share, tailLength, time.Since(start).Round(time.Millisecond), lost)
+	if err := e.waitRestored(ctx, restores); err != nil {
+		return "", err
+	}
 	if err := e.waitCommitted(ctx, atKill); err != nil {
 		return "", err
 	}
@@ -62,6 +66,31 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 	s.log.Printf("%s: fanout restored from im.sequenced: %s", e.name, restored)
 	return fmt.Sprintf("snapshot at %.0f%% of the stream, kill -9 of redis-server %s later, started from the snapshot: "+
 		"%d im.messages records committed after the snapshot; fanout restored %s", share, tailLength, lost, restored), nil
+}
+
+// restoresLogged counts the restores the fanout processes finished.
+func (e *env) restoresLogged() int {
+	n := 0
+	for _, w := range e.fanouts {
+		if b, err := os.ReadFile(w.logPath); err == nil {
+			n += len(restoredLine.FindAllIndex(b, -1))
+		}
+	}
+	return n
+}
+
+// waitRestored waits until a fanout process finished a restore beyond the
+// given count: the fanout noticed the new instance and replayed the
+// changelog to it.
+func (e *env) waitRestored(ctx context.Context, before int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for e.restoresLogged() <= before {
+		if err := wait(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("no fanout process restored redis from the changelog: %w", err)
+		}
+	}
+	return nil
 }
 
 var restoredLine = regexp.MustCompile(`redis verified against the changelog.* records=(\d+) appended=(\d+) conflicts=(\d+)`)

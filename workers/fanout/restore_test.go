@@ -64,6 +64,16 @@ func (h *harness) checkNoSeqTwice() {
 	}
 }
 
+// head is a conversation's epoch and seq.
+func (h *harness) head(conv string) redisstore.ConvHead {
+	h.t.Helper()
+	heads, err := h.store.ConvHeads(context.Background(), []string{conv})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return heads[conv]
+}
+
 // A redis-server that comes back from an older state (a host crash under
 // appendfsync everysec, a restart from a snapshot) has lost seqs whose
 // offsets were committed. Whether the worker runs on through the restart
@@ -99,8 +109,13 @@ func TestRedisBackFromAnOlderSnapshotHandsOutNoSeqTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Sequenced, produced and (the runner would now) committed:
-			// these are what the server loses.
+			// these are what the server loses, with a group created
+			// after the snapshot (its meta vanishes entirely).
 			handle(t, f, records(ms[third:2*third]...))
+			late := records(msg("late", "late-1", "ann", join("ann", "bob", "cid")),
+				msg("late", "late-2", "bob", mentions("cid")), msg("late", "late-3", "cid"))
+			handle(t, f, late)
+			lateHead := h.head("late")
 			if err := srv.Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -118,6 +133,12 @@ func TestRedisBackFromAnOlderSnapshotHandsOutNoSeqTwice(t *testing.T) {
 			h.checkNoSeqTwice()
 			h.checkAll(distinctIDs(ms))
 			h.checkProduced(distinctIDs(ms))
+			if tr := h.checkInboxes("late"); tr.seq != 3 || len(tr.delivered["cid"]) != 3 {
+				t.Errorf("the late group came back with %d seqs, cid got %d", tr.seq, len(tr.delivered["cid"]))
+			}
+			if got := h.head("late"); got != lateHead {
+				t.Errorf("the late group came back as %+v, it was %+v", got, lateHead)
+			}
 		})
 	}
 }
