@@ -235,33 +235,36 @@ func (s *Store) fenceKeys(ctx context.Context, refresh bool) ([]string, error) {
 	if !refresh && len(s.fenceCopies) > 0 {
 		return s.fenceCopies, nil
 	}
-	slots, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("cluster slots for the changelog fence: %w", err)
+		return nil, fmt.Errorf("cluster shards for the changelog fence: %w", err)
 	}
-	owner := func(slot int) string {
-		for _, r := range slots {
-			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-				return r.Nodes[0].Addr
+	// shard returns the index of the shard that owns slot, or -1.
+	shard := func(slot int) int {
+		for i, sh := range shards {
+			for _, r := range sh.Slots {
+				if int64(slot) >= r.Start && int64(slot) <= r.End {
+					return i
+				}
 			}
 		}
-		return ""
+		return -1
 	}
-	masters := map[string]bool{}
-	for _, r := range slots {
-		if len(r.Nodes) > 0 {
-			masters[r.Nodes[0].Addr] = true
+	masters := map[int]bool{}
+	for i, sh := range shards {
+		if len(sh.Slots) > 0 {
+			masters[i] = true
 		}
 	}
 	var keys []string
 	for n := 0; len(masters) > 0 && n < 100000; n++ {
-		if m := owner(keySlot("fence:" + strconv.Itoa(n))); masters[m] {
-			delete(masters, m)
+		if i := shard(keySlot("fence:" + strconv.Itoa(n))); masters[i] {
+			delete(masters, i)
 			keys = append(keys, s.keys.Applied(n))
 		}
 	}
 	if len(masters) > 0 {
-		return nil, fmt.Errorf("changelog fence: no key found for masters %v", masters)
+		return nil, fmt.Errorf("changelog fence: no key found for %d shards", len(masters))
 	}
 	s.fenceCopies = keys
 	return keys, nil

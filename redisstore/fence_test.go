@@ -161,13 +161,19 @@ func TestChangelogFenceHasACopyOnEveryClusterMaster(t *testing.T) {
 
 func masterOf(t *testing.T, c *redis.ClusterClient, slot int) string {
 	t.Helper()
-	slots, err := c.ClusterSlots(context.Background()).Result()
+	shards, err := c.ClusterShards(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range slots {
-		if slot >= r.Start && slot <= r.End {
-			return r.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if int64(slot) >= r.Start && int64(slot) <= r.End {
+				for _, n := range sh.Nodes {
+					if n.Role == "master" {
+						return fmt.Sprintf("%s:%d", n.IP, n.Port)
+					}
+				}
+			}
 		}
 	}
 	t.Fatalf("slot %d has no master", slot)
