@@ -59,6 +59,20 @@
 // Config.HotRedisAddr, moved to the hot Redis through
 // redisstore.InboxRouter, which the API uses to find them.
 //
+// # Redis losing its last writes
+//
+// Redis is a state store whose changelog is im.sequenced (restore.go).
+// Every script of the sequencing path runs only on server instances
+// (run_ids) the worker verified, and refuses on any other
+// (redisstore.ErrFenced). The first batch of a process, and the batch
+// after a refusal, hold every other batch of the process while the worker
+// replays im.sequenced, from the "applied up to" fence each server keeps
+// (raised after every batch's produce, before its commit), through the
+// same sequencing and inbox path with each record's own write time: the
+// lost records get back their seqs and epoch, and no seq is handed out
+// twice. A restore commits nothing and runs at most Config.RestoreTimeout
+// per attempt, continuing from its fence in the next.
+//
 // # Metrics
 //
 // offlinebox_fanout_merge_size{stage}, _inbox_writes_total and
@@ -68,5 +82,6 @@
 // _invalid_records_total, _sequenced_refused_total (sequenced, then refused
 // by the broker for good: a hole in history to look at), _qos0_dropped_total,
 // _receive_only_skipped_total,
-// _inbox_replayed_total, _hot_moves_total{result}.
+// _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
+// _restore_records_total, _restore_conflicts_total.
 package fanout
