@@ -51,7 +51,8 @@ func newKeysGuard(t *testing.T) *keysGuard {
 			t.Fatal(err)
 		}
 		name := filepath.Base(f)
-		for _, src := range []string{string(b), dedupeLibLua + string(b)} {
+		for _, src := range []string{string(b), dedupeLibLua + string(b),
+			fenceLibLua + string(b), fenceLibLua + dedupeLibLua + string(b)} {
 			sum := sha1.Sum([]byte(src))
 			sha := hex.EncodeToString(sum[:])
 			g.names[sha], g.sources[sha] = name, src
@@ -105,14 +106,14 @@ func (g *keysGuard) guard(cmd redis.Cmder) {
 	args[0], args[1] = "eval", g.prelude+src
 }
 
-// notRun lists the scripts of lua/ that no call ran (dedupe_lib.lua runs
-// inside others).
+// notRun lists the scripts of lua/ that no call ran (dedupe_lib.lua and
+// fence_lib.lua run inside others).
 func (g *keysGuard) notRun() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
 	for _, n := range g.names {
-		if !g.ran[n] && n != "dedupe_lib.lua" && !slices.Contains(out, n) {
+		if !g.ran[n] && n != "dedupe_lib.lua" && n != "fence_lib.lua" && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
@@ -258,6 +259,13 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 			break
 		}
 	}
+
+	// The restore's steps: the changelog fence, a head seeded, a large
+	// group's conversion noted.
+	must("raise the changelog fence", s.RaiseFence(ctx, map[int32]int64{0: 7, 3: 2}))
+	_, err = s.SeedHead(ctx, "seeded", 11, 5, false)
+	must("seed a head", err)
+	must("mark large", s.MarkLargeConverted(ctx, "g"))
 
 	// A rebuild from history.
 	h := rbSeed(t, s, "rb", now)
