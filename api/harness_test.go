@@ -114,7 +114,7 @@ func (e *env) runnerConfig(group string, topics ...string) stream.Config {
 // runPipeline starts fanout and convindex until the test ends.
 func (e *env) runPipeline() {
 	e.t.Helper()
-	f, err := fanout.New(fanout.Config{Store: e.storeCfg, Logger: quietLogger(e.t)}, e.store.Client(), e.producer)
+	f, err := fanout.New(fanout.Config{Store: e.storeCfg, Brokers: e.addrs, Logger: quietLogger(e.t)}, e.store.Client(), e.producer)
 	if err != nil {
 		e.t.Fatal(err)
 	}
