@@ -41,6 +41,7 @@ type liveHub struct {
 	perUser  map[string]int
 
 	receipts *receiptCoalescer
+	raises   *raiseBatcher
 }
 
 type devKey struct{ user, device string }
@@ -52,6 +53,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
 		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
 	h.receipts = newReceiptCoalescer(h)
+	h.raises = &raiseBatcher{h: h}
 	return h
 }
 
@@ -89,6 +91,7 @@ func (h *liveHub) close() {
 	h.cancel()
 	h.sub.Close()
 	<-h.done
+	h.raises.flushNow()
 }
 
 func (h *liveHub) run() {
@@ -112,6 +115,7 @@ func (h *liveHub) run() {
 			h.dispatch(data)
 		case now := <-t.C:
 			h.repushDue(now)
+			h.raises.flushDue(h.ctx)
 			h.receipts.flushDue(h.ctx, now)
 			if now.Sub(lastBeat) >= h.cfg.Heartbeat {
 				lastBeat = now
