@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
 func TestAckRaisesOnlyTheDevicesCursorPerEpoch(t *testing.T) {
@@ -63,5 +67,29 @@ func TestAckEvictsTheLeastRecentlyUsedSixthDevice(t *testing.T) {
 	r = ack("d1", 22)
 	if !r.WasEvicted || fmt.Sprint(r.Evicted) != "[d2]" {
 		t.Fatalf("returning device: %+v, want told it was evicted and d2 out", r)
+	}
+}
+
+// An ack that evicts runs twice (first without the device set, which it
+// then reads); the delivered raise of the first run must still be told.
+func TestAckAndRaiseThatEvictsReportsTheRaise(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb.HSet(ctx, s.keys.ConvMeta("g"), "epoch", 7)
+	rdb.ZAdd(ctx, s.keys.Devices("ann"), redis.Z{Member: "old", Score: 1})
+	res, raised, err := s.AckAndRaise(ctx, "ann", "new", []AckItem{{Conv: "g", Seq: 3, Epoch: 7}}, 1000,
+		[]ReceiptMark{{Conv: "g", Epoch: 7, Member: "ann", Seq: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Evicted) != 1 || res.Evicted[0] != "old" {
+		t.Fatalf("evicted %v, want [old]", res.Evicted)
+	}
+	if len(raised) != 1 || !raised[0].Raised || raised[0].Prev != 0 {
+		t.Fatalf("raised %+v, want one raise from 0", raised)
 	}
 }
