@@ -152,11 +152,17 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 	if deferRaise && s.live.raises.room(len(marks)) {
 		// An ack on the socket: the device's cursors now, the members'
 		// delivered cursors with the node's next batch of raises.
-		err = s.withUser(ctx, user, func(users *redisstore.Store) error {
-			var err error
-			res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
-			return err
-		})
+		if !s.router.HasHot() {
+			// Every user's keys are on the main store: the node's acks
+			// within a few milliseconds go in one pipeline.
+			res, err = s.live.acks.ack(ctx, redisstore.DeviceAck{User: user, Device: dev, Items: acks, NowMS: s.cfg.Clock().UnixMilli()})
+		} else {
+			err = s.withUser(ctx, user, func(users *redisstore.Store) error {
+				var err error
+				res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
+				return err
+			})
+		}
 		if err != nil {
 			return ackResponse{}, err
 		}

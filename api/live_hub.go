@@ -42,6 +42,7 @@ type liveHub struct {
 
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
+	acks     *ackBatcher
 }
 
 type devKey struct{ user, device string }
@@ -54,6 +55,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
+	h.acks = &ackBatcher{store: st}
 	return h
 }
 

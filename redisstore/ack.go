@@ -135,3 +135,43 @@ func deviceCursors(h map[string]string) map[string]DeviceCursor {
 	}
 	return out
 }
+
+// DeviceAck is one device's batch ack, for AckDevices.
+type DeviceAck struct {
+	User, Device string
+	Items        []AckItem
+	NowMS        int64
+}
+
+// AckDevices records several devices' acks, each as AckDevice does, in
+// one pipeline; results and errors are per ack. An ack whose script
+// answers OBDEVICES (it would evict a device it was not told of) runs
+// again alone through AckDevice. s holds every one of the users' keys.
+func (s *Store) AckDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, []error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	calls := make([]scriptCall, len(acks))
+	for i, a := range acks {
+		keys, args := s.ackCall(a.User, a.Device, a.Items, a.NowMS, nil, nil)
+		calls[i] = scriptCall{keys: keys, args: args}
+	}
+	res := make([]AckResult, len(acks))
+	errs := make([]error, len(acks))
+	cmds, err := s.evalPiped(ctx, ackCursorScript, calls)
+	for i, a := range acks {
+		cerr := err
+		if i < len(cmds) && cmds[i] != nil {
+			cerr = cmds[i].Err()
+		}
+		switch {
+		case cerr == nil:
+			vals, _ := cmds[i].Slice()
+			res[i] = ackResultOf(vals)
+		case redis.HasErrorPrefix(cerr, "OBDEVICES"):
+			res[i], errs[i] = s.AckDevice(ctx, a.User, a.Device, a.Items, a.NowMS)
+		default:
+			errs[i] = fmt.Errorf("ack %d conversations for %s/%s: %w", len(a.Items), a.User, a.Device, asUserMoved(cerr))
+		}
+	}
+	return res, errs
+}
