@@ -93,3 +93,39 @@ func TestAckAndRaiseThatEvictsReportsTheRaise(t *testing.T) {
 		t.Fatalf("raised %+v, want one raise from 0", raised)
 	}
 }
+
+// AckDevices writes each device's cursors as AckDevice would, and an ack
+// that evicts a device it was not told of runs again alone and evicts it.
+func TestAckDevicesWritesEveryDeviceAndEvictsThroughARetry(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb.ZAdd(ctx, s.keys.Devices("cat"), redis.Z{Member: "old", Score: 1})
+	rdb.HSet(ctx, s.keys.Cursor("cat", "old"), "g", 1)
+	acks := []DeviceAck{
+		{User: "ann", Device: "phone", Items: []AckItem{{Conv: "g", Seq: 4, Epoch: 7}}, NowMS: 1000},
+		{User: "bob", Device: "phone", Items: []AckItem{{Conv: "g", Seq: 5, Epoch: 7}, {Conv: "d", Seq: 2, Epoch: 3}}, NowMS: 1000},
+		{User: "cat", Device: "new", Items: []AckItem{{Conv: "g", Seq: 6, Epoch: 7}}, NowMS: 1000},
+	}
+	res, errs := s.AckDevices(ctx, acks)
+	for i, a := range acks {
+		if errs[i] != nil {
+			t.Fatalf("ack of %s: %v", a.User, errs[i])
+		}
+		h := rdb.HGetAll(ctx, s.keys.Cursor(a.User, a.Device)).Val()
+		for _, it := range a.Items {
+			if got, want := h[it.Conv]+"@"+h[it.Conv+":e"], fmt.Sprintf("%d@%d", it.Seq, it.Epoch); got != want {
+				t.Fatalf("%s/%s cursor of %s: %s, want %s", a.User, a.Device, it.Conv, got, want)
+			}
+		}
+	}
+	if len(res[2].Evicted) != 1 || res[2].Evicted[0] != "old" || rdb.Exists(ctx, s.keys.Cursor("cat", "old")).Val() != 0 {
+		t.Fatalf("cat's old device was not evicted with its cursor: %+v", res[2])
+	}
+	if len(res[0].Evicted)+len(res[1].Evicted) != 0 {
+		t.Fatalf("devices evicted from users with one: %+v %+v", res[0], res[1])
+	}
+}
