@@ -121,7 +121,7 @@ func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := s.applyAcks(r.Context(), id.User, dev, items, nil)
+	out, err := s.applyAcks(r.Context(), id.User, dev, items, nil, false)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -134,7 +134,7 @@ func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
 // the live channel stops re-pushing what was acked. access, when not nil,
 // is what the caller already knows of the conversations (a live
 // connection knows what it pushed); otherwise they are read and checked.
-func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqItem, access map[string]redisstore.ConvAccess) (ackResponse, error) {
+func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqItem, access map[string]redisstore.ConvAccess, deferRaise bool) (ackResponse, error) {
 	if access == nil {
 		var err error
 		if access, err = s.checkSeqItems(ctx, user, items); err != nil {
@@ -149,6 +149,29 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 	var res redisstore.AckResult
 	var raised []redisstore.RaisedReceipt
 	var err error
+	if deferRaise && s.live.raises.room(len(marks)) {
+		// An ack on the socket: the device's cursors now, the members'
+		// delivered cursors with the node's next batch of raises.
+		if !s.router.HasHot() {
+			// Every user's keys are on the main store: the node's acks
+			// within a few milliseconds go in one pipeline.
+			res, err = s.live.acks.ack(ctx, redisstore.DeviceAck{User: user, Device: dev, Items: acks, NowMS: s.cfg.Clock().UnixMilli()})
+		} else {
+			err = s.withUser(ctx, user, func(users *redisstore.Store) error {
+				var err error
+				res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
+				return err
+			})
+		}
+		if err != nil {
+			return ackResponse{}, err
+		}
+		if res.Evicted == nil {
+			res.Evicted = []string{}
+		}
+		s.live.raises.add(marks, s.ackedOnConn(user, dev, acks))
+		return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+	}
 	if !s.router.HasHot() {
 		// The user's keys and the conversations' live on one store: the
 		// device's cursors and the members' in one round trip.

@@ -198,7 +198,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 		var items []seqItem
 		if items, err = s.parseSeqItems(f.Acks, "acks"); err == nil {
 			var res ackResponse
-			res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items))
+			res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items), true)
 			if err == nil && (f.Reply || res.Resync || len(res.EvictedDevices) > 0) {
 				c.send(jsonFrame(ackedFrame{Type: "acked", Acked: res.Acked, Resync: res.Resync, EvictedDevices: res.EvictedDevices}), false)
 			}

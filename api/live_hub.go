@@ -41,6 +41,8 @@ type liveHub struct {
 	perUser  map[string]int
 
 	receipts *receiptCoalescer
+	raises   *raiseBatcher
+	acks     *ackBatcher
 }
 
 type devKey struct{ user, device string }
@@ -52,6 +54,8 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
 		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
 	h.receipts = newReceiptCoalescer(h)
+	h.raises = &raiseBatcher{h: h}
+	h.acks = &ackBatcher{store: st}
 	return h
 }
 
@@ -89,6 +93,7 @@ func (h *liveHub) close() {
 	h.cancel()
 	h.sub.Close()
 	<-h.done
+	h.raises.flushNow()
 }
 
 func (h *liveHub) run() {
@@ -112,6 +117,7 @@ func (h *liveHub) run() {
 			h.dispatch(data)
 		case now := <-t.C:
 			h.repushDue(now)
+			h.raises.flushDue(h.ctx)
 			h.receipts.flushDue(h.ctx, now)
 			if now.Sub(lastBeat) >= h.cfg.Heartbeat {
 				lastBeat = now

@@ -127,18 +127,27 @@ func receiptMarks(user string, acks []redisstore.AckItem, access map[string]redi
 // stop pushing what was acked, and hands the raised cursors to the
 // receipt events (with the senders the connection knows from its pushes).
 func (s *Server) afterAcks(user, dev string, acks []redisstore.AckItem, raised []redisstore.RaisedReceipt) {
-	var senders map[string]map[string]uint64
-	if c := s.live.connOf(user, dev); c != nil {
-		senders = map[string]map[string]uint64{}
-		for _, a := range acks {
-			c.acknowledged(a.Conv, a.Epoch, a.Seq, senders)
-		}
-	}
+	senders := s.ackedOnConn(user, dev, acks)
 	for _, r := range raised {
 		if r.Raised {
 			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq, senders[r.Conv])
 		}
 	}
+}
+
+// ackedOnConn tells this node's connection of the device, if it has one,
+// to stop pushing what was acked, and returns the senders of those pushes
+// (conv → sender → their newest seq; nil without a connection here).
+func (s *Server) ackedOnConn(user, dev string, acks []redisstore.AckItem) map[string]map[string]uint64 {
+	c := s.live.connOf(user, dev)
+	if c == nil {
+		return nil
+	}
+	senders := map[string]map[string]uint64{}
+	for _, a := range acks {
+		c.acknowledged(a.Conv, a.Epoch, a.Seq, senders)
+	}
+	return senders
 }
 
 // afterReads raises the reader's read (and delivered) cursors.

@@ -87,10 +87,19 @@ const deviceSetTries = 3
 // evict devices delete cursors, and every key a script touches must be in
 // its KEYS. fn runs again, up to deviceSetTries times, while its script
 // answers OBDEVICES (a device to evict was not named: the set changed).
+//
+// With n < 0 (an ack) fn first runs with no device named, without the
+// read: a script evicts only when the user has more devices than kept,
+// which is rare, and it answers OBDEVICES, changing nothing, when a victim
+// was not named, so the read happens only then. That saves a round trip
+// on nearly every ack.
 func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func(devs, cursors []string) error) error {
 	stop := n - 1
 	if n < 0 {
 		stop = -1
+		if err := fn(nil, nil); !redis.HasErrorPrefix(err, "OBDEVICES") {
+			return err
+		}
 	}
 	var err error
 	for range deviceSetTries {
@@ -125,4 +134,44 @@ func deviceCursors(h map[string]string) map[string]DeviceCursor {
 		out[f] = DeviceCursor{Seq: readReplyUint(v), Epoch: readReplyUint(h[f+":e"])}
 	}
 	return out
+}
+
+// DeviceAck is one device's batch ack, for AckDevices.
+type DeviceAck struct {
+	User, Device string
+	Items        []AckItem
+	NowMS        int64
+}
+
+// AckDevices records several devices' acks, each as AckDevice does, in
+// one pipeline; results and errors are per ack. An ack whose script
+// answers OBDEVICES (it would evict a device it was not told of) runs
+// again alone through AckDevice. s holds every one of the users' keys.
+func (s *Store) AckDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, []error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	calls := make([]scriptCall, len(acks))
+	for i, a := range acks {
+		keys, args := s.ackCall(a.User, a.Device, a.Items, a.NowMS, nil, nil)
+		calls[i] = scriptCall{keys: keys, args: args}
+	}
+	res := make([]AckResult, len(acks))
+	errs := make([]error, len(acks))
+	cmds, err := s.evalPiped(ctx, ackCursorScript, calls)
+	for i, a := range acks {
+		cerr := err
+		if i < len(cmds) && cmds[i] != nil {
+			cerr = cmds[i].Err()
+		}
+		switch {
+		case cerr == nil:
+			vals, _ := cmds[i].Slice()
+			res[i] = ackResultOf(vals)
+		case redis.HasErrorPrefix(cerr, "OBDEVICES"):
+			res[i], errs[i] = s.AckDevice(ctx, a.User, a.Device, a.Items, a.NowMS)
+		default:
+			errs[i] = fmt.Errorf("ack %d conversations for %s/%s: %w", len(a.Items), a.User, a.Device, asUserMoved(cerr))
+		}
+	}
+	return res, errs
 }

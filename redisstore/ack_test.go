@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
 func TestAckRaisesOnlyTheDevicesCursorPerEpoch(t *testing.T) {
@@ -63,5 +67,65 @@ func TestAckEvictsTheLeastRecentlyUsedSixthDevice(t *testing.T) {
 	r = ack("d1", 22)
 	if !r.WasEvicted || fmt.Sprint(r.Evicted) != "[d2]" {
 		t.Fatalf("returning device: %+v, want told it was evicted and d2 out", r)
+	}
+}
+
+// An ack that evicts runs twice (first without the device set, which it
+// then reads); the delivered raise of the first run must still be told.
+func TestAckAndRaiseThatEvictsReportsTheRaise(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb.HSet(ctx, s.keys.ConvMeta("g"), "epoch", 7)
+	rdb.ZAdd(ctx, s.keys.Devices("ann"), redis.Z{Member: "old", Score: 1})
+	res, raised, err := s.AckAndRaise(ctx, "ann", "new", []AckItem{{Conv: "g", Seq: 3, Epoch: 7}}, 1000,
+		[]ReceiptMark{{Conv: "g", Epoch: 7, Member: "ann", Seq: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Evicted) != 1 || res.Evicted[0] != "old" {
+		t.Fatalf("evicted %v, want [old]", res.Evicted)
+	}
+	if len(raised) != 1 || !raised[0].Raised || raised[0].Prev != 0 {
+		t.Fatalf("raised %+v, want one raise from 0", raised)
+	}
+}
+
+// AckDevices writes each device's cursors as AckDevice would, and an ack
+// that evicts a device it was not told of runs again alone and evicts it.
+func TestAckDevicesWritesEveryDeviceAndEvictsThroughARetry(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rdb.ZAdd(ctx, s.keys.Devices("cat"), redis.Z{Member: "old", Score: 1})
+	rdb.HSet(ctx, s.keys.Cursor("cat", "old"), "g", 1)
+	acks := []DeviceAck{
+		{User: "ann", Device: "phone", Items: []AckItem{{Conv: "g", Seq: 4, Epoch: 7}}, NowMS: 1000},
+		{User: "bob", Device: "phone", Items: []AckItem{{Conv: "g", Seq: 5, Epoch: 7}, {Conv: "d", Seq: 2, Epoch: 3}}, NowMS: 1000},
+		{User: "cat", Device: "new", Items: []AckItem{{Conv: "g", Seq: 6, Epoch: 7}}, NowMS: 1000},
+	}
+	res, errs := s.AckDevices(ctx, acks)
+	for i, a := range acks {
+		if errs[i] != nil {
+			t.Fatalf("ack of %s: %v", a.User, errs[i])
+		}
+		h := rdb.HGetAll(ctx, s.keys.Cursor(a.User, a.Device)).Val()
+		for _, it := range a.Items {
+			if got, want := h[it.Conv]+"@"+h[it.Conv+":e"], fmt.Sprintf("%d@%d", it.Seq, it.Epoch); got != want {
+				t.Fatalf("%s/%s cursor of %s: %s, want %s", a.User, a.Device, it.Conv, got, want)
+			}
+		}
+	}
+	if len(res[2].Evicted) != 1 || res[2].Evicted[0] != "old" || rdb.Exists(ctx, s.keys.Cursor("cat", "old")).Val() != 0 {
+		t.Fatalf("cat's old device was not evicted with its cursor: %+v", res[2])
+	}
+	if len(res[0].Evicted)+len(res[1].Evicted) != 0 {
+		t.Fatalf("devices evicted from users with one: %+v %+v", res[0], res[1])
 	}
 }

@@ -146,6 +146,13 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 				continue
 			}
 			if err := ack.Err(); err != nil {
+				if redis.HasErrorPrefix(err, "OBDEVICES") {
+					// The raises of this pipeline ran: what they raised is
+					// kept, as the next run finds the cursors raised already.
+					if r, perr := rc.parse(marks, cmds); perr == nil {
+						raised = mergeRaised(raised, r)
+					}
+				}
 				return err // OBDEVICES: withDeviceSet reads the set again
 			}
 			if err != nil {
@@ -153,7 +160,8 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 			}
 			vals, _ := ack.Slice()
 			res = ackResultOf(vals)
-			raised, err = rc.parse(marks, cmds)
+			r, err := rc.parse(marks, cmds)
+			raised = mergeRaised(raised, r)
 			return err
 		}
 	})
@@ -161,6 +169,20 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
 	}
 	return res, raised, nil
+}
+
+// mergeRaised is next with what an earlier run of the same marks raised
+// (its Prev is the cursor before either run).
+func mergeRaised(earlier, next []RaisedReceipt) []RaisedReceipt {
+	if len(earlier) != len(next) {
+		return next
+	}
+	for i := range next {
+		if earlier[i].Raised {
+			next[i] = earlier[i]
+		}
+	}
+	return next
 }
 
 // ReceiptCounts is the receipts of one seq.
