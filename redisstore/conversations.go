@@ -176,15 +176,23 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 }
 
 // fillLargeGroups derives the counters, order and preview of large groups
-// from the groups' own keys: no per-member writes happen for them.
+// from the groups' own keys: no per-member writes happen for them. The
+// unread is the seqs above the user's read (or join) seq less the join and
+// leave notices among them (P{c:C}:ns).
 func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
 	if len(large) == 0 {
 		return nil
 	}
 	metas := make([]*redis.SliceCmd, len(large))
 	alls := make([]*redis.StringSliceCmd, len(large))
+	notices := make([]*redis.IntCmd, len(large))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, it := range large {
+			// The notices are counted before the counter is read: one
+			// sequenced in between is counted as unread until the next
+			// read, never a message hidden.
+			seen := max(it.ReadSeq, it.LastSeq)
+			notices[i] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(seen+1, 10), "+inf")
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), "seq", "lts", "lsender", "lprev", "epoch")
 			alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
 		}
@@ -199,7 +207,7 @@ func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
 		seq := readReplyUint(m[0])
 		seen := max(it.ReadSeq, it.LastSeq) // LastSeq holds the join seq here
 		it.LastSeq = seq
-		it.Unread = subFloor(seq, seen)
+		it.Unread = subFloor(subFloor(seq, seen), uint64(notices[i].Val()))
 		it.Activity, _ = strconv.ParseInt(readReplyString(m[1]), 10, 64)
 		if seq > 0 {
 			it.Preview = &Preview{Seq: seq, Epoch: readReplyUint(m[4]), Sender: readReplyString(m[2]), TS: it.Activity, Text: readReplyString(m[3])}

@@ -80,7 +80,7 @@ func TestListConversationsShowsCountersPreviewsMentionsAndLargeGroups(t *testing
 			it.Conv, it.Kind, it.Large, it.Unread, it.LastSeq, it.Mentions, it.Acked, pv)
 	}
 	want := fmt.Sprintf(`dm direct large=false unread=0 last=1 mentions=0 acked=0 preview=-
-big group large=true unread=2 last=2 mentions=0 acked=0 preview=cid:"big news"@2
+big group large=true unread=1 last=2 mentions=0 acked=0 preview=cid:"big news"@2
 small group large=false unread=%d last=%d mentions=1 acked=2 preview=bob:"and this"@%d
 `, last, last, last)
 	if got != want {

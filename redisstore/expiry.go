@@ -129,7 +129,7 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 	}
 	latest := now.Add(-r.shortestWindow(ctype)).UnixMilli()
 	popped, err := expiryPopTimelineScript.Run(ctx, s.rdb,
-		[]string{s.keys.ConvMeta(conv), s.keys.Timeline(conv)}, epoch, first, n, latest).Int()
+		[]string{s.keys.ConvMeta(conv), s.keys.Timeline(conv), s.keys.Notices(conv)}, epoch, first, n, latest).Int()
 	if err != nil {
 		return 0, fmt.Errorf("expire conversation %s: pop %d entries: %w", conv, n, err)
 	}

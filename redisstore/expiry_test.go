@@ -208,7 +208,7 @@ func TestExpiryPopScriptRefusesAStalePlan(t *testing.T) {
 	expSeed(t, s, "c1", schemas.ConvType_CONV_TYPE_GROUP,
 		[]expEntry{{40 * expDay, schemas.Kind_KIND_MESSAGE}, {39 * expDay, schemas.Kind_KIND_MESSAGE}})
 	epoch, _ := s.rdb.HGet(ctx, s.keys.ConvMeta("c1"), "epoch").Result()
-	keys := []string{s.keys.ConvMeta("c1"), s.keys.Timeline("c1")}
+	keys := []string{s.keys.ConvMeta("c1"), s.keys.Timeline("c1"), s.keys.Notices("c1")}
 	cutoff := expNow.UnixMilli()
 	young := expNow.Add(-40 * expDay).UnixMilli() // the head is not below it
 	cases := []struct {

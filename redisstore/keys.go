@@ -38,6 +38,10 @@ func (k Keys) Dedupe(conv string, day int64) string {
 // MentionAll holds the seqs of @all messages of a large group.
 func (k Keys) MentionAll(conv string) string { return k.conv(conv, "ma") }
 
+// Notices holds the seqs of a group's join and leave records (member and
+// score: the seq), which a large group's derived unread leaves out.
+func (k Keys) Notices(conv string) string { return k.conv(conv, "ns") }
+
 // Inbox is the user's per-conversation counters and guards.
 func (k Keys) Inbox(user string) string { return k.user(user, "ib") }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -282,13 +283,14 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	} else {
 		args = append(args, "", "", "")
 	}
+	args = append(args, strings.Join(st.notices, ","))
 	for _, z := range st.mentionAll {
 		args = append(args, z.Score, z.Member)
 	}
 	k := s.keys
 	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.RebuildTimeline(conv),
 		k.Members(conv), k.RebuildMembers(conv), k.MentionAll(conv),
-		k.Roles(conv), k.RebuildRoles(conv), k.PastMembers(conv), k.RebuildPastMembers(conv)}
+		k.Roles(conv), k.RebuildRoles(conv), k.PastMembers(conv), k.RebuildPastMembers(conv), k.Notices(conv)}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	done, err := rebuildCommitScript.Run(cctx, s.rdb, keys, args...).Int()

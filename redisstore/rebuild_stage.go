@@ -18,6 +18,8 @@ type stagedTimeline struct {
 	// mentionAll holds the large group's @all references to restore
 	// (score: write time, member: seq).
 	mentionAll []redis.Z
+	// notices holds the seqs of the join and leave records staged.
+	notices []string
 }
 
 // stageTimeline reads the history from p.first to p.top, page by page, and
@@ -52,6 +54,9 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 			m := e.GetMessage()
 			if day := DayOf(e.GetWriteTimeMs()); day+1+s.dedupeDays() > today && m.GetClientMsgId() != "" {
 				dedupe = append(dedupe, dedupeRestore{day: day, cmid: m.GetClientMsgId(), seq: e.GetSeq()})
+			}
+			if m.GetKind() == schemas.Kind_KIND_MEMBER_JOIN || m.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+				out.notices = append(out.notices, strconv.FormatUint(e.GetSeq(), 10))
 			}
 			if lgs > 0 && e.GetSeq() >= lgs && m.GetMentionAll() && e.GetWriteTimeMs() >= allCutoff {
 				out.mentionAll = append(out.mentionAll, redis.Z{Score: float64(e.GetWriteTimeMs()), Member: e.GetSeq()})

@@ -39,6 +39,9 @@ type syncHead struct {
 	lts      int64
 	metaType string
 	alls     []mentionRef
+	// notices: of a large group, the join and leave seqs above the
+	// inbox's read seq (noticesAbove)
+	notices, noticesAbove uint64
 }
 
 // Sync answers one device's catch-up request: pending mentions first, then
@@ -163,8 +166,15 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	mems := make([]*redis.StringCmd, len(convs))
 	pasts := make([]*redis.StringCmd, len(convs))
 	alls := make([]*redis.ZSliceCmd, len(convs))
+	notices := make([]*redis.IntCmd, len(convs))
+	reads := make([]uint64, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
+			if us.large[c] {
+				// Counted before the counter is read (see fillLargeGroups).
+				reads[i] = readReplyUint(us.inbox[InboxField(c, FieldRead)])
+				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), "+inf")
+			}
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "lts", "type")
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
 			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
@@ -203,6 +213,9 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		}
 		h.lts = int64(readReplyUint(m[3]))
 		h.metaType = readReplyString(m[4])
+		if notices[i] != nil {
+			h.notices, h.noticesAbove = uint64(notices[i].Val()), reads[i]
+		}
 		if alls[i] != nil {
 			for _, z := range alls[i].Val() {
 				if n, err := strconv.ParseUint(z.Member.(string), 10, 64); err == nil {

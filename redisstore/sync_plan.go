@@ -79,6 +79,12 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	}
 	if p.large {
 		p.unread = subFloor(h.seq, read)
+		if read == h.noticesAbove {
+			// The notices were counted above the inbox's read seq; a
+			// join seq above it (the join's inbox write still to come)
+			// leaves them uncounted rather than hide a message.
+			p.unread = subFloor(p.unread, h.notices)
+		}
 	} else {
 		p.unread = readReplyUint(us.inbox[InboxField(conv, FieldUnread)])
 	}

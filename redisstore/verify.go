@@ -74,6 +74,18 @@ type ConvHead struct {
 	Large bool
 }
 
+// NoticesIn counts the join and leave seqs s of a group with lo < s <= hi
+// the notice set holds (the ones a large group's unread leaves out).
+func (s *Store) NoticesIn(ctx context.Context, conv string, lo, hi uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	n, err := s.rdb.ZCount(ctx, s.keys.Notices(conv), strconv.FormatUint(lo+1, 10), strconv.FormatUint(hi, 10)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count the notices of %s in %d..%d: %w", conv, lo+1, hi, err)
+	}
+	return uint64(n), nil
+}
+
 // ConvHeads reads the heads of several conversations in one round trip.
 func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvHead, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)

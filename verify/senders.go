@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // convSenders is the sender of every timeline entry of a conversation from
@@ -11,6 +12,8 @@ import (
 type convSenders struct {
 	epoch, first uint64
 	senders      []string
+	// notice[i]: the entry of senders[i] is a join or leave record
+	notice []bool
 }
 
 // senderCache keeps the senders of the timelines unread recounts look at,
@@ -27,17 +30,18 @@ func newSenderCache(s *redisstore.Store, chunk, limit int) *senderCache {
 	return &senderCache{store: s, chunk: chunk, limit: limit, convs: map[string]*convSenders{}}
 }
 
-// own counts the entries with lo < seq <= hi that user sent, among those
-// the timeline holds or held when read; head is the conversation's meta
-// read just before.
-func (c *senderCache) own(ctx context.Context, conv, user string, head redisstore.ConvHead, lo, hi uint64) (int, error) {
+// own counts the entries with lo < seq <= hi that user sent (with
+// notices, also the join and leave records of others), among those the
+// timeline holds or held when read; head is the conversation's meta read
+// just before.
+func (c *senderCache) own(ctx context.Context, conv, user string, head redisstore.ConvHead, lo, hi uint64, notices bool) (int, error) {
 	cs, err := c.load(ctx, conv, head, hi)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for s := max(lo+1, cs.first); s <= hi && s-cs.first < uint64(len(cs.senders)); s++ {
-		if cs.senders[s-cs.first] == user {
+		if cs.senders[s-cs.first] == user || notices && cs.notice[s-cs.first] {
 			n++
 		}
 	}
@@ -68,6 +72,7 @@ func (c *senderCache) load(ctx context.Context, conv string, head redisstore.Con
 		}
 		for _, e := range entries {
 			cs.senders = append(cs.senders, e.GetMessage().GetSender())
+			cs.notice = append(cs.notice, e.GetMessage().GetKind() != schemas.Kind_KIND_MESSAGE)
 		}
 		c.size += len(entries)
 		next += uint64(len(entries))

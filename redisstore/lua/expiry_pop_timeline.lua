@@ -8,6 +8,7 @@
 --
 -- KEYS[1] conversation meta (hash: epoch, first)
 -- KEYS[2] conversation timeline (list of "SEQ:WRITE_MS:" .. body)
+-- KEYS[3] the group's notice seqs (zset, score = seq): those popped go too
 -- ARGV[1] epoch the caller read
 -- ARGV[2] first the caller read
 -- ARGV[3] number of head entries to remove
@@ -36,5 +37,6 @@ while n < want do
 end
 if n > 0 then
   redis.call('HSET', KEYS[1], 'first', string.format('%d', f + n))
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. string.format('%d', f + n))
 end
 return n

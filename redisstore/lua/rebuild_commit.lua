@@ -11,6 +11,7 @@
 -- KEYS[4] members   KEYS[5] staged members   KEYS[6] @all references
 -- KEYS[7] roles     KEYS[8] staged roles
 -- KEYS[9] former members   KEYS[10] staged former members
+-- KEYS[11] notice seqs (zset, score = seq)
 -- ARGV[1] meta seq as read ('' when there was no meta)
 -- ARGV[2] meta epoch as read ('' when there was no meta)
 -- ARGV[3] seq   ARGV[4] first   ARGV[5] epoch   ARGV[6] type (d|g)
@@ -20,7 +21,8 @@
 -- ARGV[9] nmem   ARGV[10] mver   ARGV[11] lgs (0: not large)
 -- ARGV[12] lsender   ARGV[13] lts ('' : leave the summary as it is)
 -- ARGV[14] lprev
--- ARGV[15..] @all references: pairs of write time, seq
+-- ARGV[15] the restored join and leave seqs, comma-separated
+-- ARGV[16..] @all references: pairs of write time, seq
 -- Returns 1 when done, 0 when the meta moved, -1 when staging is short.
 local m = redis.call('HMGET', KEYS[1], 'seq', 'epoch')
 if (m[1] or '') ~= ARGV[1] or (m[2] or '') ~= ARGV[2] then
@@ -60,7 +62,18 @@ if ARGV[13] ~= '' then
   redis.call('HSET', KEYS[1], 'lsender', ARGV[12], 'lts', ARGV[13], 'lprev', ARGV[14])
 end
 redis.call('DEL', KEYS[6])
-for i = 15, #ARGV, 2 do
+redis.call('DEL', KEYS[11])
+local ns = {}
+for s in string.gmatch(ARGV[15], '%d+') do
+  ns[#ns + 1] = s
+  ns[#ns + 1] = s
+  if #ns >= 1000 then
+    redis.call('ZADD', KEYS[11], unpack(ns))
+    ns = {}
+  end
+end
+if #ns > 0 then redis.call('ZADD', KEYS[11], unpack(ns)) end
+for i = 16, #ARGV, 2 do
   redis.call('ZADD', KEYS[6], ARGV[i], ARGV[i + 1])
 end
 return 1

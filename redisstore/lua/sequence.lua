@@ -31,6 +31,8 @@
 --          then the older days of the dedupe window (new ids go to today),
 --          and after them the days' other keys the batch may touch
 --          (dedupe_lib.lua); OBDEDUPE, nothing changed, when one is missing
+-- KEYS[#KEYS] P{c:C}:ns   the seqs of the group's join and leave notices
+--          (no unread counts them; see the notices block below)
 -- ARGV[1]  write time, ms (the worker's clock; never Redis TIME)
 -- ARGV[2]  large-group threshold (members)
 -- ARGV[3]  expire-at of today's dedupe keys, unix seconds
@@ -305,6 +307,11 @@ for i = 0, n - 1 do
       if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
       if all == '1' and lgs > 0 and seq >= lgs then
         redis.call('ZADD', ma, wt, seq)
+      end
+      -- Notices: a join or leave takes a seq but is no one's unread; a
+      -- large group's derived unread subtracts the notices it spans.
+      if kind ~= 'm' then
+        redis.call('ZADD', KEYS[#KEYS], seq, seq)
       end
       if kind == 'm' then newest = {sender, ARGV[a + 8]} end
       if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
