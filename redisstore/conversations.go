@@ -242,7 +242,10 @@ func subFloor(a, b uint64) uint64 {
 
 // markLeft sets Left on the groups of items the user is no longer a
 // member of: one pipelined read of the groups' member sets (large groups
-// are listed only while the user is a member).
+// are listed only while the user is a member). In the same pipeline it
+// takes the join and leave notices out of each group's unread: the inbox
+// counts every seq delivered, the notices among (read, last] are no one's
+// unread (as in large groups, fillLargeGroups).
 func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) error {
 	var groups []int
 	for i, it := range items {
@@ -254,9 +257,14 @@ func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) err
 		return nil
 	}
 	in := make([]*redis.BoolCmd, len(groups))
+	notices := make([]*redis.IntCmd, len(groups))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, i := range groups {
-			in[k] = p.HExists(ctx, s.keys.Members(items[i].Conv), user)
+			it := items[i]
+			in[k] = p.HExists(ctx, s.keys.Members(it.Conv), user)
+			if it.Unread > 0 {
+				notices[k] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(it.ReadSeq+1, 10), strconv.FormatUint(it.LastSeq, 10))
+			}
 		}
 		return nil
 	})
@@ -265,6 +273,9 @@ func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) err
 	}
 	for k, i := range groups {
 		items[i].Left = !in[k].Val()
+		if notices[k] != nil {
+			items[i].Unread = subFloor(items[i].Unread, uint64(notices[k].Val()))
+		}
 	}
 	return nil
 }

@@ -39,8 +39,9 @@ type syncHead struct {
 	lts      int64
 	metaType string
 	alls     []mentionRef
-	// notices: of a large group, the join and leave seqs above the
-	// inbox's read seq (noticesAbove)
+	// notices: the join and leave seqs above the inbox's read seq
+	// (noticesAbove): of a large group all, of a small one up to its last
+	// delivered seq
 	notices, noticesAbove uint64
 }
 
@@ -170,10 +171,14 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	reads := make([]uint64, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
+			reads[i] = readReplyUint(us.inbox[InboxField(c, FieldRead)])
 			if us.large[c] {
 				// Counted before the counter is read (see fillLargeGroups).
-				reads[i] = readReplyUint(us.inbox[InboxField(c, FieldRead)])
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), "+inf")
+			} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > reads[i] &&
+				us.inbox[InboxField(c, FieldType)] == "g" {
+				// the notices the small group's stored unread counted
+				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), strconv.FormatUint(last, 10))
 			}
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "lts", "type")
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)

@@ -86,7 +86,8 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 			p.unread = subFloor(p.unread, h.notices)
 		}
 	} else {
-		p.unread = readReplyUint(us.inbox[InboxField(conv, FieldUnread)])
+		// the inbox counts every seq delivered; notices are no one's unread
+		p.unread = subFloor(readReplyUint(us.inbox[InboxField(conv, FieldUnread)]), h.notices)
 	}
 	cur, held := req.Cursors[conv]
 	if !held {

@@ -69,12 +69,20 @@ func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstor
 	} else if want := sub(e.Last, e.Read); e.Unread != want {
 		r.problem(KindUnread, conv, user, "unread %d, but last delivered %d - read %d = %d", e.Unread, e.Last, e.Read, want)
 		return nil
+	} else if e.Last > e.Read && e.Form != byte(redisstore.InboxDirect) {
+		// The inbox counts every seq delivered; readers leave out the
+		// join and leave notices among them, as in large groups.
+		notices, err := r.main.NoticesIn(ctx, conv, e.Read, e.Last)
+		if err != nil {
+			return err
+		}
+		shown = sub(shown, notices)
 	}
 	if top <= seen {
 		return nil
 	}
-	// A large group's derived unread leaves out join and leave notices.
-	own, err := r.senders.own(ctx, conv, user, head, seen, top, large)
+	// Unread leaves out join and leave notices, in either form.
+	own, err := r.senders.own(ctx, conv, user, head, seen, top)
 	if err != nil {
 		return err
 	}

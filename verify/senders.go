@@ -30,18 +30,17 @@ func newSenderCache(s *redisstore.Store, chunk, limit int) *senderCache {
 	return &senderCache{store: s, chunk: chunk, limit: limit, convs: map[string]*convSenders{}}
 }
 
-// own counts the entries with lo < seq <= hi that user sent (with
-// notices, also the join and leave records of others), among those the
-// timeline holds or held when read; head is the conversation's meta read
-// just before.
-func (c *senderCache) own(ctx context.Context, conv, user string, head redisstore.ConvHead, lo, hi uint64, notices bool) (int, error) {
+// own counts the entries with lo < seq <= hi that user sent or that are
+// join and leave notices (no one's unread), among those the timeline holds
+// or held when read; head is the conversation's meta read just before.
+func (c *senderCache) own(ctx context.Context, conv, user string, head redisstore.ConvHead, lo, hi uint64) (int, error) {
 	cs, err := c.load(ctx, conv, head, hi)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for s := max(lo+1, cs.first); s <= hi && s-cs.first < uint64(len(cs.senders)); s++ {
-		if cs.senders[s-cs.first] == user || notices && cs.notice[s-cs.first] {
+		if cs.senders[s-cs.first] == user || cs.notice[s-cs.first] {
 			n++
 		}
 	}
