@@ -31,7 +31,8 @@
 --         membership are written)
 -- ARGV[3] the epoch of the batch's seqs (0: unknown, C:e is left as is)
 -- ARGV[4..] events, ascending seq, 3 fields each: kind, seq, write ms
---   d  delivered (a message or notice from someone else)
+--   d  delivered (a message or notice from someone else; C:u counts
+--      both, readers leave the notices out: see P{c:C}:ns)
 --   m  delivered and mentions the user
 --   o  the user's own message (marks read up to it)
 --   j  the user joined at seq (sees nothing up to it)
