@@ -122,7 +122,14 @@ func (s *story) unread(conv string) uint64 {
 			last = i + 1
 		}
 	}
-	return uint64(len(ms) - last)
+	var n uint64
+	for _, m := range ms[last:] {
+		// join and leave notices are no one's unread
+		if k := m.GetKind(); k != schemas.Kind_KIND_MEMBER_JOIN && k != schemas.Kind_KIND_MEMBER_LEAVE {
+			n++
+		}
+	}
+	return n
 }
 
 // waitForPipeline waits until the VIP's list shows every conversation at
