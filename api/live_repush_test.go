@@ -46,6 +46,9 @@ func TestUnackedPushComesBackFiveTimesOnTheScheduleThenWaitsForThePull(t *testin
 		t.Fatalf("after the last push again the device still got %s", extra[0].Raw)
 	}
 	_ = bob.live.Close()
+	// Away longer than the offline threshold, and long enough that the
+	// server has seen the close before the device comes back.
+	time.Sleep(100 * time.Millisecond)
 
 	_, notice := bob.connect()
 	if notice.Replay || len(notice.Conversations) != 1 || notice.Conversations[0].ConvID != liveDM ||
