@@ -200,6 +200,16 @@ func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
 				r.problem("%s/%s holds %s seq %d outside its membership", d.User, d.ID, conv, s)
 			}
 		}
+		// A slice may step over seqs only where the user was no member.
+		for _, sk := range held.skipped {
+			for s := sk[0]; s <= sk[1]; s++ {
+				if e.Required.has(s) || anyHas(e.Optional, s) {
+					dr.OutOfOrder++
+					r.problem("%s/%s: a %s slice skipped seqs %d..%d, and it was owed %d", d.User, d.ID, conv, sk[0], sk[1], s)
+					break
+				}
+			}
+		}
 	}
 	return dr
 }

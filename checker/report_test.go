@@ -198,3 +198,32 @@ func TestAccountCountsAcceptedMessagesMissingFromTheLog(t *testing.T) {
 		t.Fatalf("not in log %d, OK %v; want 1 and false", r.NotInLog, r.OK())
 	}
 }
+
+// A user who left at seq 19 and was added back at 45 is sliced across
+// their spans, 17, 18 then 46: the seqs between were never theirs. The
+// same slice to a member throughout skipped what it was owed.
+func TestAccountAllowsASliceToSkipOnlySeqsTheUserWasNoMemberFor(t *testing.T) {
+	c := &ConvTruth{Seq: map[string]uint64{}, Members: map[string]uint64{"a": 0, "b": 45}, Left: map[string][]Span{"b": {{0, 19}}}}
+	for s := uint64(1); s <= 46; s++ {
+		c.IDs = append(c.IDs, fmt.Sprint("m", s))
+		c.Seq[fmt.Sprint("m", s)] = s
+	}
+	tr := &Truth{Convs: map[string]*ConvTruth{"g": c}}
+	for _, tc := range []struct {
+		user    string
+		skipped bool // flagged as a skip of owed seqs
+	}{
+		{user: "b"},
+		{user: "a", skipped: true},
+	} {
+		d := &device{Device: Device{User: tc.user, ID: "d1"}, st: newLocalStore()}
+		sync := syncOf("g", 17, 18, 46)
+		sync.Conversations[0].MaxSeq = 46
+		d.st.apply(sync)
+		r := account(tr, &Workload{}, []*device{d})
+		flagged := r.Devices[0].OutOfOrder != 0
+		if flagged != tc.skipped || (!tc.skipped && !r.OK()) {
+			t.Errorf("%s: skip flagged %v, want %v; out of order %d, problems %v", tc.user, flagged, tc.skipped, r.Devices[0].OutOfOrder, r.Problems)
+		}
+	}
+}

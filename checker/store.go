@@ -33,6 +33,10 @@ type heldConv struct {
 	cursor uint64
 	msgs   map[client.Cursor]string // (epoch, seq) → client_msg_id
 	gaps   [][2]uint64
+	// skipped are the seqs a slice stepped over, inclusive: a user who
+	// left and came back is sliced across their spans, nothing between.
+	// The account checks that they were owed none of them.
+	skipped [][2]uint64
 }
 
 func newLocalStore() *localStore { return &localStore{convs: map[string]*heldConv{}} }
@@ -119,14 +123,18 @@ func (s *localStore) apply(resp client.SyncResponse) []client.AckItem {
 	return acks
 }
 
-// checkSlice: a conversation's slice is ascending and contiguous, and
-// never beyond the max seq it names.
+// checkSlice: a conversation's slice is ascending, never beyond the max
+// seq it names, and contiguous but for seqs outside the user's spans
+// (noted in skipped, checked by the account).
 func (s *localStore) checkSlice(sc *client.SyncConv) {
+	hc := s.conv(sc.ConvID)
 	for j := range sc.Messages {
 		m := &sc.Messages[j]
-		if m.ConvID != sc.ConvID || m.Seq > sc.MaxSeq || (j > 0 && m.Seq != sc.Messages[j-1].Seq+1) {
+		if m.ConvID != sc.ConvID || m.Seq > sc.MaxSeq || (j > 0 && m.Seq <= sc.Messages[j-1].Seq) {
 			s.misordered++
 			s.problem("%s: slice element %d has seq %d (max %d)", sc.ConvID, j, m.Seq, sc.MaxSeq)
+		} else if j > 0 && m.Seq > sc.Messages[j-1].Seq+1 {
+			hc.skipped = append(hc.skipped, [2]uint64{sc.Messages[j-1].Seq + 1, m.Seq - 1})
 		}
 	}
 }

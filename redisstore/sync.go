@@ -30,9 +30,10 @@ type mentionRef struct {
 
 // syncHead is what sync reads of one conversation before slicing it.
 type syncHead struct {
-	member   bool   // the user is or was a member
-	left     bool   // was, and is not now
-	joined   uint64 // the join seq of the oldest span the user belonged to
+	member   bool         // the user is or was a member
+	left     bool         // was, and is not now
+	joined   uint64       // the join seq of the oldest span the user belonged to
+	spans    []MemberSpan // every span the user belonged to, the current one last (Left 0)
 	seq      uint64
 	epoch    uint64
 	first    uint64
@@ -204,6 +205,10 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		}
 		m := metas[i].Val()
 		h := syncHead{member: true, joined: readReplyUint(j), seq: readReplyUint(m[0]), epoch: readReplyUint(m[1])}
+		h.spans = spans
+		if err == nil {
+			h.spans = append(h.spans, MemberSpan{Joined: readReplyUint(j)})
+		}
 		if len(spans) > 0 {
 			// Each span the user belonged to is theirs to read; a former
 			// member's conversation ends where they left.

@@ -45,6 +45,16 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	if !sl.member || sl.epoch != c.Epoch || len(sl.entries) == 0 {
 		return
 	}
+	// The extension must end where the first slice begins, or step over
+	// seqs the user may not read only (they left and came back: each span
+	// is theirs, nothing between). Redis may lose its tail between the
+	// reads (restarted from an older snapshot, the restore not done yet:
+	// the same epoch, a lower max seq); joined then, the newest entries it
+	// still holds would hide the seqs between with no gap named. The first
+	// slice's gap stands.
+	if readsAny(p.spans, sl.entries[len(sl.entries)-1].Seq+1, c.Messages[0].Seq-1) {
+		return
+	}
 	n, used := 0, 0
 	for i := len(sl.entries) - 1; i >= 0; i-- {
 		size := req.Sizer.Message(sl.entries[i])
@@ -60,4 +70,14 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	b.force(used)
 	c.Messages = append(slices.Clip(sl.entries[len(sl.entries)-n:]), c.Messages...)
 	finishSlice(c, p, sl)
+}
+
+// readsAny reports whether any of spans covers a seq of [from, to].
+func readsAny(spans []MemberSpan, from, to uint64) bool {
+	for _, sp := range spans {
+		if from <= to && sp.Joined+1 <= to && (sp.Left == 0 || sp.Left-1 >= from) {
+			return true
+		}
+	}
+	return false
 }

@@ -21,6 +21,7 @@ type convPlan struct {
 	incomplete bool
 	left       bool
 	mentions   int
+	spans      []MemberSpan // the user's spans, as readSyncHeads read them
 }
 
 // planSync decides, per conversation with news, where its slice starts and
@@ -68,7 +69,7 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 // returned floor is the seq above which mentions are still pending (what
 // the client is known to hold); read is the user's read seq.
 func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
-	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, activity: us.activity[conv], left: h.left}
+	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, activity: us.activity[conv], left: h.left, spans: h.spans}
 	read = max(readReplyUint(us.inbox[InboxField(conv, FieldRead)]), h.joined)
 	p.kind, p.large = kindOfInboxType(us.inbox[InboxField(conv, FieldType)])
 	if us.large[conv] {
