@@ -369,6 +369,11 @@ type Message struct {
 	// member is ROLE_MEMBER, a member keeps their role).
 	Role      Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
 	Authority Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
+	// Set when body is sealed (AES-256-GCM under the conversation's data
+	// key, see package seal): the epoch the body was sealed in. With the
+	// seq it names the nonce; a rebuild moves bodies into a newer epoch
+	// without resealing them, so the epoch sealed in travels with the body.
+	SealedEpoch uint64 `protobuf:"varint,15,opt,name=sealed_epoch,json=sealedEpoch,proto3" json:"sealed_epoch,omitempty"`
 	// The conversation's tag (a department): a record that carries one sets
 	// it on the conversation from its seq on, and retention policies select
 	// by it (retention/). Set by trusted backends; the API never accepts it.
@@ -504,6 +509,13 @@ func (x *Message) GetAuthority() Authority {
 		return x.Authority
 	}
 	return Authority_AUTHORITY_SENDER
+}
+
+func (x *Message) GetSealedEpoch() uint64 {
+	if x != nil {
+		return x.SealedEpoch
+	}
+	return 0
 }
 
 func (x *Message) GetTag() string {
@@ -673,7 +685,7 @@ var File_offlinebox_proto protoreflect.FileDescriptor
 
 const file_offlinebox_proto_rawDesc = "" +
 	"\n" +
-	"\x10offlinebox.proto\x12\rofflinebox.v1\"\x8c\x04\n" +
+	"\x10offlinebox.proto\x12\rofflinebox.v1\"\xaf\x04\n" +
 	"\aMessage\x12\"\n" +
 	"\rclient_msg_id\x18\x01 \x01(\tR\vclientMsgId\x12\x17\n" +
 	"\aconv_id\x18\x02 \x01(\tR\x06convId\x124\n" +
@@ -693,7 +705,8 @@ const file_offlinebox_proto_rawDesc = "" +
 	"\fsend_time_ms\x18\f \x01(\x03R\n" +
 	"sendTimeMs\x12'\n" +
 	"\x04role\x18\r \x01(\x0e2\x13.offlinebox.v1.RoleR\x04role\x126\n" +
-	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12\x10\n" +
+	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12!\n" +
+	"\fsealed_epoch\x18\x0f \x01(\x04R\vsealedEpoch\x12\x10\n" +
 	"\x03tag\x18\x14 \x01(\tR\x03tag\"\x89\x01\n" +
 	"\tSequenced\x120\n" +
 	"\amessage\x18\x01 \x01(\v2\x16.offlinebox.v1.MessageR\amessage\x12\x10\n" +
