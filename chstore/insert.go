@@ -12,7 +12,7 @@ import (
 // messageColumns is the explicit column list of every INSERT into the
 // history table, in the order rowOf appends them.
 const messageColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms"
+	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms, sealed_epoch"
 
 // maxDateTimeSec is the last second a ClickHouse DateTime (UInt32) holds.
 const maxDateTimeSec = math.MaxUint32
@@ -91,7 +91,7 @@ func rowOf(m *schemas.Sequenced) []any {
 		msg.GetSender(), nonNil(msg.GetRecipients()), nonNil(msg.GetMentions()), mentionAll,
 		schemas.QoSName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
 		dateTimeOf(msg.GetSendTimeMs()), msg.GetSendTimeMs(),
-		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(),
+		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(), msg.GetSealedEpoch(),
 	}
 }
 

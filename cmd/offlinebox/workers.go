@@ -19,6 +19,7 @@ import (
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/web"
 	"github.com/offlinebox/offlinebox/workers/convindex"
@@ -77,6 +78,8 @@ type processes struct {
 	producer *kgo.Client
 	// policies is the retention policy file in force (nil: built-in).
 	policies *retention.Source
+	// sealer seals and opens bodies (nil: bodies in the clear).
+	sealer *seal.Sealer
 }
 
 func (p *processes) close() {
@@ -105,6 +108,17 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 			return nil, err
 		}
 		p.store, p.rdb = st, st.Client()
+		if p.sealer, err = openSealing(ctx, c, st); err != nil {
+			p.close()
+			return nil, err
+		}
+		if p.sealer != nil {
+			// the same client; this store seals what it writes
+			if p.store, err = redisstore.New(p.rdb, p.storeConfig()); err != nil {
+				p.close()
+				return nil, err
+			}
+		}
 		if c.HotRedis != "" {
 			hc := *c
 			hc.Redis = c.HotRedis
@@ -136,13 +150,22 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	return p, nil
 }
 
+// storeConfig is the store configuration, sealing when a key ring is.
+func (p *processes) storeConfig() redisstore.Config {
+	sc := storeConfig(p.cfg)
+	if p.sealer != nil {
+		sc.Sealer = p.sealer
+	}
+	return sc
+}
+
 func (p *processes) router() *redisstore.InboxRouter {
 	return redisstore.NewInboxRouter(p.store, p.hot, 0)
 }
 
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	f, err := fanout.New(fanout.Config{
-		Store: storeConfig(p.cfg), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
+		Store: p.storeConfig(), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
 		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {
@@ -223,6 +246,9 @@ func (p *processes) apiServer(secret string) (*api.Server, error) {
 		Logger: slog.Default().With("component", "api"), Metrics: p.metrics}
 	if p.ch != nil {
 		deps.History = p.ch
+	}
+	if p.sealer != nil {
+		deps.Opener = p.sealer
 	}
 	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node}}, deps)
 }
