@@ -12,7 +12,7 @@ import (
 // API opens only what it already decided the caller may read: every read
 // path checks membership before it encodes a message.
 type BodyOpener interface {
-	OpenBody(ctx context.Context, conv string, seq uint64, m *schemas.Message) (*schemas.Message, error)
+	OpenBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
 	OpenPreview(ctx context.Context, conv, text string) (string, error)
 }
 
@@ -26,7 +26,7 @@ func (s *Server) openMessage(ctx context.Context, sq *schemas.Sequenced) (*schem
 	if s.opener == nil {
 		return nil, fmt.Errorf("open %s/%d: the body is sealed and no key ring is configured", m.GetConvId(), sq.GetSeq())
 	}
-	open, err := s.opener.OpenBody(ctx, m.GetConvId(), sq.GetSeq(), m)
+	open, err := s.opener.OpenBody(ctx, m.GetConvId(), sq.GetEpoch(), sq.GetSeq(), m)
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,13 @@ import (
 // so a body must be sealed only for the seq it is stored as.
 type Sealer interface {
 	SealBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
-	OpenBody(ctx context.Context, conv string, seq uint64, m *schemas.Message) (*schemas.Message, error)
+	OpenBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
 	SealPreview(ctx context.Context, conv string, epoch, seq uint64, text string) (string, error)
 }
+
+// sealedInRecordEpoch is seal.SealedInRecordEpoch: the body was sealed
+// in the epoch of the record holding it.
+const sealedInRecordEpoch = 1
 
 // sealedPreviewMark starts a sealed preview (seal.SealedPreviewMark).
 const sealedPreviewMark = "\x01s1:"
@@ -136,11 +140,15 @@ func (s *Store) sealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (s
 		return sequencePreview(m), nil
 	}
 	conv := m.GetConvId()
-	open, err := s.cfg.Sealer.OpenBody(ctx, conv, sq.GetSeq(), m)
+	open, err := s.cfg.Sealer.OpenBody(ctx, conv, sq.GetEpoch(), sq.GetSeq(), m)
 	if err != nil {
 		return "", fmt.Errorf("preview of %s/%d: %w", conv, sq.GetSeq(), err)
 	}
-	return s.cfg.Sealer.SealPreview(ctx, conv, m.GetSealedEpoch(), sq.GetSeq(), sequencePreview(open))
+	sealedIn := m.GetSealedEpoch()
+	if sealedIn == sealedInRecordEpoch {
+		sealedIn = sq.GetEpoch()
+	}
+	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, sq.GetSeq(), sequencePreview(open))
 }
 
 // position is a conversation's epoch and last seq.

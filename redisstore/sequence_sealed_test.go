@@ -54,6 +54,10 @@ func openTimeline(t *testing.T, s *Store, opener *seal.Sealer, conv string, plai
 	if err != nil {
 		t.Fatal(err)
 	}
+	epoch, err := s.rdb.HGet(ctx, s.keys.ConvMeta(conv), "epoch").Uint64()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[uint64]string{}
 	for _, e := range timeline(t, s, conv) {
 		m := e.GetMessage()
@@ -63,7 +67,7 @@ func openTimeline(t *testing.T, s *Store, opener *seal.Sealer, conv string, plai
 		if m.GetSealedEpoch() == 0 {
 			t.Fatalf("seq %d is stored in the clear", e.GetSeq())
 		}
-		open, err := opener.OpenBody(ctx, conv, e.GetSeq(), m)
+		open, err := opener.OpenBody(ctx, conv, epoch, e.GetSeq(), m)
 		if err != nil {
 			t.Fatalf("seq %d does not open: %v", e.GetSeq(), err)
 		}
@@ -103,7 +107,7 @@ func TestSealedSequencingStoresOnlyCiphertextThatOpensAtItsSeq(t *testing.T) {
 			t.Fatalf("record %d: status %d seq %d, want %d %d", i, it.Status, it.Seq, w.st, w.seq)
 		}
 	}
-	if sq := res.Items[4].Sequenced; sq.GetMessage().GetSealedEpoch() != res.Epoch || bytes.Contains(sq.GetMessage().GetBody(), []byte("hello b")) {
+	if sq := res.Items[4].Sequenced; sq.GetMessage().GetSealedEpoch() != seal.SealedInRecordEpoch || bytes.Contains(sq.GetMessage().GetBody(), []byte("hello b")) {
 		t.Fatal("the sequenced record to produce does not carry the sealed body")
 	}
 	got := openTimeline(t, s, opener, conv, [][]byte{[]byte("hello a"), []byte("hello b"), []byte("hello c")})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -144,26 +146,32 @@ func TestSealedBodyOpensOnlyAtItsConversationAndSeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(sealed.GetBody(), []byte("noon")) || sealed.GetSealedEpoch() != 1700000000000 {
+	if bytes.Contains(sealed.GetBody(), []byte("noon")) || sealed.GetSealedEpoch() != SealedInRecordEpoch {
 		t.Fatalf("sealed body %q epoch %d", sealed.GetBody(), sealed.GetSealedEpoch())
 	}
 	if _, err := s.SealBody(ctx, "c2", 1700000000000, 7, msg("other")); err != nil {
 		t.Fatal(err)
 	}
+	moved := proto.CloneOf(sealed)
+	moved.SealedEpoch = 1700000000000 // as a rebuild leaves a body it moved to a newer epoch
 	tests := []struct {
-		name string
-		conv string
-		seq  uint64
-		ok   bool
+		name  string
+		conv  string
+		epoch uint64
+		seq   uint64
+		m     *schemas.Message
+		ok    bool
 	}{
-		{"its own seq", "c1", 7, true},
-		{"another seq", "c1", 8, false},
-		{"another conversation", "c2", 7, false},
-		{"a conversation without a key", "c3", 7, false},
+		{"its own seq", "c1", 1700000000000, 7, sealed, true},
+		{"another seq", "c1", 1700000000000, 8, sealed, false},
+		{"another epoch", "c1", 1700000000001, 7, sealed, false},
+		{"moved to a newer epoch that names its own", "c1", 1800000000000, 7, moved, true},
+		{"another conversation", "c2", 1700000000000, 7, sealed, false},
+		{"a conversation without a key", "c3", 1700000000000, 7, sealed, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			open, err := NewSealer(s.ring, st, 0).OpenBody(ctx, tc.conv, tc.seq, sealed)
+			open, err := NewSealer(s.ring, st, 0).OpenBody(ctx, tc.conv, tc.epoch, tc.seq, tc.m)
 			if tc.ok != (err == nil) {
 				t.Fatalf("err = %v, want ok %v", err, tc.ok)
 			}
@@ -210,7 +218,7 @@ func TestRotationRewrapsKeysAndRetireRefusesWhileAKeyNeedsTheOldMaster(t *testin
 	if err := Check(ctx, onlyNew, st); err != nil {
 		t.Fatalf("a ring without the retired key: %v", err)
 	}
-	open, err := NewSealer(onlyNew, st, 0).OpenBody(ctx, "c1", 1, sealed)
+	open, err := NewSealer(onlyNew, st, 0).OpenBody(ctx, "c1", 5, 1, sealed)
 	if err != nil || string(open.GetBody()) != "before rotation" {
 		t.Fatalf("a body sealed before the rotation opens to %q, %v", open.GetBody(), err)
 	}

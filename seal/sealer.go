@@ -167,8 +167,13 @@ func nonce(epoch, seq uint64) ([]byte, error) {
 
 func bodyAAD(conv string) []byte { return []byte(conv) }
 
+// SealedInRecordEpoch is the SealedEpoch of a body sealed in the epoch of
+// the record or timeline that holds it: 2 bytes a message instead of 7.
+// A body moved into another epoch (a rebuild) names its epoch instead.
+const SealedInRecordEpoch = 1
+
 // SealBody returns a copy of m with its body sealed for (epoch, seq) of
-// conv, and SealedEpoch set. Only ordinary messages carry bodies worth
+// conv, and SealedEpoch set to SealedInRecordEpoch. Only ordinary messages carry bodies worth
 // sealing; membership records are returned as they are. The nonce must
 // never seal two bodies: call it only for the seq the body will be
 // stored as (see redisstore's predicted sequencing).
@@ -176,8 +181,8 @@ func (s *Sealer) SealBody(ctx context.Context, conv string, epoch, seq uint64, m
 	if m.GetKind() != schemas.Kind_KIND_MESSAGE {
 		return m, nil
 	}
-	if epoch == 0 {
-		return nil, fmt.Errorf("seal %s/%d: epoch 0", conv, seq)
+	if epoch <= SealedInRecordEpoch {
+		return nil, fmt.Errorf("seal %s/%d: epoch %d is reserved", conv, seq, epoch)
 	}
 	k, err := s.keys(ctx, conv, true)
 	if err != nil {
@@ -189,27 +194,32 @@ func (s *Sealer) SealBody(ctx context.Context, conv string, epoch, seq uint64, m
 	}
 	out := proto.CloneOf(m)
 	out.Body = k.body.Seal(make([]byte, 0, len(m.GetBody())+k.body.Overhead()), n, m.GetBody(), bodyAAD(conv))
-	out.SealedEpoch = epoch
+	out.SealedEpoch = SealedInRecordEpoch
 	return out, nil
 }
 
-// OpenBody returns a copy of m (of seq in conv) with its body opened; a
-// message that is not sealed is returned as it is.
-func (s *Sealer) OpenBody(ctx context.Context, conv string, seq uint64, m *schemas.Message) (*schemas.Message, error) {
-	if m.GetSealedEpoch() == 0 {
+// OpenBody returns a copy of m (of seq in conv, held by a record or
+// timeline of epoch) with its body opened; a message that is not sealed
+// is returned as it is.
+func (s *Sealer) OpenBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error) {
+	sealedIn := m.GetSealedEpoch()
+	if sealedIn == 0 {
 		return m, nil
+	}
+	if sealedIn == SealedInRecordEpoch {
+		sealedIn = epoch
 	}
 	k, err := s.keys(ctx, conv, false)
 	if err != nil {
 		return nil, err
 	}
-	n, err := nonce(m.GetSealedEpoch(), seq)
+	n, err := nonce(sealedIn, seq)
 	if err != nil {
 		return nil, err
 	}
 	plain, err := k.body.Open(nil, n, m.GetBody(), bodyAAD(conv))
 	if err != nil {
-		return nil, fmt.Errorf("open %s/%d of epoch %d: %w", conv, seq, m.GetSealedEpoch(), ErrOpen)
+		return nil, fmt.Errorf("open %s/%d sealed in epoch %d: %w", conv, seq, sealedIn, ErrOpen)
 	}
 	out := proto.CloneOf(m)
 	out.Body, out.SealedEpoch = plain, 0
