@@ -370,9 +370,10 @@ type Message struct {
 	Role      Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
 	Authority Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
 	// Set when body is sealed (AES-256-GCM under the conversation's data
-	// key, see package seal): the epoch the body was sealed in. With the
-	// seq it names the nonce; a rebuild moves bodies into a newer epoch
-	// without resealing them, so the epoch sealed in travels with the body.
+	// key, see package seal): 1 when it was sealed in the epoch of the
+	// record or timeline holding it, else the epoch it was sealed in (a
+	// rebuild moves bodies into a newer epoch without resealing them). With
+	// the seq it names the nonce.
 	SealedEpoch uint64 `protobuf:"varint,15,opt,name=sealed_epoch,json=sealedEpoch,proto3" json:"sealed_epoch,omitempty"`
 	// The conversation's tag (a department): a record that carries one sets
 	// it on the conversation from its seq on, and retention policies select
