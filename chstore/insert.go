@@ -75,7 +75,10 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []*schemas.Sequenced) erro
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %d messages: %w", len(msgs), err)
 	}
-	return s.insertTags(ctx, msgs)
+	if err := s.insertTags(ctx, msgs); err != nil {
+		return err
+	}
+	return s.insertDataKeys(ctx, msgs)
 }
 
 // rowOf lays a record out in messageColumns order.

@@ -19,6 +19,21 @@ type Sealer interface {
 	SealBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
 	OpenBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
 	SealPreview(ctx context.Context, conv string, epoch, seq uint64, text string) (string, error)
+	// WrappedKey is conv's wrapped data key (what sealed records carry).
+	WrappedKey(ctx context.Context, conv string) (string, error)
+}
+
+// WrappedDataKey is conv's wrapped data key for a sealed record to carry
+// (Sequenced.data_key); "" without a Sealer.
+func (s *Store) WrappedDataKey(ctx context.Context, conv string) (string, error) {
+	if s.cfg.Sealer == nil {
+		return "", nil
+	}
+	w, err := s.cfg.Sealer.WrappedKey(ctx, conv)
+	if err != nil {
+		return "", fmt.Errorf("data key of %s: %w", conv, err)
+	}
+	return w, nil
 }
 
 // sealedInRecordEpoch is seal.SealedInRecordEpoch: the body was sealed
@@ -101,6 +116,17 @@ func (s *Store) sealBatch(ctx context.Context, conv string, pos position, msgs [
 			continue
 		}
 		var err error
+		if m.GetSealedEpoch() != 0 {
+			// Already sealed (a restore re-applies its changelog record):
+			// stored byte-identical, never sealed twice. It still must land
+			// where it was sealed: the predicted seq guards it as any other.
+			sealed[i] = m
+			args = append(args, seq)
+			if previews[i], err = s.restoredPreview(ctx, conv, pos.epoch, seq, m); err != nil {
+				return nil, nil, nil, err
+			}
+			continue
+		}
 		if sealed[i], err = s.cfg.Sealer.SealBody(ctx, conv, pos.epoch, seq, m); err != nil {
 			return nil, nil, nil, err
 		}
@@ -110,6 +136,21 @@ func (s *Store) sealBatch(ctx context.Context, conv string, pos position, msgs [
 		args = append(args, seq)
 	}
 	return sealed, previews, args, nil
+}
+
+// restoredPreview is the sealed preview of an already sealed body for
+// (epoch, seq); "" when it does not open there (the script then stops
+// before it if the place is not the one predicted).
+func (s *Store) restoredPreview(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (string, error) {
+	open, err := s.cfg.Sealer.OpenBody(ctx, conv, epoch, seq, m)
+	if err != nil {
+		return "", nil // a mispredicted place: the script stops before it
+	}
+	sealedIn := m.GetSealedEpoch()
+	if sealedIn == sealedInRecordEpoch {
+		sealedIn = epoch
+	}
+	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, seq, sequencePreview(open))
 }
 
 // predict is conv's (epoch, last seq) to seal for: cached, or read from

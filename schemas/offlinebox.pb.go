@@ -535,7 +535,13 @@ type Sequenced struct {
 	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// When fanout sequenced it, milliseconds since the epoch. Retention is
 	// counted from here, not from send time.
-	WriteTimeMs   int64 `protobuf:"varint,4,opt,name=write_time_ms,json=writeTimeMs,proto3" json:"write_time_ms,omitempty"`
+	WriteTimeMs int64 `protobuf:"varint,4,opt,name=write_time_ms,json=writeTimeMs,proto3" json:"write_time_ms,omitempty"`
+	// The conversation's wrapped data key ("MASTER_ID:base64"), on every
+	// record whose body is sealed: with it the key is durable in the
+	// changelog and ClickHouse (data_keys) before the record is committed,
+	// so a Redis that loses it, or a rebuild from ClickHouse, gets it back.
+	// Wrapped by a master key: safe at rest. Never in a Redis entry.
+	DataKey       string `protobuf:"bytes,5,opt,name=data_key,json=dataKey,proto3" json:"data_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -596,6 +602,13 @@ func (x *Sequenced) GetWriteTimeMs() int64 {
 		return x.WriteTimeMs
 	}
 	return 0
+}
+
+func (x *Sequenced) GetDataKey() string {
+	if x != nil {
+		return x.DataKey
+	}
+	return ""
 }
 
 type Receipt struct {
@@ -708,12 +721,13 @@ const file_offlinebox_proto_rawDesc = "" +
 	"\x04role\x18\r \x01(\x0e2\x13.offlinebox.v1.RoleR\x04role\x126\n" +
 	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12!\n" +
 	"\fsealed_epoch\x18\x0f \x01(\x04R\vsealedEpoch\x12\x10\n" +
-	"\x03tag\x18\x14 \x01(\tR\x03tag\"\x89\x01\n" +
+	"\x03tag\x18\x14 \x01(\tR\x03tag\"\xa4\x01\n" +
 	"\tSequenced\x120\n" +
 	"\amessage\x18\x01 \x01(\v2\x16.offlinebox.v1.MessageR\amessage\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\"\n" +
-	"\rwrite_time_ms\x18\x04 \x01(\x03R\vwriteTimeMs\"\xb3\x01\n" +
+	"\rwrite_time_ms\x18\x04 \x01(\x03R\vwriteTimeMs\x12\x19\n" +
+	"\bdata_key\x18\x05 \x01(\tR\adataKey\"\xb3\x01\n" +
 	"\aReceipt\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12\x17\n" +

@@ -18,6 +18,13 @@ type Registry interface {
 	SwapDataKey(ctx context.Context, conv, old, new string) (bool, error)
 }
 
+// DurableKeys is the copy of the wrapped data keys outside Redis
+// (chstore.Store is one): rekey rewraps it too, retire checks it too.
+type DurableKeys interface {
+	EachDataKey(ctx context.Context, fn func(conv, wrapped string) error) error
+	PutDataKey(ctx context.Context, conv, wrapped string) error
+}
+
 // canaryConv is the associated data canaries are wrapped under; no
 // conversation id can be empty.
 const canaryConv = ""
@@ -72,12 +79,17 @@ func CheckClear(ctx context.Context, reg Registry) error {
 // RekeyResult counts what Rekey did.
 type RekeyResult struct {
 	Rewrapped, Current int
+	// DurableRewrapped counts the durable copy's keys written anew.
+	DurableRewrapped int
 }
 
 // Rekey wraps every data key that is not yet wrapped by the ring's newest
 // master key anew; messages are not touched (the data key is the same).
 // A key changed meanwhile is read again.
-func Rekey(ctx context.Context, ring KeyRing, reg Registry) (RekeyResult, error) {
+//
+// The durable copy (nil: none) is rewrapped after Redis: a key is written
+// there anew when its newest row is not wrapped by the newest master key.
+func Rekey(ctx context.Context, ring KeyRing, reg Registry, durable DurableKeys) (RekeyResult, error) {
 	var res RekeyResult
 	if err := Check(ctx, ring, reg); err != nil {
 		return res, err
@@ -102,6 +114,17 @@ func Rekey(ctx context.Context, ring KeyRing, reg Registry) (RekeyResult, error)
 		res.Rewrapped++
 		return nil
 	})
+	if err != nil || durable == nil {
+		return res, err
+	}
+	err = durable.EachDataKey(ctx, func(conv, stored string) error {
+		nw, changed, err := s.Rewrap(ctx, conv, stored)
+		if err != nil || !changed {
+			return err
+		}
+		res.DurableRewrapped++
+		return durable.PutDataKey(ctx, conv, nw)
+	})
 	return res, err
 }
 
@@ -111,22 +134,31 @@ var ErrMasterKeyInUse = errors.New("master key still wraps data keys")
 // Retire forgets master key id: it refuses while any data key is still
 // wrapped by it (run Rekey first) and for the ring's newest key. After
 // it, the key may be removed from the key file.
-func Retire(ctx context.Context, ring KeyRing, reg Registry, id string) error {
+//
+// The durable copy (nil: none) is checked as well: a key Redis lost may
+// live on there only, and its history would not open without the master
+// key.
+func Retire(ctx context.Context, ring KeyRing, reg Registry, durable DurableKeys, id string) error {
 	if id == ring.Newest() {
 		return fmt.Errorf("retire %q: it is the newest master key, the one new data keys are wrapped with", id)
 	}
 	n := 0
 	var example string
-	err := reg.EachDataKey(ctx, func(conv, stored string) error {
+	count := func(conv, stored string) error {
 		w, err := ParseWrapped(stored)
 		if err != nil || w.MasterID == id {
 			n++
 			example = conv
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := reg.EachDataKey(ctx, count); err != nil {
 		return err
+	}
+	if durable != nil {
+		if err := durable.EachDataKey(ctx, count); err != nil {
+			return err
+		}
 	}
 	if n > 0 {
 		return fmt.Errorf("retire %q: %d data keys (%s among them) are wrapped by it; run rekey first: %w", id, n, example, ErrMasterKeyInUse)

@@ -201,17 +201,17 @@ func TestRotationRewrapsKeysAndRetireRefusesWhileAKeyNeedsTheOldMaster(t *testin
 		t.Fatal(err)
 	}
 	both := ring(t, k1, k2)
-	if err := Retire(ctx, both, st, "k1"); !errors.Is(err, ErrMasterKeyInUse) {
+	if err := Retire(ctx, both, st, nil, "k1"); !errors.Is(err, ErrMasterKeyInUse) {
 		t.Fatalf("retire before rekey: %v, want ErrMasterKeyInUse", err)
 	}
-	res, err := Rekey(ctx, both, st)
+	res, err := Rekey(ctx, both, st, nil)
 	if err != nil || res.Rewrapped != 1 {
 		t.Fatalf("rekey: %+v, %v", res, err)
 	}
-	if err := Retire(ctx, both, st, "k2"); err == nil {
+	if err := Retire(ctx, both, st, nil, "k2"); err == nil {
 		t.Fatal("retiring the newest master key was allowed")
 	}
-	if err := Retire(ctx, both, st, "k1"); err != nil {
+	if err := Retire(ctx, both, st, nil, "k1"); err != nil {
 		t.Fatalf("retire after rekey: %v", err)
 	}
 	onlyNew := ring(t, k2)

@@ -57,6 +57,7 @@ type Sealer struct {
 
 type convKeys struct {
 	conv    string
+	wrapped string // the stored form the keys were unwrapped from
 	body    cipher.AEAD
 	preview cipher.AEAD
 }
@@ -106,6 +107,7 @@ func (s *Sealer) keys(ctx context.Context, conv string, create bool) (*convKeys,
 	if err != nil {
 		return nil, err
 	}
+	k.wrapped = stored
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.byID[conv]; ok {
@@ -117,6 +119,17 @@ func (s *Sealer) keys(ctx context.Context, conv string, create bool) (*convKeys,
 		delete(s.byID, old.conv)
 	}
 	return k, nil
+}
+
+// WrappedKey is conv's wrapped data key as stored (the cached one when
+// its keys are cached): what a sealed record carries so the key is
+// durable outside Redis (Sequenced.data_key).
+func (s *Sealer) WrappedKey(ctx context.Context, conv string) (string, error) {
+	k, err := s.keys(ctx, conv, false)
+	if err != nil {
+		return "", err
+	}
+	return k.wrapped, nil
 }
 
 // create makes, wraps and stores a new data key; when another writer

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/seal"
 )
@@ -47,7 +48,9 @@ func keyRing(c *stackConfig) (*seal.FileRing, error) {
 // openSealing checks the key ring against the store and returns the sealer
 // (nil without a key ring, after saying bodies are stored in the clear).
 // A wrong or missing master key stops the start.
-func openSealing(ctx context.Context, c *stackConfig, st *redisstore.Store) (*seal.Sealer, error) {
+//
+// Data keys Redis lacks are looked up in ClickHouse (durable, nil: none).
+func openSealing(ctx context.Context, c *stackConfig, st *redisstore.Store, durable *chstore.Store) (*seal.Sealer, error) {
 	ring, err := keyRing(c)
 	if err != nil {
 		return nil, err
@@ -65,7 +68,16 @@ func openSealing(ctx context.Context, c *stackConfig, st *redisstore.Store) (*se
 		return nil, fmt.Errorf("key ring: %w", err)
 	}
 	slog.Info("bodies are sealed at rest", "master_keys", strings.Join(ring.IDs(), ","), "newest", ring.Newest())
-	return seal.NewSealer(ring, st, 0), nil
+	keys := seal.Layered{Primary: st}
+	if durable != nil {
+		keys.Durable = durable
+	}
+	return seal.NewSealer(ring, keys, 0), nil
+}
+
+// sealingConfigured reports whether a key ring is configured.
+func sealingConfigured(c *stackConfig) bool {
+	return c.KeyFile != "" || os.Getenv(masterKeysEnv) != ""
 }
 
 // runKeys manages the master keys: add, rekey, retire.
@@ -101,18 +113,25 @@ func runKeys(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer st.Client().Close()
+	// the durable copy of the data keys is rewrapped and checked too
+	ch, err := openClickHouse(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
 	if verb == "rekey" {
-		res, err := seal.Rekey(ctx, ring, st)
+		res, err := seal.Rekey(ctx, ring, st, ch)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "rekeyed: %d data keys rewrapped by %s, %d already were\n", res.Rewrapped, ring.Newest(), res.Current)
+		fmt.Fprintf(stdout, "rekeyed: %d data keys rewrapped by %s, %d already were; %d rewrapped in ClickHouse\n",
+			res.Rewrapped, ring.Newest(), res.Current, res.DurableRewrapped)
 		return nil
 	}
 	if id == "" {
 		return errors.New("keys retire: -id is required")
 	}
-	if err := seal.Retire(ctx, ring, st, id); err != nil {
+	if err := seal.Retire(ctx, ring, st, ch, id); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "master key %s wraps no data key any more; remove it from the key file\n", id)

@@ -102,13 +102,26 @@ type needs struct{ redis, clickhouse, producer bool }
 func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	p := &processes{cfg: c, registry: newRegistry()}
 	p.metrics = p.registry
+	// A sealing process keeps its data keys durable in ClickHouse too: a
+	// key Redis lost is taken back from there, never made anew.
+	if n.redis && sealingConfigured(c) {
+		n.clickhouse = true
+	}
+	if n.clickhouse {
+		ch, err := openClickHouse(ctx, c)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.ch = ch
+	}
 	if n.redis {
 		st, err := openStore(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		p.store, p.rdb = st, st.Client()
-		if p.sealer, err = openSealing(ctx, c, st); err != nil {
+		if p.sealer, err = openSealing(ctx, c, st, p.ch); err != nil {
 			p.close()
 			return nil, err
 		}
@@ -129,14 +142,6 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 			}
 			p.hot = hot
 		}
-	}
-	if n.clickhouse {
-		ch, err := openClickHouse(ctx, c)
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		p.ch = ch
 	}
 	if n.producer {
 		prod, err := stream.NewProducer(c.kafkaBrokers(), kgo.WithLogger(stream.KgoLogger(slog.Default().With("component", "producer"))),
