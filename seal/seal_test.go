@@ -248,3 +248,37 @@ func TestCheckFailsOnAWrongOrMissingMasterKey(t *testing.T) {
 		t.Fatal("a start without a key ring over sealed bodies was allowed")
 	}
 }
+
+// A Redis that lost a conversation's data key (flushed) gets it back
+// from the durable copy: bodies sealed before still open, and no new key
+// is made for the conversation.
+func TestADataKeyRedisLostComesBackFromTheDurableCopyNotAnewKey(t *testing.T) {
+	ctx := context.Background()
+	ring := ring(t, master(t, "k1"))
+	redis, durable := newMemStore(), newMemStore()
+	s := NewSealer(ring, Layered{Primary: redis, Durable: durable}, 0)
+	m := &schemas.Message{ConvId: "c", Kind: schemas.Kind_KIND_MESSAGE, Body: []byte("hello")}
+	sealed, err := s.SealBody(ctx, "c", 1000, 1, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable.keys["c"] = redis.keys["c"] // what the history sink wrote
+	redis.keys = map[string]string{}    // flushed
+
+	again := NewSealer(ring, Layered{Primary: redis, Durable: durable}, 0)
+	open, err := again.OpenBody(ctx, "c", 1000, 1, sealed)
+	if err != nil || string(open.GetBody()) != "hello" {
+		t.Fatalf("after the flush the body opens as %q (%v)", open.GetBody(), err)
+	}
+	if redis.keys["c"] != durable.keys["c"] {
+		t.Errorf("the key was not put back into redis")
+	}
+	if _, err := again.SealBody(ctx, "c", 1000, 2, m); err != nil || redis.keys["c"] != durable.keys["c"] {
+		t.Errorf("sealing after the flush made another key (%v)", err)
+	}
+	// without the durable copy the same loss is permanent
+	lost := NewSealer(ring, newMemStore(), 0)
+	if _, err := lost.OpenBody(ctx, "c", 1000, 1, sealed); err == nil {
+		t.Errorf("a sealer without the key opened the body")
+	}
+}
