@@ -12,13 +12,12 @@ import (
 const dataKeysTable = "data_keys"
 
 // insertDataKeys writes the wrapped data keys sealed records carry, one
-// row per conversation of the batch (its newest record's).
+// row per conversation of the batch, at version 0: every wrapping of a
+// conversation's key opens the same key, and a record may carry one a
+// process cached before a rekey, so a rekey's row (a real version) always
+// wins over the records'.
 func (s *Store) insertDataKeys(ctx context.Context, msgs []*schemas.Sequenced) error {
-	type row struct {
-		wrapped string
-		version uint64
-	}
-	keys := map[string]row{}
+	keys := map[string]string{}
 	var order []string
 	for _, m := range msgs {
 		w := m.GetDataKey()
@@ -29,14 +28,14 @@ func (s *Store) insertDataKeys(ctx context.Context, msgs []*schemas.Sequenced) e
 		if _, ok := keys[conv]; !ok {
 			order = append(order, conv)
 		}
-		keys[conv] = row{w, uint64(max(m.GetWriteTimeMs(), 0))}
+		keys[conv] = w
 	}
 	if len(order) == 0 {
 		return nil
 	}
 	rows := make([][3]any, 0, len(order))
 	for _, conv := range order {
-		rows = append(rows, [3]any{conv, keys[conv].wrapped, keys[conv].version})
+		rows = append(rows, [3]any{conv, keys[conv], uint64(0)})
 	}
 	return s.putDataKeys(ctx, rows)
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/seal"
 )
@@ -45,12 +44,10 @@ func keyRing(c *stackConfig) (*seal.FileRing, error) {
 	return nil, nil
 }
 
-// openSealing checks the key ring against the store and returns the sealer
-// (nil without a key ring, after saying bodies are stored in the clear).
-// A wrong or missing master key stops the start.
-//
-// Data keys Redis lacks are looked up in ClickHouse (durable, nil: none).
-func openSealing(ctx context.Context, c *stackConfig, st *redisstore.Store, durable *chstore.Store) (*seal.Sealer, error) {
+// checkSealing checks the key ring against the store and returns it (nil
+// without a key ring, after saying bodies are stored in the clear). A
+// wrong or missing master key stops the start.
+func checkSealing(ctx context.Context, c *stackConfig, st *redisstore.Store) (*seal.FileRing, error) {
 	ring, err := keyRing(c)
 	if err != nil {
 		return nil, err
@@ -68,16 +65,7 @@ func openSealing(ctx context.Context, c *stackConfig, st *redisstore.Store, dura
 		return nil, fmt.Errorf("key ring: %w", err)
 	}
 	slog.Info("bodies are sealed at rest", "master_keys", strings.Join(ring.IDs(), ","), "newest", ring.Newest())
-	keys := seal.Layered{Primary: st}
-	if durable != nil {
-		keys.Durable = durable
-	}
-	return seal.NewSealer(ring, keys, 0), nil
-}
-
-// sealingConfigured reports whether a key ring is configured.
-func sealingConfigured(c *stackConfig) bool {
-	return c.KeyFile != "" || os.Getenv(masterKeysEnv) != ""
+	return ring, nil
 }
 
 // runKeys manages the master keys: add, rekey, retire.

@@ -69,7 +69,8 @@ func TestSealedPipelineLeavesNoPlaintextAtRestAndRotationLosesNothing(t *testing
 	if err := addMasterKey(keyFile, "m2", io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	tool := []string{"-key-file", keyFile, "-redis", cfg.Redis, "-prefix", cfg.Prefix}
+	tool := []string{"-key-file", keyFile, "-redis", cfg.Redis, "-prefix", cfg.Prefix,
+		"-clickhouse", cfg.ClickHouse, "-clickhouse-db", cfg.ClickHouseDB}
 	var out bytes.Buffer
 	if err := runKeys(ctx, append([]string{"rekey"}, tool...), &out); err != nil {
 		t.Fatalf("rekey: %v", err)

@@ -102,10 +102,20 @@ type needs struct{ redis, clickhouse, producer bool }
 func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	p := &processes{cfg: c, registry: newRegistry()}
 	p.metrics = p.registry
-	// A sealing process keeps its data keys durable in ClickHouse too: a
-	// key Redis lost is taken back from there, never made anew.
-	if n.redis && sealingConfigured(c) {
-		n.clickhouse = true
+	var ring *seal.FileRing
+	if n.redis {
+		st, err := openStore(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		p.store, p.rdb = st, st.Client()
+		if ring, err = checkSealing(ctx, c, st); err != nil {
+			p.close()
+			return nil, err
+		}
+		// A sealing process keeps its data keys durable in ClickHouse
+		// too: a key Redis lost is taken back from there, never made anew.
+		n.clickhouse = n.clickhouse || ring != nil
 	}
 	if n.clickhouse {
 		ch, err := openClickHouse(ctx, c)
@@ -116,17 +126,15 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 		p.ch = ch
 	}
 	if n.redis {
-		st, err := openStore(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		p.store, p.rdb = st, st.Client()
-		if p.sealer, err = openSealing(ctx, c, st, p.ch); err != nil {
-			p.close()
-			return nil, err
-		}
-		if p.sealer != nil {
+		if ring != nil {
+			// data_keys must exist before the first key is looked up there
+			if err := p.ch.Migrate(ctx); err != nil {
+				p.close()
+				return nil, err
+			}
+			p.sealer = seal.NewSealer(ring, seal.Layered{Primary: p.store, Durable: p.ch}, 0)
 			// the same client; this store seals what it writes
+			var err error
 			if p.store, err = redisstore.New(p.rdb, p.storeConfig()); err != nil {
 				p.close()
 				return nil, err

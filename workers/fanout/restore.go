@@ -243,9 +243,11 @@ type restoreItem struct {
 func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreItem, head redisstore.ConvHead,
 	st *restoreStats) error {
 	first := items[0].sq
-	// The data key first: the bodies re-applied are sealed with it.
-	for _, it := range items {
-		if w := it.sq.GetDataKey(); w != "" {
+	// The data key first: the bodies re-applied are sealed with it. Every
+	// record carries the same key, wrapped as it was then: the newest
+	// record's wrapping is the likeliest after a rekey.
+	for i := len(items) - 1; i >= 0; i-- {
+		if w := items[i].sq.GetDataKey(); w != "" {
 			if _, err := f.store.PutDataKey(ctx, conv, w); err != nil {
 				return err
 			}
