@@ -344,7 +344,9 @@ func TestAStartWithAWrongOrMissingMasterKeyFails(t *testing.T) {
 	if err := addMasterKey(other, "m9", io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &stackConfig{Redis: testenv.RedisAddr(t), Prefix: testenv.UniquePrefix(t)}
+	// a sealing start opens ClickHouse too (the durable data keys)
+	cfg := &stackConfig{Redis: testenv.RedisAddr(t), Prefix: testenv.UniquePrefix(t),
+		ClickHouse: testenv.ClickHouseAddr(t), ClickHouseDB: testenv.UniqueDatabase(t), ClickHouseUser: "default"}
 	ctx := context.Background()
 	cfg.KeyFile = good
 	p, err := open(ctx, cfg, needs{redis: true})
