@@ -78,7 +78,11 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 		c := conversationJSON{ConvID: it.Conv, Kind: it.Kind, Large: it.Large, Unread: it.Unread, LastSeq: it.LastSeq,
 			ReadSeq: it.ReadSeq, LastActiveMS: it.Activity, Mentions: it.Mentions, AckedSeq: it.Acked, Left: it.Left}
 		if p := it.Preview; p != nil {
-			c.Preview = &previewJSON{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: p.Text}
+			text, err := s.openPreview(r.Context(), it.Conv, p.Text)
+			if err != nil {
+				return 0, nil, err
+			}
+			c.Preview = &previewJSON{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: text}
 		}
 		out.Conversations[i] = c
 	}

@@ -117,7 +117,7 @@ func (s *Server) pageHistory(r *http.Request, id auth.Identity) (int, any, error
 	if len(kept) == 0 || rd.below(kept[0].GetSeq()) == 0 {
 		more = false
 	}
-	msgs, err := encodeMessages(kept)
+	msgs, err := s.encodeMessages(r.Context(), kept)
 	if err != nil {
 		return 0, nil, err
 	}

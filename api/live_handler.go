@@ -169,7 +169,13 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev stri
 	c.sendFirst(hello, jsonFrame(notice))
 	c.start()
 	for _, sq := range replay {
-		c.push(sq)
+		open, err := s.openMessage(ctx, sq)
+		if err != nil {
+			// not pushed: the device pulls it with sync
+			s.log.Warn("open a replayed message", "conv", sq.GetMessage().GetConvId(), "seq", sq.GetSeq(), "err", err)
+			continue
+		}
+		c.push(open)
 	}
 	for {
 		_, data, err := ws.Read(ctx)

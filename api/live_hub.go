@@ -335,13 +335,19 @@ func (h *liveHub) groupConns(conv string) []*liveConn {
 }
 
 func (h *liveHub) dispatchPush(e *live.Envelope) {
-	var sq schemas.Sequenced
-	if err := proto.Unmarshal(e.Record, &sq); err != nil || sq.GetMessage() == nil {
+	var rec schemas.Sequenced
+	if err := proto.Unmarshal(e.Record, &rec); err != nil || rec.GetMessage() == nil {
 		h.log.Warn("undecodable pushed record", "conv", e.Conv)
 		return
 	}
+	sq, err := h.s.openMessage(h.ctx, &rec)
+	if err != nil {
+		// not pushed: the device pulls it with sync
+		h.log.Warn("open a pushed message", "conv", e.Conv, "seq", rec.GetSeq(), "err", err)
+		return
+	}
 	msg := sq.GetMessage()
-	frame := messageFrame(&sq, 1)
+	frame := messageFrame(sq, 1)
 	if len(e.Targets) > 0 {
 		for _, c := range h.targets(e) {
 			if e.Large {
@@ -351,7 +357,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 					h.log.Warn("listen to a large group", "conv", e.Conv, "err", err)
 				}
 			}
-			c.pushFrame(&sq, frame, e.Large)
+			c.pushFrame(sq, frame, e.Large)
 		}
 		return
 	}
@@ -366,7 +372,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		c.pushFrame(&sq, frame, true)
+		c.pushFrame(sq, frame, true)
 	}
 }
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -36,15 +35,6 @@ func toMessageJSON(sq *schemas.Sequenced) messageJSON {
 		Sender: m.GetSender(), Recipients: m.GetRecipients(), Mentions: m.GetMentions(), MentionAll: m.GetMentionAll(),
 		ContentType: m.GetContentType(), Body: m.GetBody(), SendTimeMS: m.GetSendTimeMs(),
 	}
-}
-
-// encodeMessages renders messages as JSON, in order.
-func encodeMessages(ms []*schemas.Sequenced) ([]json.RawMessage, error) {
-	out := make([]json.RawMessage, len(ms))
-	for i, m := range ms {
-		out[i] = appendMessageJSON(nil, m)
-	}
-	return out, nil
 }
 
 // appendMessageJSON writes what json.Marshal(toMessageJSON(sq)) writes,

@@ -100,7 +100,7 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	if pq.HasAfter && pq.After > p.MaxSeq {
 		return 0, nil, badRequest("after", "%d is beyond the conversation's max seq %d", pq.After, p.MaxSeq)
 	}
-	msgs, err := encodeMessages(p.Messages)
+	msgs, err := s.encodeMessages(r.Context(), p.Messages)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -35,6 +35,9 @@ type Deps struct {
 	Producer *kgo.Client
 	// History serves pages older than the Redis window; nil answers 501.
 	History HistoryReader
+	// Opener opens sealed bodies and previews; nil: bodies are stored in
+	// the clear (a sealed one is an error).
+	Opener BodyOpener
 	// Logger (slog.Default when nil).
 	Logger *slog.Logger
 	// Metrics registers the server's metrics (none when nil).
@@ -48,6 +51,7 @@ type Server struct {
 	keyring  *auth.Keyring
 	producer *kgo.Client
 	history  HistoryReader
+	opener   BodyOpener
 	log      *slog.Logger
 	metrics  *metrics
 	slots    chan struct{}
@@ -76,7 +80,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
-		history: deps.History, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
+		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted),
 	}
 	if s.log == nil {

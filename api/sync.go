@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -140,7 +141,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	sz := newSyncSizer(req.Device)
+	sz := newSyncSizer(r.Context(), req.Device, s.openMessage)
 	req.Sizer = sz
 	var res *redisstore.SyncResult
 	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
@@ -148,6 +149,9 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 		res, err = s.router.Main().Sync(r.Context(), users, req)
 		return err
 	})
+	if err == nil {
+		err = sz.err
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -179,16 +183,22 @@ func (s *Server) observeSync(res *redisstore.SyncResult) {
 
 // syncSizer measures the parts of the answer by encoding them, and keeps
 // the encodings so that the answer is assembled from them.
+//
+// Sealed bodies are opened as they are encoded: the first failure is kept
+// in err and fails the answer.
 type syncSizer struct {
+	ctx    context.Context
 	device string
+	open   func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)
 	msgs   map[*schemas.Sequenced]json.RawMessage
 	// peers are the peer cursors of direct conversations, read once the
 	// answer is cut (the budget counts room for them).
 	peers map[string]redisstore.MemberReceipts
+	err   error
 }
 
-func newSyncSizer(device string) *syncSizer {
-	return &syncSizer{device: device, msgs: map[*schemas.Sequenced]json.RawMessage{}}
+func newSyncSizer(ctx context.Context, device string, open func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)) *syncSizer {
+	return &syncSizer{ctx: ctx, device: device, open: open, msgs: map[*schemas.Sequenced]json.RawMessage{}}
 }
 
 // Envelope is the answer without any element, with room for its counters.
@@ -221,7 +231,14 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 	if b, ok := z.msgs[m]; ok {
 		return b
 	}
-	b := json.RawMessage(appendMessageJSON(nil, m))
+	open, err := z.open(z.ctx, m)
+	if err != nil {
+		if z.err == nil {
+			z.err = err
+		}
+		open = m
+	}
+	b := json.RawMessage(appendMessageJSON(nil, open))
 	z.msgs[m] = b
 	return b
 }

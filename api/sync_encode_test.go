@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -102,7 +103,7 @@ func TestSyncEncodeWritesWhatJSONMarshalOfThePartsWrote(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want := marshalSyncAnswer(t, tc.device, tc.res)
-			z := newSyncSizer(tc.device)
+			z := newSyncSizer(context.Background(), tc.device, (&Server{}).openMessage)
 			for _, m := range ms[:3] {
 				z.Message(m) // as the budget would, so that some encodings are reused
 			}

@@ -12,7 +12,7 @@ import (
 // messageColumns is the explicit column list of every INSERT into the
 // history table, in the order rowOf appends them.
 const messageColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms"
+	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms, sealed_epoch"
 
 // maxDateTimeSec is the last second a ClickHouse DateTime (UInt32) holds.
 const maxDateTimeSec = math.MaxUint32
@@ -75,7 +75,10 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []*schemas.Sequenced) erro
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %d messages: %w", len(msgs), err)
 	}
-	return s.insertTags(ctx, msgs)
+	if err := s.insertTags(ctx, msgs); err != nil {
+		return err
+	}
+	return s.insertDataKeys(ctx, msgs)
 }
 
 // rowOf lays a record out in messageColumns order.
@@ -91,7 +94,7 @@ func rowOf(m *schemas.Sequenced) []any {
 		msg.GetSender(), nonNil(msg.GetRecipients()), nonNil(msg.GetMentions()), mentionAll,
 		schemas.QoSName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
 		dateTimeOf(msg.GetSendTimeMs()), msg.GetSendTimeMs(),
-		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(),
+		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(), msg.GetSealedEpoch(),
 	}
 }
 

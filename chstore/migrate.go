@@ -2,8 +2,12 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -68,7 +72,7 @@ func (s *Store) createDatabase(ctx context.Context) error {
 
 func (s *Store) apply(ctx context.Context, m schemas.ClickHouseMigration) error {
 	for i, stmt := range m.Statements {
-		if err := s.conn.Exec(ctx, stmt); err != nil {
+		if err := s.conn.Exec(ctx, stmt); err != nil && !columnExists(stmt, err) {
 			return fmt.Errorf("migration %s statement %d: %w", m.Name, i+1, err)
 		}
 	}
@@ -84,6 +88,17 @@ func (s *Store) apply(ctx context.Context, m schemas.ClickHouseMigration) error 
 		return fmt.Errorf("record migration %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// errColumnExists is ClickHouse's code for adding a column a table has.
+const errColumnExists = 44
+
+// columnExists reports an ADD COLUMN that a crashed earlier run already
+// did: ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, and a migration
+// must be safe to run again.
+func columnExists(stmt string, err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == errColumnExists && strings.Contains(strings.ToUpper(stmt), "ADD COLUMN")
 }
 
 // AppliedMigrations returns the versions recorded as applied.

@@ -34,7 +34,7 @@ const (
 // by (epoch, seq).
 const (
 	readColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-		"mention_all, qos, content_type, client_msg_id, body, send_time_ms, write_time_ms"
+		"mention_all, qos, content_type, client_msg_id, body, send_time_ms, write_time_ms, sealed_epoch"
 	selectFrom = "SELECT " + readColumns + " FROM " + historyTable + " WHERE conv_id = ? AND "
 	descTail   = " AND seq >= ? AND seq < ? ORDER BY seq DESC, write_time_ms DESC LIMIT 1 BY seq LIMIT ?"
 	ascTail    = " AND seq >= ? AND seq <= ? ORDER BY seq ASC, write_time_ms DESC LIMIT 1 BY seq"
@@ -232,17 +232,18 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 		mentionAll                    uint8
 		recipients, mentions          []string
 		convID, sender, ctype, client string
-		seq, epoch                    uint64
+		seq, epoch, sealedEpoch       uint64
 		sendMs, writeMs               int64
 	)
 	err := rows.Scan(&convID, &seq, &epoch, &convType, &kind, &sender, &recipients, &mentions,
-		&mentionAll, &qos, &ctype, &client, &body, &sendMs, &writeMs)
+		&mentionAll, &qos, &ctype, &client, &body, &sendMs, &writeMs, &sealedEpoch)
 	if err != nil {
 		return nil, fmt.Errorf("scan message: %w", err)
 	}
 	msg.ConvId, msg.ConvType, msg.Kind, msg.Sender = convID, enumOr(schemas.ParseConvType, convType), enumOr(schemas.ParseKind, kind), sender
 	msg.Recipients, msg.Mentions, msg.MentionAll, msg.Qos = recipients, mentions, mentionAll != 0, enumOr(schemas.ParseQoS, qos)
 	msg.ContentType, msg.ClientMsgId, msg.Body, msg.SendTimeMs = ctype, client, []byte(body), sendMs
+	msg.SealedEpoch = sealedEpoch
 	m.Message, m.Seq, m.Epoch, m.WriteTimeMs = &msg, seq, epoch, writeMs
 	return &m, nil
 }

@@ -48,8 +48,12 @@ func DecodeEntry(raw []byte, conv string, epoch uint64) (*schemas.Sequenced, err
 		return nil, fmt.Errorf("decode entry %d write time: %w", seq, err)
 	}
 	var msg schemas.Message
-	if err := proto.Unmarshal(rest[wtEnd+1:], &msg); err != nil {
+	body := rest[wtEnd+1:]
+	if err := proto.Unmarshal(body, &msg); err != nil {
 		return nil, fmt.Errorf("decode entry %d message: %w", seq, err)
+	}
+	if msg.ContentType == "" && hasEmptyContentType(body) {
+		msg.ContentType = entryDefaultContentType
 	}
 	msg.ConvId = conv
 	return &schemas.Sequenced{Message: &msg, Seq: seq, Epoch: epoch, WriteTimeMs: wt}, nil
@@ -78,7 +82,14 @@ func entryBody(msg *schemas.Message) ([]byte, error) {
 		if m < 0 {
 			return nil, protowire.ParseError(m)
 		}
-		if num != entryFieldClientMsgID && num != entryFieldConvID {
+		switch {
+		case num == entryFieldContentType && msg.GetContentType() == entryDefaultContentType:
+			// the common content type in 2 bytes, not 12: an empty
+			// content_type, which no marshaller writes (proto3 leaves an
+			// empty string out), stands for it
+			out = protowire.AppendTag(out, entryFieldContentType, protowire.BytesType)
+			out = protowire.AppendString(out, "")
+		case num != entryFieldClientMsgID && num != entryFieldConvID:
 			out = append(out, b[:n+m]...)
 		}
 		b = b[n+m:]
@@ -86,8 +97,34 @@ func entryBody(msg *schemas.Message) ([]byte, error) {
 	return out, nil
 }
 
-// Field numbers of schemas.Message that entryBody places or leaves out.
+// Field numbers of schemas.Message that entryBody places, shortens or
+// leaves out.
 const (
 	entryFieldClientMsgID = 1
 	entryFieldConvID      = 2
+	entryFieldContentType = 10
 )
+
+// entryDefaultContentType is the content type an entry writes as an
+// explicitly empty content_type field (see entryBody).
+const entryDefaultContentType = "text/plain"
+
+// hasEmptyContentType reports whether an entry body holds content_type as
+// an explicitly empty field: entryDefaultContentType.
+func hasEmptyContentType(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return false
+		}
+		if num == entryFieldContentType && typ == protowire.BytesType && m == 1 {
+			return true
+		}
+		b = b[n+m:]
+	}
+	return false
+}

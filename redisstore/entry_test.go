@@ -13,7 +13,8 @@ import (
 
 func TestEntryFieldNumbersAreTheMessagesOwn(t *testing.T) {
 	fields := (&schemas.Message{}).ProtoReflect().Descriptor().Fields()
-	for name, num := range map[protoreflect.Name]protowire.Number{"client_msg_id": entryFieldClientMsgID, "conv_id": entryFieldConvID} {
+	for name, num := range map[protoreflect.Name]protowire.Number{"client_msg_id": entryFieldClientMsgID, "conv_id": entryFieldConvID,
+		"content_type": entryFieldContentType} {
 		if f := fields.ByName(name); f == nil || f.Number() != num {
 			t.Fatalf("field %s is %v, entryBody takes it as number %d", name, f, num)
 		}
@@ -59,6 +60,42 @@ func TestEntryStoresNoConvIDAndDecodesWithTheKeys(t *testing.T) {
 			}
 			if !proto.Equal(got.GetMessage(), tc.msg) || got.GetSeq() != 12 || got.GetWriteTimeMs() != 1_700_000_000_999 || got.GetEpoch() != 7 {
 				t.Fatalf("decoded %v, want %v at seq 12", got, tc.msg)
+			}
+		})
+	}
+}
+
+// text/plain is stored in 2 bytes and comes back as itself; no content
+// type and any other one come back as they were.
+func TestEntryShortensTextPlainAndKeepsEveryContentType(t *testing.T) {
+	for _, tc := range []struct {
+		ct      string
+		ctBytes int // what content_type costs in the entry
+	}{
+		{"text/plain", 2}, {"", 0}, {"text/plain; charset=utf-8", 27}, {"image/png", 11},
+	} {
+		t.Run(tc.ct, func(t *testing.T) {
+			m := &schemas.Message{ClientMsgId: "c1", ConvId: "g", Sender: "a", Kind: schemas.Kind_KIND_MESSAGE,
+				ContentType: tc.ct, Body: []byte("hi")}
+			raw, err := EncodeEntry(3, 9, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bare := proto.Clone(m).(*schemas.Message)
+			bare.ContentType = ""
+			rawBare, err := EncodeEntry(3, 9, bare)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(raw) - len(rawBare); got != tc.ctBytes {
+				t.Errorf("content_type %q costs %d bytes, want %d", tc.ct, got, tc.ctBytes)
+			}
+			got, err := DecodeEntry(raw, "g", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got.GetMessage(), m) {
+				t.Errorf("decoded %v, want %v", got.GetMessage(), m)
 			}
 		})
 	}

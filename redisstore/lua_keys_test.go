@@ -267,6 +267,12 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	must("seed a head", err)
 	must("mark large", s.MarkLargeConverted(ctx, "g"))
 
+	// A data key rewrapped (keys rekey).
+	_, err = s.PutDataKey(ctx, "g", "m1:old")
+	must("put data key", err)
+	_, err = s.SwapDataKey(ctx, "g", "m1:old", "m2:new")
+	must("swap data key", err)
+
 	// A rebuild from history.
 	h := rbSeed(t, s, "rb", now)
 	must("lose rb", rdb.Del(ctx, s.keys.Timeline("rb"), s.keys.ConvMeta("rb")).Err())

@@ -29,11 +29,16 @@ type Preview struct {
 }
 
 // PreviewOf is the preview of a sequenced message: the text preview is the
-// one the conversation's meta keeps (sequencePreview), so small and large
+// one the conversation's meta keeps (sequencePreview; sealed again under
+// the preview key when the body is sealed), so small and large
 // conversations read the same.
-func PreviewOf(sq *schemas.Sequenced) Preview {
+func (s *Store) PreviewOf(ctx context.Context, sq *schemas.Sequenced) (Preview, error) {
 	m := sq.GetMessage()
-	return Preview{Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), Sender: m.GetSender(), TS: sq.GetWriteTimeMs(), Text: sequencePreview(m)}
+	text, err := s.sealedPreviewText(ctx, sq)
+	if err != nil {
+		return Preview{}, err
+	}
+	return Preview{Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), Sender: m.GetSender(), TS: sq.GetWriteTimeMs(), Text: text}, nil
 }
 
 // ApplyPreviews stores, for every member of each record's conversation, the
@@ -64,7 +69,10 @@ func (s *Store) ApplyPreviews(ctx context.Context, route func(user string) *Stor
 		if len(targets[i]) == 0 {
 			continue
 		}
-		p := PreviewOf(sq)
+		p, err := s.PreviewOf(ctx, sq)
+		if err != nil {
+			return err
+		}
 		js, err := json.Marshal(p)
 		if err != nil {
 			return fmt.Errorf("encode preview of %s: %w", sq.GetMessage().GetConvId(), err)

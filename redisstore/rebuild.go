@@ -279,7 +279,11 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 		args = append(args, "0", 0, 0, 0)
 	}
 	if n := p.newest; n != nil {
-		args = append(args, n.GetMessage().GetSender(), n.GetWriteTimeMs(), sequencePreview(n.GetMessage()))
+		preview, err := s.sealedPreviewText(ctx, n)
+		if err != nil {
+			return res, err
+		}
+		args = append(args, n.GetMessage().GetSender(), n.GetWriteTimeMs(), preview)
 	} else {
 		args = append(args, "", "", "")
 	}

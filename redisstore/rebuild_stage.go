@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -46,7 +47,7 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 		entries := make([]any, len(rows))
 		var dedupe []dedupeRestore
 		for i, e := range rows {
-			raw, err := EncodeEntry(e.GetSeq(), e.GetWriteTimeMs(), e.GetMessage())
+			raw, err := EncodeEntry(e.GetSeq(), e.GetWriteTimeMs(), movedBody(e))
 			if err != nil {
 				return out, fmt.Errorf("rebuild %s: %w", conv, err)
 			}
@@ -160,4 +161,17 @@ func (s *Store) rebuildCall(ctx context.Context, f func(context.Context) error) 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	return f(ctx)
+}
+
+// movedBody is a history row's message as a rebuilt timeline holds it: a
+// body sealed in the row's epoch names that epoch, since the timeline's
+// may be newer (the nonce is the epoch and seq it was sealed for).
+func movedBody(e *schemas.Sequenced) *schemas.Message {
+	m := e.GetMessage()
+	if m.GetSealedEpoch() != sealedInRecordEpoch {
+		return m
+	}
+	out := proto.CloneOf(m)
+	out.SealedEpoch = e.GetEpoch()
+	return out
 }

@@ -37,6 +37,9 @@ const (
 	// SeqRejected: the record contradicts the conversation, or the
 	// group's authority refused it (Reason says how); nothing changed.
 	SeqRejected
+	// seqNotDone: an earlier record of the call was mispredicted (sealed
+	// path); the record was not looked at. Never returned by Sequence.
+	seqNotDone
 )
 
 // SequencedItem is the outcome for one record, in input order.
@@ -67,19 +70,39 @@ type SequenceResult struct {
 	// MemberSeqs holds the member seq of each probed user who is a member.
 	MemberSeqs map[string]uint64
 	Items      []SequencedItem
+
+	counter uint64 // the conversation's last seq after the call
 }
 
 // Sequence gives msgs, all of conversation conv and in order, their seqs in
 // one atomic step (see lua/sequence.lua): dedupe by client_msg_id, seq
 // allocation, timeline append and membership changes. The result reports
 // the member seqs of the probe users. writeMS is the caller's clock.
+//
+// With a Sealer configured, bodies are sealed before they reach Redis, for
+// the seqs they are predicted to get (see sequenceSealed); the Sequenced
+// records of the result carry the sealed bodies.
 func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Message, probes []string, writeMS int64) (*SequenceResult, error) {
 	if len(msgs) == 0 {
 		return &SequenceResult{}, nil
 	}
-	args, err := s.sequenceArgs(msgs, probes, writeMS)
+	if s.cfg.Sealer != nil {
+		return s.sequenceSealed(ctx, conv, msgs, probes, writeMS)
+	}
+	res, err := s.runSequence(ctx, conv, msgs, nil, probes, writeMS, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	return res, nil
+}
+
+// runSequence runs the script once. previews (nil: taken from the bodies)
+// and seal (nil: bodies in the clear) are the sealed path's.
+func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Message, previews []string, probes []string,
+	writeMS int64, seal []any) (*SequenceResult, error) {
+	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -91,18 +114,18 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 	for range dedupeTries {
 		var keys []string
 		if keys, err = s.sequenceKeys(ctx, conv, writeMS, digs); err != nil {
-			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+			return nil, err
 		}
 		if raw, err = sequenceScript.Run(ctx, s.rdb, keys, args...).Slice(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
 			break
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sequence %s: %w", conv, fenced(err))
+		return nil, fenced(err)
 	}
 	res, err := parseSequenceReply(raw, conv, len(msgs), probes)
 	if err != nil {
-		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		return nil, err
 	}
 	for i, it := range res.Items {
 		if it.Status == SeqNew {
@@ -140,21 +163,29 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	return keys, nil
 }
 
-func (s *Store) sequenceArgs(msgs []*schemas.Message, probes []string, writeMS int64) ([]any, error) {
-	args := make([]any, 0, 6+len(probes)+12*len(msgs))
+func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes []string, writeMS int64, seal []any) ([]any, error) {
+	args := make([]any, 0, 6+len(probes)+12*len(msgs)+len(seal))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		preview := ""
+		if previews != nil {
+			preview = previews[i]
+		} else if m.GetKind() == schemas.Kind_KIND_MESSAGE {
+			preview = sequencePreview(m)
+		}
 		body, err := entryBody(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
 		}
 		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
-			sequencePreview(m), body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
+			preview, body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
 	}
+	// the sealing arguments go before the tags: the script reads those last
+	args = append(args, seal...)
 	for _, m := range msgs {
 		args = append(args, m.GetTag())
 	}
@@ -206,10 +237,12 @@ func boolCode(b bool) string {
 }
 
 // sequencePreview is the start of a text body, cut at a rune boundary;
-// other content types have no preview text.
+// other content types, and sealed bodies, have no preview text (the
+// sealed path seals the preview of the plaintext instead). A clear text
+// never starts with the mark of a sealed preview.
 func sequencePreview(m *schemas.Message) string {
 	ct := m.GetContentType()
-	if ct != "" && !strings.HasPrefix(ct, "text/") {
+	if ct != "" && !strings.HasPrefix(ct, "text/") || m.GetSealedEpoch() != 0 {
 		return ""
 	}
 	b := m.GetBody()
@@ -219,13 +252,13 @@ func sequencePreview(m *schemas.Message) string {
 	for len(b) > 0 && !utf8.Valid(b) {
 		b = b[:len(b)-1]
 	}
-	return string(b)
+	return strings.TrimPrefix(string(b), sealedPreviewMark)
 }
 
 var errSequenceReply = errors.New("unexpected reply of the sequence script")
 
 func parseSequenceReply(raw []any, conv string, n int, probes []string) (*SequenceResult, error) {
-	if len(raw) != 4+3*n+2 {
+	if len(raw) != 4+3*n+3 {
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
 	}
 	res := &SequenceResult{
@@ -244,6 +277,8 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 		switch st {
 		case 0:
 			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: uint64(seq)}
+		case 3:
+			it.Status = seqNotDone
 		case 1:
 			it.Status = SeqDuplicate
 			if data != "" {
@@ -265,6 +300,7 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 			res.Members[seqReplyString(flat[i])] = uint64(seqReplyInt(flat[i+1]))
 		}
 	}
+	res.counter = uint64(seqReplyInt(raw[6+3*n]))
 	seqs, _ := raw[5+3*n].([]any)
 	res.MemberSeqs = make(map[string]uint64, len(probes))
 	for i, u := range probes {

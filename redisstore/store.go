@@ -24,6 +24,12 @@ type Config struct {
 	// Fence, when set, makes every script of the sequencing path refuse
 	// (ErrFenced) on a server instance it has not verified.
 	Fence *Fence
+	// Sealer, when set, seals bodies and previews before they are stored
+	// (see sequence_sealed.go); nil stores them in the clear.
+	Sealer Sealer
+	// PredictCache bounds the conversations whose (epoch, seq) the sealed
+	// path remembers (DefaultPredictCache when 0).
+	PredictCache int
 }
 
 // Defaults of Config.
@@ -32,6 +38,7 @@ const (
 	DefaultDedupeWindow        = 7 * 24 * time.Hour
 	DefaultMaxDevices          = 5
 	DefaultCallTimeout         = 5 * time.Second
+	DefaultPredictCache        = 100000
 )
 
 func (c Config) withDefaults() Config {
@@ -49,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.PredictCache == 0 {
+		c.PredictCache = DefaultPredictCache
 	}
 	return c
 }
@@ -80,6 +90,9 @@ type Store struct {
 	// fenceCopies are the changelog fence's keys on a cluster (fence.go).
 	fenceMu     sync.Mutex
 	fenceCopies []string
+	// predicted is each conversation's (epoch, last seq) as the last
+	// sealed sequencing left it.
+	predicted *positionCache
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -88,7 +101,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest}, nil
+	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
+		predicted: newPositionCache(cfg.PredictCache)}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

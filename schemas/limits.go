@@ -29,8 +29,11 @@ const (
 
 // SequencedOverhead is the most bytes a Sequenced record adds to the
 // encoded Message it wraps: the message's tag and length, seq, epoch and
-// write time.
-const SequencedOverhead = 1 + 3 + 3*(1+10)
+// write time, and the wrapped data key of a sealed body.
+const SequencedOverhead = 1 + 3 + 3*(1+10) + 1 + 2 + MaxDataKeyBytes
+
+// MaxDataKeyBytes bounds a wrapped data key's stored form.
+const MaxDataKeyBytes = 512
 
 // Limits bound what one message may carry. The API and fanout must use the
 // same ones (cmd/offlinebox wires both from the defaults). Zero fields take

@@ -369,6 +369,12 @@ type Message struct {
 	// member is ROLE_MEMBER, a member keeps their role).
 	Role      Role      `protobuf:"varint,13,opt,name=role,proto3,enum=offlinebox.v1.Role" json:"role,omitempty"`
 	Authority Authority `protobuf:"varint,14,opt,name=authority,proto3,enum=offlinebox.v1.Authority" json:"authority,omitempty"`
+	// Set when body is sealed (AES-256-GCM under the conversation's data
+	// key, see package seal): 1 when it was sealed in the epoch of the
+	// record or timeline holding it, else the epoch it was sealed in (a
+	// rebuild moves bodies into a newer epoch without resealing them). With
+	// the seq it names the nonce.
+	SealedEpoch uint64 `protobuf:"varint,15,opt,name=sealed_epoch,json=sealedEpoch,proto3" json:"sealed_epoch,omitempty"`
 	// The conversation's tag (a department): a record that carries one sets
 	// it on the conversation from its seq on, and retention policies select
 	// by it (retention/). Set by trusted backends; the API never accepts it.
@@ -506,6 +512,13 @@ func (x *Message) GetAuthority() Authority {
 	return Authority_AUTHORITY_SENDER
 }
 
+func (x *Message) GetSealedEpoch() uint64 {
+	if x != nil {
+		return x.SealedEpoch
+	}
+	return 0
+}
+
 func (x *Message) GetTag() string {
 	if x != nil {
 		return x.Tag
@@ -522,7 +535,13 @@ type Sequenced struct {
 	Epoch uint64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// When fanout sequenced it, milliseconds since the epoch. Retention is
 	// counted from here, not from send time.
-	WriteTimeMs   int64 `protobuf:"varint,4,opt,name=write_time_ms,json=writeTimeMs,proto3" json:"write_time_ms,omitempty"`
+	WriteTimeMs int64 `protobuf:"varint,4,opt,name=write_time_ms,json=writeTimeMs,proto3" json:"write_time_ms,omitempty"`
+	// The conversation's wrapped data key ("MASTER_ID:base64"), on every
+	// record whose body is sealed: with it the key is durable in the
+	// changelog and ClickHouse (data_keys) before the record is committed,
+	// so a Redis that loses it, or a rebuild from ClickHouse, gets it back.
+	// Wrapped by a master key: safe at rest. Never in a Redis entry.
+	DataKey       string `protobuf:"bytes,5,opt,name=data_key,json=dataKey,proto3" json:"data_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -583,6 +602,13 @@ func (x *Sequenced) GetWriteTimeMs() int64 {
 		return x.WriteTimeMs
 	}
 	return 0
+}
+
+func (x *Sequenced) GetDataKey() string {
+	if x != nil {
+		return x.DataKey
+	}
+	return ""
 }
 
 type Receipt struct {
@@ -673,7 +699,7 @@ var File_offlinebox_proto protoreflect.FileDescriptor
 
 const file_offlinebox_proto_rawDesc = "" +
 	"\n" +
-	"\x10offlinebox.proto\x12\rofflinebox.v1\"\x8c\x04\n" +
+	"\x10offlinebox.proto\x12\rofflinebox.v1\"\xaf\x04\n" +
 	"\aMessage\x12\"\n" +
 	"\rclient_msg_id\x18\x01 \x01(\tR\vclientMsgId\x12\x17\n" +
 	"\aconv_id\x18\x02 \x01(\tR\x06convId\x124\n" +
@@ -693,13 +719,15 @@ const file_offlinebox_proto_rawDesc = "" +
 	"\fsend_time_ms\x18\f \x01(\x03R\n" +
 	"sendTimeMs\x12'\n" +
 	"\x04role\x18\r \x01(\x0e2\x13.offlinebox.v1.RoleR\x04role\x126\n" +
-	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12\x10\n" +
-	"\x03tag\x18\x14 \x01(\tR\x03tag\"\x89\x01\n" +
+	"\tauthority\x18\x0e \x01(\x0e2\x18.offlinebox.v1.AuthorityR\tauthority\x12!\n" +
+	"\fsealed_epoch\x18\x0f \x01(\x04R\vsealedEpoch\x12\x10\n" +
+	"\x03tag\x18\x14 \x01(\tR\x03tag\"\xa4\x01\n" +
 	"\tSequenced\x120\n" +
 	"\amessage\x18\x01 \x01(\v2\x16.offlinebox.v1.MessageR\amessage\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x04R\x05epoch\x12\"\n" +
-	"\rwrite_time_ms\x18\x04 \x01(\x03R\vwriteTimeMs\"\xb3\x01\n" +
+	"\rwrite_time_ms\x18\x04 \x01(\x03R\vwriteTimeMs\x12\x19\n" +
+	"\bdata_key\x18\x05 \x01(\tR\adataKey\"\xb3\x01\n" +
 	"\aReceipt\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1b\n" +
 	"\tdevice_id\x18\x02 \x01(\tR\bdeviceId\x12\x17\n" +

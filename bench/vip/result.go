@@ -56,6 +56,11 @@ type result struct {
 	BaselineBytesPerBodyByteOneCopy      float64 `json:"baseline_redis_bytes_per_body_byte_one_copy"`
 	BaselineBytesPerBodyByteExtrapolated float64 `json:"baseline_redis_bytes_per_body_byte_extrapolated"`
 
+	// Sealed: bodies were sealed at rest in this run; Sealing compares it
+	// with a run in the clear (-seal both).
+	Sealed  bool         `json:"sealed"`
+	Sealing *sealingCost `json:"sealing_cost,omitempty"`
+
 	Memory   harness.Census  `json:"memory"`
 	Anatomy  *anatomy        `json:"memory_anatomy"`
 	Targets  map[string]bool `json:"targets_met"`
@@ -117,6 +122,49 @@ func printTable(r *result) []harness.Row {
 		harness.Info("  of which conversation keys", fmt.Sprintf("%.2f", r.ConvBytesPerBodyByte), ""),
 		harness.Info("pipeline drain (produce + fanout)", ms(r.PipelineDrainMS), ""),
 	}
-	harness.PrintTable(fmt.Sprintf("vip: the founding scenario (scale %g)", r.Scale), rows)
+	if c := r.Sealing; c != nil {
+		rows = append(rows,
+			harness.Info("sealed vs clear: first sync P50", ms(c.SealedFirstSyncP50MS), ms(c.ClearFirstSyncP50MS)+" (clear)"),
+			harness.Info("sealed vs clear: first sync P99", ms(c.SealedFirstSyncP99MS), ms(c.ClearFirstSyncP99MS)+" (clear)"),
+			harness.Info("sealed vs clear: full catch-up", ms(c.SealedFullCatchupMS), ms(c.ClearFullCatchupMS)+" (clear)"),
+			harness.Info("sealed vs clear: pipeline drain", ms(c.SealedPipelineDrainMS), ms(c.ClearPipelineDrainMS)+" (clear)"),
+			harness.Info("sealed vs clear: Redis bytes per body byte", fmt.Sprintf("%.3f", c.SealedRedisBytesPerBody),
+				fmt.Sprintf("%.3f (clear; %+.1f bytes a message)", c.ClearRedisBytesPerBodyByte, c.RedisBytesPerMessage)))
+	}
+	title := "vip: the founding scenario (scale %g)"
+	if r.Sealed {
+		title += ", bodies sealed at rest"
+	}
+	harness.PrintTable(fmt.Sprintf(title, r.Scale), rows)
 	return rows
+}
+
+// sealingCost is what sealing bodies at rest costs: the same scenario on
+// fresh stores, in the clear and sealed, in one run.
+type sealingCost struct {
+	ClearFirstSyncP50MS        float64 `json:"clear_first_sync_p50_ms"`
+	ClearFirstSyncP99MS        float64 `json:"clear_first_sync_p99_ms"`
+	SealedFirstSyncP50MS       float64 `json:"sealed_first_sync_p50_ms"`
+	SealedFirstSyncP99MS       float64 `json:"sealed_first_sync_p99_ms"`
+	ClearConvListP99MS         float64 `json:"clear_conv_list_p99_ms"`
+	SealedConvListP99MS        float64 `json:"sealed_conv_list_p99_ms"`
+	ClearFullCatchupMS         float64 `json:"clear_full_catchup_ms"`
+	SealedFullCatchupMS        float64 `json:"sealed_full_catchup_ms"`
+	ClearPipelineDrainMS       float64 `json:"clear_pipeline_drain_ms"`
+	SealedPipelineDrainMS      float64 `json:"sealed_pipeline_drain_ms"`
+	ClearRedisBytesPerBodyByte float64 `json:"clear_redis_bytes_per_body_byte"`
+	SealedRedisBytesPerBody    float64 `json:"sealed_redis_bytes_per_body_byte"`
+	RedisBytesPerMessage       float64 `json:"sealed_extra_redis_bytes_per_message"`
+}
+
+func sealingCostOf(clear, sealed *result) *sealingCost {
+	return &sealingCost{
+		ClearFirstSyncP50MS: clear.FirstSyncP50MS, ClearFirstSyncP99MS: clear.FirstSyncP99MS,
+		SealedFirstSyncP50MS: sealed.FirstSyncP50MS, SealedFirstSyncP99MS: sealed.FirstSyncP99MS,
+		ClearConvListP99MS: clear.ConvListP99MS, SealedConvListP99MS: sealed.ConvListP99MS,
+		ClearFullCatchupMS: clear.FullCatchupMS, SealedFullCatchupMS: sealed.FullCatchupMS,
+		ClearPipelineDrainMS: clear.PipelineDrainMS, SealedPipelineDrainMS: sealed.PipelineDrainMS,
+		ClearRedisBytesPerBodyByte: clear.RedisBytesPerBodyByte, SealedRedisBytesPerBody: sealed.RedisBytesPerBodyByte,
+		RedisBytesPerMessage: harness.Round(harness.Ratio(float64(sealed.RedisBytes-clear.RedisBytes), float64(sealed.Messages)), 1),
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 )
 
@@ -31,6 +32,28 @@ type runner struct {
 	api      *harness.API
 	client   *client.Client
 	held     *client.Held
+	sealer   *seal.Sealer // nil: bodies in the clear
+}
+
+// newBenchSealer seals with a fresh in-memory master key, the data keys
+// kept in the stack's Redis under prefix.
+func newBenchSealer(ctx context.Context, st *harness.Stack, prefix string) (*seal.Sealer, error) {
+	k, err := seal.GenerateMasterKey("bench")
+	if err != nil {
+		return nil, err
+	}
+	ring, err := seal.NewFileRing([]seal.MasterKey{k})
+	if err != nil {
+		return nil, err
+	}
+	keys, err := redisstore.New(st.Redis, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	if err := seal.Check(ctx, ring, keys); err != nil {
+		return nil, err
+	}
+	return seal.NewSealer(ring, keys, 0), nil
 }
 
 func (r *runner) stop() {
@@ -53,10 +76,15 @@ func (r *runner) seed(ctx context.Context) error {
 	if r.producer, err = harness.NewProducer(r.st); err != nil {
 		return err
 	}
-	if r.fanout, err = harness.StartFanout(r.st, "fanout", fanout.Config{Store: redisstore.Config{Prefix: r.f.Prefix}}); err != nil {
+	sc := redisstore.Config{Prefix: r.f.Prefix}
+	opt := harness.APIOptions{Prefix: r.f.Prefix}
+	if r.sealer != nil {
+		sc.Sealer, opt.Opener = r.sealer, r.sealer
+	}
+	if r.fanout, err = harness.StartFanout(r.st, "fanout", fanout.Config{Store: sc}); err != nil {
 		return err
 	}
-	if r.api, err = harness.StartAPI(r.st, harness.APIOptions{Prefix: r.f.Prefix}); err != nil {
+	if r.api, err = harness.StartAPI(r.st, opt); err != nil {
 		return err
 	}
 	tok, err := r.api.Token(vip, device)

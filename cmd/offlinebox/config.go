@@ -27,7 +27,9 @@ type stackConfig struct {
 	MetricsListen  string
 	JWTSecret      string
 	// Node names an API process on the live bus (random when empty).
-	Node       string
+	Node string
+	// KeyFile holds the master keys bodies are sealed with (seal).
+	KeyFile    string
 	Partitions int
 	// DriftThreshold is the census's N: a user whose devices' cursors
 	// differ by more seqs than this has drifted.
@@ -67,6 +69,7 @@ var stackSettings = []stackSetting{
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
 	{"jwt-secret", "OFFLINEBOX_JWT_SECRET"},
 	{"node", "OFFLINEBOX_NODE"},
+	{"key-file", "OFFLINEBOX_KEY_FILE"},
 	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 	{"retention-policy", "OFFLINEBOX_RETENTION_POLICY"},
 }
@@ -87,6 +90,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP API address (env OFFLINEBOX_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
+	fs.StringVar(&c.KeyFile, "key-file", "", "master key file (JSON lines {\"id\",\"key\"}, newest last) bodies are sealed with; without it or "+masterKeysEnv+" bodies are stored in the clear (env OFFLINEBOX_KEY_FILE)")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
 	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")

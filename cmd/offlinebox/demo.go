@@ -51,12 +51,17 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
+	keyFile, err := demoKeyFile(dir)
+	if err != nil {
+		return err
+	}
 	// The servers outlive the pipeline: they stop after it drained.
 	cfg, stopServers, err := startEmbeddedStack(ctx, dir, o)
 	defer stopServers()
 	if err != nil {
 		return err
 	}
+	cfg.KeyFile = keyFile
 	pctx, stopPipeline := context.WithCancel(ctx)
 	defer stopPipeline()
 	ready := make(chan net.Addr, 1)
@@ -169,6 +174,7 @@ func writeDemoEnv(dir, base string, cfg *stackConfig) (string, func(), error) {
 		"OFFLINEBOX_CLICKHOUSE_USER": cfg.ClickHouseUser,
 		"OFFLINEBOX_PREFIX":          cfg.Prefix,
 		"OFFLINEBOX_JWT_SECRET":      cfg.JWTSecret,
+		"OFFLINEBOX_KEY_FILE":        cfg.KeyFile,
 		envAPI:                       base,
 	}
 	header := "Written by `offlinebox demo` while it serves; removed when it stops.\n" +
@@ -225,6 +231,19 @@ func startEmbeddedStack(ctx context.Context, dir string, o demoOptions) (cfg *st
 		Kafka: kf.ListenAddrs()[0], Redis: rds.Addr(), ClickHouse: ch.Addr(), ClickHouseDB: "offlinebox",
 		ClickHouseUser: "default", Prefix: "ob:", Listen: o.listen, MetricsListen: o.metrics, JWTSecret: o.secret, Partitions: partitions,
 	}, stop, ctx.Err()
+}
+
+// demoKeyFile is the demo's master key file in the data folder (made
+// with one random key the first time): the demo seals bodies at rest.
+func demoKeyFile(dir string) (string, error) {
+	path := filepath.Join(dir, "master-keys.jsonl")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := addMasterKey(path, "demo-1", io.Discard); err != nil {
+		return "", fmt.Errorf("make the demo's key file: %w", err)
+	}
+	return path, nil
 }
 
 func randomSecret() string {

@@ -19,6 +19,7 @@ import (
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/web"
 	"github.com/offlinebox/offlinebox/workers/convindex"
@@ -77,6 +78,8 @@ type processes struct {
 	producer *kgo.Client
 	// policies is the retention policy file in force (nil: built-in).
 	policies *retention.Source
+	// sealer seals and opens bodies (nil: bodies in the clear).
+	sealer *seal.Sealer
 }
 
 func (p *processes) close() {
@@ -99,12 +102,44 @@ type needs struct{ redis, clickhouse, producer bool }
 func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	p := &processes{cfg: c, registry: newRegistry()}
 	p.metrics = p.registry
+	var ring *seal.FileRing
 	if n.redis {
 		st, err := openStore(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		p.store, p.rdb = st, st.Client()
+		if ring, err = checkSealing(ctx, c, st); err != nil {
+			p.close()
+			return nil, err
+		}
+		// A sealing process keeps its data keys durable in ClickHouse
+		// too: a key Redis lost is taken back from there, never made anew.
+		n.clickhouse = n.clickhouse || ring != nil
+	}
+	if n.clickhouse {
+		ch, err := openClickHouse(ctx, c)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.ch = ch
+	}
+	if n.redis {
+		if ring != nil {
+			// data_keys must exist before the first key is looked up there
+			if err := p.ch.Migrate(ctx); err != nil {
+				p.close()
+				return nil, err
+			}
+			p.sealer = seal.NewSealer(ring, seal.Layered{Primary: p.store, Durable: p.ch}, 0)
+			// the same client; this store seals what it writes
+			var err error
+			if p.store, err = redisstore.New(p.rdb, p.storeConfig()); err != nil {
+				p.close()
+				return nil, err
+			}
+		}
 		if c.HotRedis != "" {
 			hc := *c
 			hc.Redis = c.HotRedis
@@ -115,14 +150,6 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 			}
 			p.hot = hot
 		}
-	}
-	if n.clickhouse {
-		ch, err := openClickHouse(ctx, c)
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		p.ch = ch
 	}
 	if n.producer {
 		prod, err := stream.NewProducer(c.kafkaBrokers(), kgo.WithLogger(stream.KgoLogger(slog.Default().With("component", "producer"))),
@@ -136,13 +163,22 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 	return p, nil
 }
 
+// storeConfig is the store configuration, sealing when a key ring is.
+func (p *processes) storeConfig() redisstore.Config {
+	sc := storeConfig(p.cfg)
+	if p.sealer != nil {
+		sc.Sealer = p.sealer
+	}
+	return sc
+}
+
 func (p *processes) router() *redisstore.InboxRouter {
 	return redisstore.NewInboxRouter(p.store, p.hot, 0)
 }
 
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	f, err := fanout.New(fanout.Config{
-		Store: storeConfig(p.cfg), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
+		Store: p.storeConfig(), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
 		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {
@@ -223,6 +259,9 @@ func (p *processes) apiServer(secret string) (*api.Server, error) {
 		Logger: slog.Default().With("component", "api"), Metrics: p.metrics}
 	if p.ch != nil {
 		deps.History = p.ch
+	}
+	if p.sealer != nil {
+		deps.Opener = p.sealer
 	}
 	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node}}, deps)
 }

@@ -44,6 +44,10 @@
 --          peer, or who joins/leaves), preview text, the entry body,
 --          role a join gives ('' none | m member | a admin | o owner),
 --          authority (u the sender | s system)
+-- then, only when bodies are sealed: the epoch they were sealed for and,
+--          per record, the seq its body was sealed for ('' = not sealed).
+--          A record that would get another seq (or epoch) stops the batch
+--          before it: a nonce never seals two bodies (package seal).
 -- then n tags, one per record ('' = none): a new record's tag becomes the
 --          conversation's `tag` (retention policies select by it)
 -- ARGV[last] verified run_ids (fence_lib.lua, prepended): on an instance
@@ -53,7 +57,9 @@
 --           per record {status, seq, data}..., members (flat, only while
 --           the group is not large), probe member seqs ('' = not a member) }
 -- status 0 new, 1 duplicate (data = stored entry, '' if expired),
---        2 rejected (data = "field|reason", nothing changed).
+--        2 rejected (data = "field|reason", nothing changed),
+--        3 not sequenced: an earlier record stopped the batch (sealed only).
+-- The last element is the conversation's counter after the batch.
 
 local meta, tl, mem, ma, role, past = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local wt = ARGV[1]
@@ -282,15 +288,29 @@ local function members(kind, s, users, sender, rl, auth)
   return nmem ~= before
 end
 
+-- the sealing arguments, when given, lie between the records and the tags
+local sealEpoch = nil
+if tags > base + n * 11 then sealEpoch = ARGV[base + n * 11 + 1] end
+local function mispredicted(i)
+  if not sealEpoch or sealEpoch == '' then return false end
+  local want = ARGV[base + n * 11 + 2 + i]
+  if want == '' then return false end
+  return tostring(epoch) ~= sealEpoch or tonumber(want) ~= seq + 1
+end
+
 local out = {}
 local newest = nil
+local stopped = false
 for i = 0, n - 1 do
   local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local sender, users = ARGV[a + 6], split(ARGV[a + 7])
   local rl, auth = ARGV[a + 10], ARGV[a + 11]
-  local dup = lookup(cmid, dig)
-  if dup then
+  local dup = false
+  if not stopped then dup = lookup(cmid, dig) end
+  if stopped then
+    out[#out + 1] = {3, seq, ''}
+  elseif dup then
     -- below first, the entry expired (and a negative index would count
     -- from the tail)
     local e = false
@@ -300,6 +320,9 @@ for i = 0, n - 1 do
     local why = reject(typ, kind, sender, users, rl, auth)
     if why then
       out[#out + 1] = {2, 0, why}
+    elseif mispredicted(i) then
+      stopped = true
+      out[#out + 1] = {3, seq, ''}
     else
       seq = seq + 1
       redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
@@ -342,4 +365,5 @@ end
 local probes = {}
 for i = 1, p do probes[i] = redis.call('HGET', mem, ARGV[5 + i]) or '' end
 res[#res + 1] = probes
+res[#res + 1] = seq
 return res

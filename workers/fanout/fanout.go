@@ -165,9 +165,25 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	dead := batch.dead
 	var out []*kgo.Record
 	from := map[*kgo.Record]*kgo.Record{} // sequenced record → its source
+	keys := map[string]string{}           // conv → wrapped data key, for sealed records
 	for _, r := range results {
 		dead = append(dead, r.dead...)
 		for i, sq := range r.sequenced {
+			// A sealed record carries its conversation's wrapped data key:
+			// durable in the changelog (and ClickHouse) before the commit,
+			// so losing Redis never loses the key to its bodies.
+			if sq.GetMessage().GetSealedEpoch() != 0 && sq.GetDataKey() == "" {
+				conv := sq.GetMessage().GetConvId()
+				w, ok := keys[conv]
+				if !ok {
+					var err error
+					if w, err = f.store.WrappedDataKey(ctx, conv); err != nil {
+						return nil, err
+					}
+					keys[conv] = w
+				}
+				sq.DataKey = w
+			}
 			value, err := proto.Marshal(sq)
 			if err != nil {
 				return nil, fmt.Errorf("encode sequenced %s/%d: %w", sq.GetMessage().GetConvId(), sq.GetSeq(), err)

@@ -243,6 +243,17 @@ type restoreItem struct {
 func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreItem, head redisstore.ConvHead,
 	st *restoreStats) error {
 	first := items[0].sq
+	// The data key first: the bodies re-applied are sealed with it. Every
+	// record carries the same key, wrapped as it was then: the newest
+	// record's wrapping is the likeliest after a rekey.
+	for i := len(items) - 1; i >= 0; i-- {
+		if w := items[i].sq.GetDataKey(); w != "" {
+			if _, err := f.store.PutDataKey(ctx, conv, w); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	if !head.Exists {
 		if _, err := f.store.SeedHead(ctx, conv, first.GetEpoch(), first.GetSeq(),
 			first.GetMessage().GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT); err != nil {

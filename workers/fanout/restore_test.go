@@ -15,6 +15,7 @@ import (
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/seal"
 )
 
 // handleUntilDone retries a batch as the runner does, until it succeeds.
@@ -159,4 +160,98 @@ func TestUnverifiedInstanceRefusesEveryFencedWrite(t *testing.T) {
 	if after := h.snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a refused batch changed redis")
 	}
+}
+
+// Sealed bodies survive a Redis that loses its tail: the data key of a
+// conversation created after the snapshot comes back from the changelog,
+// the restored bodies are the changelog's bytes, and every body opens
+// with a sealer that never saw the key before.
+func TestSealedBodiesStillOpenAfterRedisLosesItsTailAndItsDataKeys(t *testing.T) {
+	ctx := context.Background()
+	life, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	srv, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: t.TempDir(), AppendOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
+	prefix := testenv.UniquePrefix(t)
+	plain, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := seal.GenerateMasterKey("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := seal.NewFileRing([]seal.MasterKey{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{}
+	cfg.Store.Sealer = seal.NewSealer(ring, plain, 0)
+	h := newHarnessOn(t, rdb, prefix, addrs, cfg)
+	f := h.fanout(nil)
+
+	handle(t, f, records(msg("early", "e-1", "ann", join("ann", "bob")), msg("early", "e-2", "bob")))
+	snap := filepath.Join(t.TempDir(), "snap.rdb")
+	if err := embedded.SnapshotRedis(ctx, srv, snap); err != nil {
+		t.Fatal(err)
+	}
+	handle(t, f, records(msg("early", "e-3", "ann"),
+		msg("late", "l-1", "ann", join("ann", "cid")), msg("late", "l-2", "cid"), msg("late", "l-3", "ann")))
+	keyBefore, err := plain.DataKey(ctx, "late")
+	if err != nil || keyBefore == "" {
+		t.Fatalf("late has no data key before the loss (%q, %v)", keyBefore, err)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := embedded.ReplaceRedisData(srv, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := plain.DataKey(ctx, "late"); k != "" {
+		t.Fatalf("the snapshot already holds late's data key")
+	}
+	// a new worker whose sealer has nothing cached
+	cfg.Store.Sealer = seal.NewSealer(ring, plain, 0)
+	h2 := newHarnessOn(t, rdb, prefix, addrs, cfg)
+	f = h2.fanout(nil)
+	handleUntilDone(t, f, records(msg("early", "e-4", "bob"), msg("late", "l-4", "cid")))
+
+	if k, err := plain.DataKey(ctx, "late"); err != nil || k != keyBefore {
+		t.Fatalf("late's data key came back as %q (%v), it was %q", k, err, keyBefore)
+	}
+	fresh := seal.NewSealer(ring, plain, 0)
+	for conv, want := range map[string]int{"early": 3, "late": 3} {
+		head, entries, err := plain.TimelineEntries(ctx, conv, 1, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := 0
+		for _, sq := range entries {
+			m := sq.GetMessage()
+			if m.GetKind() != schemas.Kind_KIND_MESSAGE {
+				continue
+			}
+			if m.GetSealedEpoch() == 0 {
+				t.Errorf("%s/%d is stored in the clear", conv, sq.GetSeq())
+				continue
+			}
+			if _, err := fresh.OpenBody(ctx, conv, head.Epoch, sq.GetSeq(), m); err != nil {
+				t.Errorf("%s/%d does not open after the restore: %v", conv, sq.GetSeq(), err)
+				continue
+			}
+			opened++
+		}
+		if opened != want {
+			t.Errorf("%s: %d bodies open, want %d", conv, opened, want)
+		}
+	}
+	h2.checkNoSeqTwice()
 }

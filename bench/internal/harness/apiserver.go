@@ -39,6 +39,8 @@ type APIOptions struct {
 	Config api.Config
 	// RedisPool is the API's Redis connection pool size.
 	RedisPool int
+	// Opener opens sealed bodies (nil: bodies are in the clear).
+	Opener api.BodyOpener
 }
 
 // StartAPI serves the API over the stack's Redis and Kafka.
@@ -71,6 +73,7 @@ func (a *API) start(st *Stack, o APIOptions) error {
 		Keyring:  a.Keyring,
 		Producer: a.producer,
 		History:  o.History,
+		Opener:   o.Opener,
 		Logger:   QuietLogger(),
 	})
 	if err != nil {

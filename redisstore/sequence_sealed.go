@@ -1,0 +1,248 @@
+package redisstore
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Sealer seals bodies and previews for the place they will be stored at
+// (package seal implements it). The nonce is derived from (epoch, seq),
+// so a body must be sealed only for the seq it is stored as.
+type Sealer interface {
+	SealBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
+	OpenBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error)
+	SealPreview(ctx context.Context, conv string, epoch, seq uint64, text string) (string, error)
+	// WrappedKey is conv's wrapped data key (what sealed records carry).
+	WrappedKey(ctx context.Context, conv string) (string, error)
+}
+
+// WrappedDataKey is conv's wrapped data key for a sealed record to carry
+// (Sequenced.data_key); "" without a Sealer.
+func (s *Store) WrappedDataKey(ctx context.Context, conv string) (string, error) {
+	if s.cfg.Sealer == nil {
+		return "", nil
+	}
+	w, err := s.cfg.Sealer.WrappedKey(ctx, conv)
+	if err != nil {
+		return "", fmt.Errorf("data key of %s: %w", conv, err)
+	}
+	return w, nil
+}
+
+// sealedInRecordEpoch is seal.SealedInRecordEpoch: the body was sealed
+// in the epoch of the record holding it.
+const sealedInRecordEpoch = 1
+
+// sealedPreviewMark starts a sealed preview (seal.SealedPreviewMark).
+const sealedPreviewMark = "\x01s1:"
+
+// maxSealMisses bounds the calls in a row that sequence nothing because
+// the conversation moved under the prediction (another writer).
+const maxSealMisses = 3
+
+// ErrSealRaced: sealed sequencing kept mispredicting the conversation's
+// seqs: another writer sequences it at the same time. The batch may be
+// retried whole (what was sequenced is found as duplicates).
+var ErrSealRaced = errors.New("conversation sequenced elsewhere while its bodies were sealed")
+
+// sequenceSealed is Sequence with sealed bodies. Lua cannot encrypt, and
+// the seq is allocated in the script, so the bodies are sealed for the
+// seqs they are predicted to get: the conversation's (epoch, last seq)
+// as the previous call left it (a bounded cache; meta when unknown; the
+// write time as the epoch of a new conversation), record i for the i-th
+// next seq. The script stops before the first record that would get
+// another seq (a duplicate or a refusal before it, or another writer) and
+// changes nothing for it and those after; they are sealed again for the
+// seq it returned and sent again. Duplicates need no seal (their stored
+// entry comes back).
+func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas.Message, probes []string, writeMS int64) (*SequenceResult, error) {
+	items := make([]SequencedItem, len(msgs))
+	var res *SequenceResult
+	misses := 0
+	for start := 0; start < len(msgs); {
+		pos, err := s.predict(ctx, conv, writeMS, misses > 0)
+		if err != nil {
+			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		}
+		rest := msgs[start:]
+		sealed, previews, seal, err := s.sealBatch(ctx, conv, pos, rest)
+		if err != nil {
+			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		}
+		r, err := s.runSequence(ctx, conv, sealed, previews, probes, writeMS, seal)
+		if err != nil {
+			s.predicted.forget(conv)
+			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+		}
+		s.predicted.put(conv, position{epoch: r.Epoch, seq: r.counter})
+		done := 0
+		for done < len(r.Items) && r.Items[done].Status != seqNotDone {
+			items[start+done] = r.Items[done]
+			done++
+		}
+		res = r
+		if done == 0 {
+			if misses++; misses >= maxSealMisses {
+				return nil, fmt.Errorf("sequence %s: %w", conv, ErrSealRaced)
+			}
+			continue
+		}
+		misses = 0
+		start += done
+	}
+	res.Items = items
+	return res, nil
+}
+
+// sealBatch seals each message body and preview for the seq it is
+// predicted to get, and builds the script's sealing arguments.
+func (s *Store) sealBatch(ctx context.Context, conv string, pos position, msgs []*schemas.Message) ([]*schemas.Message, []string, []any, error) {
+	sealed := make([]*schemas.Message, len(msgs))
+	previews := make([]string, len(msgs))
+	args := make([]any, 0, 1+len(msgs))
+	args = append(args, pos.epoch)
+	for i, m := range msgs {
+		seq := pos.seq + 1 + uint64(i)
+		if m.GetKind() != schemas.Kind_KIND_MESSAGE {
+			sealed[i] = m
+			args = append(args, "")
+			continue
+		}
+		var err error
+		if m.GetSealedEpoch() != 0 {
+			// Already sealed (a restore re-applies its changelog record):
+			// stored byte-identical, never sealed twice. It still must land
+			// where it was sealed: the predicted seq guards it as any other.
+			sealed[i] = m
+			args = append(args, seq)
+			if previews[i], err = s.restoredPreview(ctx, conv, pos.epoch, seq, m); err != nil {
+				return nil, nil, nil, err
+			}
+			continue
+		}
+		if sealed[i], err = s.cfg.Sealer.SealBody(ctx, conv, pos.epoch, seq, m); err != nil {
+			return nil, nil, nil, err
+		}
+		if previews[i], err = s.cfg.Sealer.SealPreview(ctx, conv, pos.epoch, seq, sequencePreview(m)); err != nil {
+			return nil, nil, nil, err
+		}
+		args = append(args, seq)
+	}
+	return sealed, previews, args, nil
+}
+
+// restoredPreview is the sealed preview of an already sealed body for
+// (epoch, seq); "" when it does not open there (the script then stops
+// before it if the place is not the one predicted).
+func (s *Store) restoredPreview(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (string, error) {
+	open, err := s.cfg.Sealer.OpenBody(ctx, conv, epoch, seq, m)
+	if err != nil {
+		return "", nil // a mispredicted place: the script stops before it
+	}
+	sealedIn := m.GetSealedEpoch()
+	if sealedIn == sealedInRecordEpoch {
+		sealedIn = epoch
+	}
+	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, seq, sequencePreview(open))
+}
+
+// predict is conv's (epoch, last seq) to seal for: cached, or read from
+// meta (fresh forces the read); a conversation without meta starts in
+// the epoch writeMS, as the script makes it.
+func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh bool) (position, error) {
+	if p, ok := s.predicted.get(conv); ok && !fresh {
+		return p, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	m, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), "seq", "epoch").Result()
+	if err != nil && err != redis.Nil {
+		return position{}, fmt.Errorf("read counter: %w", err)
+	}
+	p := position{epoch: uint64(writeMS)}
+	if len(m) == 2 && m[1] != nil {
+		p = position{epoch: readReplyUint(m[1]), seq: readReplyUint(m[0])}
+	}
+	return p, nil
+}
+
+// sealedPreviewText is the preview of a stored (sealed) message: opened,
+// cut, and sealed again under the preview key.
+func (s *Store) sealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (string, error) {
+	m := sq.GetMessage()
+	if s.cfg.Sealer == nil || m.GetSealedEpoch() == 0 {
+		return sequencePreview(m), nil
+	}
+	conv := m.GetConvId()
+	open, err := s.cfg.Sealer.OpenBody(ctx, conv, sq.GetEpoch(), sq.GetSeq(), m)
+	if err != nil {
+		return "", fmt.Errorf("preview of %s/%d: %w", conv, sq.GetSeq(), err)
+	}
+	sealedIn := m.GetSealedEpoch()
+	if sealedIn == sealedInRecordEpoch {
+		sealedIn = sq.GetEpoch()
+	}
+	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, sq.GetSeq(), sequencePreview(open))
+}
+
+// position is a conversation's epoch and last seq.
+type position struct{ epoch, seq uint64 }
+
+// positionCache is a bounded LRU of positions, safe for concurrent use.
+type positionCache struct {
+	mu    sync.Mutex
+	cap   int
+	order *list.List // of *posEntry, most recent first
+	byID  map[string]*list.Element
+}
+
+type posEntry struct {
+	conv string
+	pos  position
+}
+
+func newPositionCache(size int) *positionCache {
+	return &positionCache{cap: size, order: list.New(), byID: map[string]*list.Element{}}
+}
+
+func (c *positionCache) get(conv string) (position, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byID[conv]
+	if !ok {
+		return position{}, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*posEntry).pos, true
+}
+
+func (c *positionCache) put(conv string, p position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[conv]; ok {
+		e.Value.(*posEntry).pos = p
+		c.order.MoveToFront(e)
+		return
+	}
+	c.byID[conv] = c.order.PushFront(&posEntry{conv: conv, pos: p})
+	for c.order.Len() > c.cap {
+		old := c.order.Remove(c.order.Back()).(*posEntry)
+		delete(c.byID, old.conv)
+	}
+}
+
+func (c *positionCache) forget(conv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[conv]; ok {
+		c.order.Remove(e)
+		delete(c.byID, conv)
+	}
+}
