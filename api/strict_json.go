@@ -146,18 +146,8 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 		if err := sc.value(elem, at, depth); err != nil {
 			return err
 		}
-		sc.space()
-		if sc.pos >= len(sc.data) {
-			return sc.malformed()
-		}
-		switch sc.data[sc.pos] {
-		case ',':
-			sc.pos++
-		case '}':
-			sc.pos++
-			return nil
-		default:
-			return sc.malformed()
+		if done, err := sc.separator('}'); done || err != nil {
+			return err
 		}
 	}
 }
@@ -179,20 +169,28 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 		if err := sc.value(elem, loc{parent: path, index: i}, depth); err != nil {
 			return err
 		}
-		sc.space()
-		if sc.pos >= len(sc.data) {
-			return sc.malformed()
-		}
-		switch sc.data[sc.pos] {
-		case ',':
-			sc.pos++
-		case ']':
-			sc.pos++
-			return nil
-		default:
-			return sc.malformed()
+		if done, err := sc.separator(']'); done || err != nil {
+			return err
 		}
 	}
+}
+
+// separator consumes what follows a member of an object or array: a comma
+// (more follow) or its closer (done).
+func (sc *jsonScanner) separator(closer byte) (done bool, err *apiError) {
+	sc.space()
+	if sc.pos >= len(sc.data) {
+		return false, sc.malformed()
+	}
+	switch sc.data[sc.pos] {
+	case ',':
+		sc.pos++
+		return false, nil
+	case closer:
+		sc.pos++
+		return true, nil
+	}
+	return false, sc.malformed()
 }
 
 // str scans a string at sc.pos (its opening quote); it returns the decoded
