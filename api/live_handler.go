@@ -273,7 +273,7 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
 	var items []redisstore.ConvItem
-	var cur map[string]redisstore.DeviceCursor
+	var cur map[string]redisstore.Position
 	err := s.withUser(ctx, c.user, func(users *redisstore.Store) error {
 		items, out.Truncated = items[:0], false
 		var after redisstore.ListCursor

@@ -428,10 +428,10 @@ func (h *liveHub) repushDue(now time.Time) {
 	}
 }
 
-func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.DeviceCursor {
+func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.Position {
 	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
 	defer cancel()
-	var cur map[string]redisstore.DeviceCursor
+	var cur map[string]redisstore.Position
 	err := h.s.withUser(ctx, c.user, func(users *redisstore.Store) error {
 		var err error
 		cur, err = users.DeviceCursors(ctx, c.user, c.device)

@@ -91,7 +91,7 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 		return redisstore.SyncRequest{}, err
 	}
 	req := redisstore.SyncRequest{User: id.User, Device: dev, Limit: DefaultSyncLimit, MaxBytes: DefaultSyncBytes,
-		NowMS: s.cfg.Clock().UnixMilli(), Cursors: make(map[string]redisstore.SyncCursor, len(body.Cursors))}
+		NowMS: s.cfg.Clock().UnixMilli(), Cursors: make(map[string]redisstore.Position, len(body.Cursors))}
 	if body.Limit != nil {
 		if *body.Limit < 1 || *body.Limit > DefaultSyncLimit {
 			return req, badRequest("limit", "%d is outside 1..%d", *body.Limit, DefaultSyncLimit)
@@ -126,7 +126,7 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 		if c.Seq > 0 && c.Epoch == 0 {
 			return req, badRequest(field+".epoch", "is required with a seq above 0 (take it from the answer that brought the seq)")
 		}
-		req.Cursors[conv] = redisstore.SyncCursor{Seq: c.Seq, Epoch: c.Epoch}
+		req.Cursors[conv] = redisstore.Position{Seq: c.Seq, Epoch: c.Epoch}
 	}
 	return req, nil
 }

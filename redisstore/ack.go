@@ -118,20 +118,14 @@ func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func
 	return err
 }
 
-// DeviceCursor is one conversation's acked position of a device.
-type DeviceCursor struct {
-	Seq   uint64
-	Epoch uint64
-}
-
 // deviceCursors parses a device cursor hash (C -> seq, C:e -> epoch).
-func deviceCursors(h map[string]string) map[string]DeviceCursor {
-	out := make(map[string]DeviceCursor, len(h)/2)
+func deviceCursors(h map[string]string) map[string]Position {
+	out := make(map[string]Position, len(h)/2)
 	for f, v := range h {
 		if len(f) > 2 && f[len(f)-2:] == ":e" {
 			continue
 		}
-		out[f] = DeviceCursor{Seq: readReplyUint(v), Epoch: readReplyUint(h[f+":e"])}
+		out[f] = Position{Seq: readReplyUint(v), Epoch: readReplyUint(h[f+":e"])}
 	}
 	return out
 }

@@ -156,7 +156,7 @@ func (s *Store) PresenceOf(ctx context.Context, users []string) (map[string][]Pr
 }
 
 // DeviceCursors reads one device's acked cursors (s holds user's keys).
-func (s *Store) DeviceCursors(ctx context.Context, user, device string) (map[string]DeviceCursor, error) {
+func (s *Store) DeviceCursors(ctx context.Context, user, device string) (map[string]Position, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	h, err := s.rdb.HGetAll(ctx, s.keys.Cursor(user, device)).Result()

@@ -81,7 +81,7 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 			s.predicted.forget(conv)
 			return nil, fmt.Errorf("sequence %s: %w", conv, err)
 		}
-		s.predicted.put(conv, position{epoch: r.Epoch, seq: r.counter})
+		s.predicted.put(conv, Position{Epoch: r.Epoch, Seq: r.counter})
 		done := 0
 		for done < len(r.Items) && r.Items[done].Status != seqNotDone {
 			items[start+done] = r.Items[done]
@@ -103,13 +103,13 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 
 // sealBatch seals each message body and preview for the seq it is
 // predicted to get, and builds the script's sealing arguments.
-func (s *Store) sealBatch(ctx context.Context, conv string, pos position, msgs []*schemas.Message) ([]*schemas.Message, []string, []any, error) {
+func (s *Store) sealBatch(ctx context.Context, conv string, pos Position, msgs []*schemas.Message) ([]*schemas.Message, []string, []any, error) {
 	sealed := make([]*schemas.Message, len(msgs))
 	previews := make([]string, len(msgs))
 	args := make([]any, 0, 1+len(msgs))
-	args = append(args, pos.epoch)
+	args = append(args, pos.Epoch)
 	for i, m := range msgs {
-		seq := pos.seq + 1 + uint64(i)
+		seq := pos.Seq + 1 + uint64(i)
 		if m.GetKind() != schemas.Kind_KIND_MESSAGE {
 			sealed[i] = m
 			args = append(args, "")
@@ -122,15 +122,15 @@ func (s *Store) sealBatch(ctx context.Context, conv string, pos position, msgs [
 			// where it was sealed: the predicted seq guards it as any other.
 			sealed[i] = m
 			args = append(args, seq)
-			if previews[i], err = s.restoredPreview(ctx, conv, pos.epoch, seq, m); err != nil {
+			if previews[i], err = s.restoredPreview(ctx, conv, pos.Epoch, seq, m); err != nil {
 				return nil, nil, nil, err
 			}
 			continue
 		}
-		if sealed[i], err = s.cfg.Sealer.SealBody(ctx, conv, pos.epoch, seq, m); err != nil {
+		if sealed[i], err = s.cfg.Sealer.SealBody(ctx, conv, pos.Epoch, seq, m); err != nil {
 			return nil, nil, nil, err
 		}
-		if previews[i], err = s.cfg.Sealer.SealPreview(ctx, conv, pos.epoch, seq, sequencePreview(m)); err != nil {
+		if previews[i], err = s.cfg.Sealer.SealPreview(ctx, conv, pos.Epoch, seq, sequencePreview(m)); err != nil {
 			return nil, nil, nil, err
 		}
 		args = append(args, seq)
@@ -156,7 +156,7 @@ func (s *Store) restoredPreview(ctx context.Context, conv string, epoch, seq uin
 // predict is conv's (epoch, last seq) to seal for: cached, or read from
 // meta (fresh forces the read); a conversation without meta starts in
 // the epoch writeMS, as the script makes it.
-func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh bool) (position, error) {
+func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh bool) (Position, error) {
 	if p, ok := s.predicted.get(conv); ok && !fresh {
 		return p, nil
 	}
@@ -164,11 +164,11 @@ func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh b
 	defer cancel()
 	m, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), "seq", "epoch").Result()
 	if err != nil && err != redis.Nil {
-		return position{}, fmt.Errorf("read counter: %w", err)
+		return Position{}, fmt.Errorf("read counter: %w", err)
 	}
-	p := position{epoch: uint64(writeMS)}
+	p := Position{Epoch: uint64(writeMS)}
 	if len(m) == 2 && m[1] != nil {
-		p = position{epoch: readReplyUint(m[1]), seq: readReplyUint(m[0])}
+		p = Position{Epoch: readReplyUint(m[1]), Seq: readReplyUint(m[0])}
 	}
 	return p, nil
 }
@@ -192,9 +192,6 @@ func (s *Store) sealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (s
 	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, sq.GetSeq(), sequencePreview(open))
 }
 
-// position is a conversation's epoch and last seq.
-type position struct{ epoch, seq uint64 }
-
 // positionCache is a bounded LRU of positions, safe for concurrent use.
 type positionCache struct {
 	mu    sync.Mutex
@@ -205,25 +202,25 @@ type positionCache struct {
 
 type posEntry struct {
 	conv string
-	pos  position
+	pos  Position
 }
 
 func newPositionCache(size int) *positionCache {
 	return &positionCache{cap: size, order: list.New(), byID: map[string]*list.Element{}}
 }
 
-func (c *positionCache) get(conv string) (position, bool) {
+func (c *positionCache) get(conv string) (Position, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byID[conv]
 	if !ok {
-		return position{}, false
+		return Position{}, false
 	}
 	c.order.MoveToFront(e)
 	return e.Value.(*posEntry).pos, true
 }
 
-func (c *positionCache) put(conv string, p position) {
+func (c *positionCache) put(conv string, p Position) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byID[conv]; ok {

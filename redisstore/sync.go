@@ -16,7 +16,7 @@ type syncUser struct {
 	activity map[string]int64
 	large    map[string]bool
 	mentions []mentionRef
-	cursors  map[string]DeviceCursor
+	cursors  map[string]Position
 	evicted  bool
 }
 

@@ -58,7 +58,7 @@ func TestSyncExtensionStepsOverSeqsOutsideTheUsersSpansOnly(t *testing.T) {
 			s := readTestStore(t, 100)
 			tc.seed(newReadSeed(t, s))
 			req := syncReq("ann", "phone", 200, 64<<10)
-			req.Cursors["g"] = SyncCursor{Seq: 16}
+			req.Cursors["g"] = Position{Seq: 16}
 			// The first pass keeps one message of the group: its cap is
 			// the block's head and a byte.
 			req.GroupSliceBytes = testSizer{}.Conv(nil) + 1

@@ -93,7 +93,7 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	cur, held := req.Cursors[conv]
 	if !held {
 		if dc, ok := us.cursors[conv]; ok {
-			cur, held = SyncCursor(dc), true
+			cur, held = dc, true
 		}
 	}
 	from := max(cur.Seq, h.joined)

@@ -36,7 +36,7 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	// Asked again with the direct conversation held, the most recent group
 	// comes first and is cut to its newest messages, with a gap.
 	req := syncReq("ann", "phone", 50, budget)
-	req.Cursors["dm"] = SyncCursor{Seq: 1, Epoch: res.Convs[0].Epoch}
+	req.Cursors["dm"] = Position{Seq: 1, Epoch: res.Convs[0].Epoch}
 	if res, err = s.Sync(context.Background(), s, req); err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +84,18 @@ func TestSyncRebasesOnlyCursorsThatMeanNothingAndNamesTheGapOfTheFarBehind(t *te
 	fmt.Sscan(epoch, &e)
 	cases := []struct {
 		name       string
-		cur        SyncCursor
+		cur        Position
 		pop        int
 		reason     string
 		incomplete bool
 		gap        *SeqRange
 	}{
-		{"continues", SyncCursor{Seq: 17, Epoch: e}, 0, "", false, nil},
-		{"continues with gap", SyncCursor{Seq: 11, Epoch: e}, 0, "", false, &SeqRange{12, 17}},
-		{"far behind keeps the cursor", SyncCursor{Seq: 2, Epoch: e}, 0, "", false, &SeqRange{3, 17}},
-		{"other epoch", SyncCursor{Seq: 15, Epoch: e + 1}, 0, RebaseEpoch, false, nil},
-		{"cursor ahead", SyncCursor{Seq: 99, Epoch: e}, 0, RebaseAhead, false, nil},
-		{"older than the window keeps the cursor", SyncCursor{Seq: 2, Epoch: e}, 5, "", true, &SeqRange{3, 17}},
+		{"continues", Position{Seq: 17, Epoch: e}, 0, "", false, nil},
+		{"continues with gap", Position{Seq: 11, Epoch: e}, 0, "", false, &SeqRange{12, 17}},
+		{"far behind keeps the cursor", Position{Seq: 2, Epoch: e}, 0, "", false, &SeqRange{3, 17}},
+		{"other epoch", Position{Seq: 15, Epoch: e + 1}, 0, RebaseEpoch, false, nil},
+		{"cursor ahead", Position{Seq: 99, Epoch: e}, 0, RebaseAhead, false, nil},
+		{"older than the window keeps the cursor", Position{Seq: 2, Epoch: e}, 5, "", true, &SeqRange{3, 17}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestSyncTellsAnEvictedDeviceToResync(t *testing.T) {
 		}
 	}
 	req := syncReq("ann", "dev0", 10, 64<<10)
-	req.Cursors["g"] = SyncCursor{Seq: 2, Epoch: 1}
+	req.Cursors["g"] = Position{Seq: 2, Epoch: 1}
 	res, err := s.Sync(ctx, s, req)
 	if err != nil {
 		t.Fatal(err)

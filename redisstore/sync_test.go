@@ -22,7 +22,7 @@ func (testSizer) Message(m *schemas.Sequenced) int { return proto.Size(m) + 40 }
 func (testSizer) Summary(SyncSummary) int          { return 100 }
 
 func syncReq(user, device string, limit, budget int) SyncRequest {
-	return SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{}, Cursors: map[string]SyncCursor{}}
+	return SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{}, Cursors: map[string]Position{}}
 }
 
 func seqsOf(ms []*schemas.Sequenced) []uint64 {
@@ -157,7 +157,7 @@ omitted=0
 	}
 	// With cursors past the first mention, only the second is pending.
 	req := syncReq("ann", "phone", 5, 64<<10)
-	req.Cursors["noisy"] = SyncCursor{Seq: m1, Epoch: res.Convs[0].Epoch}
+	req.Cursors["noisy"] = Position{Seq: m1, Epoch: res.Convs[0].Epoch}
 	res, err = s.Sync(context.Background(), s, req)
 	if err != nil {
 		t.Fatal(err)

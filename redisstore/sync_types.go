@@ -6,13 +6,6 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// SyncCursor is what a client holds of one conversation: every message up
-// to Seq of timeline Epoch. Epoch 0 with Seq 0 means "nothing yet".
-type SyncCursor struct {
-	Seq   uint64
-	Epoch uint64
-}
-
 // SyncSizer measures what each part adds to the encoded answer, so that
 // Sync keeps the answer within its byte budget without knowing the
 // encoding. Conv and Summary may over-estimate; Message should be exact.
@@ -33,7 +26,7 @@ type SyncRequest struct {
 	Device string
 	// Cursors the client sent. A conversation it does not name starts from
 	// the device's acked cursor, else from where the user joined.
-	Cursors map[string]SyncCursor
+	Cursors map[string]Position
 	// Limit is the most messages per conversation.
 	Limit int
 	// NowMS, when set, marks the device used at this time (unix ms), as

@@ -109,7 +109,7 @@ type DeviceState struct {
 	Registered bool
 	// Devices is the size of the user's device set.
 	Devices int64
-	Cursors map[string]DeviceCursor
+	Cursors map[string]Position
 }
 
 // ReadDevice reads one device's cursor with the user's device set.
