@@ -30,10 +30,10 @@
 // the limit; a slice is always the newest messages of its news, with the
 // gap named. Summaries of what did not fit are kept room for first.
 //
-// Metrics: pull latency and response size histograms per route, sync
-// answer shapes, and, from a Census run in one process, the users who have
-// not pulled for 30 days and the share of users whose devices drifted
-// apart (computed by a paced scan: neither is visible on the request path).
+// Metrics: pull latency and response size histograms per route and sync
+// answer shapes. The users who have not pulled and the devices that
+// drifted apart are not visible on the request path; the device census
+// (workers/census) counts them.
 //
 // The handlers are thin: reads go to package redisstore through an
 // InboxRouter (users' keys may live on a hot store), writes that belong to

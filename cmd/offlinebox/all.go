@@ -68,7 +68,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		return err
 	}
 	defer srv.Close()
-	census, err := p.census()
+	cw, err := p.censusWorker()
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		},
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	tasks = append(tasks, census.Run, p.watchPolicies)
+	tasks = append(tasks, cw.Run, p.watchPolicies)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offlinebox/offlinebox/api"
+	"github.com/offlinebox/offlinebox/workers/census"
 )
 
 // stackConfig names the stores and broker a process talks to. Each field
@@ -91,7 +91,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", "", "HS256 secret for bearer tokens (env OFFLINEBOX_JWT_SECRET; never printed); required by the API")
 	fs.StringVar(&c.KeyFile, "key-file", "", "master key file (JSON lines {\"id\",\"key\"}, newest last) bodies are sealed with; without it or "+masterKeysEnv+" bodies are stored in the clear (env OFFLINEBOX_KEY_FILE)")
-	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", api.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
+	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", census.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
 	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")

@@ -114,7 +114,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	if _, err := p.expiryWorkers(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.census(); err != nil {
+	if _, err := p.censusWorker(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.apiServer(c.JWTSecret); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/web"
+	"github.com/offlinebox/offlinebox/workers/census"
 	"github.com/offlinebox/offlinebox/workers/convindex"
 	"github.com/offlinebox/offlinebox/workers/expiry"
 	"github.com/offlinebox/offlinebox/workers/fanout"
@@ -243,11 +244,12 @@ func (p *processes) expiryWorkers() ([]*expiry.Worker, error) {
 	return workers, nil
 }
 
-// census is the device census (drift, users who stopped pulling). It runs
-// with the retention worker: both are paced, bounded scans of the store,
-// and one process of them is enough.
-func (p *processes) census() (*api.Census, error) {
-	return api.NewCensus(api.CensusConfig{DriftThreshold: p.cfg.DriftThreshold, Metrics: p.metrics, Logger: slog.Default().With("worker", "census")}, p.router())
+// censusWorker is the device census (drift, users who stopped pulling).
+// It runs with the retention worker: both are paced, bounded scans of the
+// store, and one process of them is enough.
+func (p *processes) censusWorker() (*census.Worker, error) {
+	return census.New(census.Config{DriftThreshold: p.cfg.DriftThreshold, Metrics: p.metrics,
+		Logger: slog.Default().With("worker", "census")}, p.router())
 }
 
 func (p *processes) apiServer(secret string) (*api.Server, error) {
@@ -370,11 +372,11 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
-	census, err := p.census()
+	cw, err := p.censusWorker()
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context) error{census.Run, p.watchPolicies}
+	tasks := []func(context.Context) error{cw.Run, p.watchPolicies}
 	for _, w := range workers {
 		tasks = append(tasks, w.Run)
 	}

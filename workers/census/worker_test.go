@@ -1,7 +1,8 @@
-package api
+package census
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +24,8 @@ func censusStore(t *testing.T) *redisstore.Store {
 	return s
 }
 
-// gauges reads every gauge of reg by name.
-func gauges(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+// gaugeValues reads every gauge of reg by name.
+func gaugeValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -63,15 +64,15 @@ func TestCensusPublishesUsersNotPullingAndDeviceDrift(t *testing.T) {
 	seed("cid", map[string]time.Duration{"phone": 31 * day}, 1)                 // not pulled for 31 days
 	seed("dan", nil, 0)                                                         // never pulled
 	reg := prometheus.NewRegistry()
-	c, err := NewCensus(CensusConfig{Pause: time.Millisecond, StepCount: 1000, Metrics: reg, Clock: func() time.Time { return now }},
+	w, err := New(Config{Pause: time.Millisecond, StepCount: 1000, Metrics: reg, Clock: func() time.Time { return now }},
 		redisstore.NewInboxRouter(s, nil, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.RunOnce(ctx); err != nil {
+	if _, err := w.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := gauges(t, reg)
+	got := gaugeValues(t, reg)
 	want := map[string]float64{
 		"offlinebox_users": 4, "offlinebox_users_not_pulled": 2, "offlinebox_users_multi_device": 2,
 		"offlinebox_users_device_drift": 1, "offlinebox_users_device_drift_ratio": 0.5,
@@ -96,39 +97,43 @@ func TestCensusWaitsForAStoreThatIsDownAndPublishesNoPartialCount(t *testing.T) 
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c, err := NewCensus(CensusConfig{Pause: time.Millisecond, Metrics: reg, Logger: quietLogger(t)}, redisstore.NewInboxRouter(s, down, 0))
+	w, err := New(Config{Pause: time.Millisecond, Metrics: reg, Logger: quietLogger(t)}, redisstore.NewInboxRouter(s, down, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := c.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if _, err := w.RunOnce(ctx); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("census with a store down: %v, want it to keep retrying until the context ends", err)
 	}
-	if g := gauges(t, reg); g["offlinebox_users"] != 0 || g["offlinebox_device_census_completed_timestamp_seconds"] != 0 {
+	if g := gaugeValues(t, reg); g["offlinebox_users"] != 0 || g["offlinebox_device_census_completed_timestamp_seconds"] != 0 {
 		t.Fatalf("a partial census was published: %v", g)
 	}
-	if err := c.Run(ctx); err != nil {
+	if err := w.Run(ctx); err != nil {
 		t.Fatalf("Run after the context ended: %v, want nil", err)
 	}
 }
 
-func TestCensusConfigNamesTheFieldOutOfRange(t *testing.T) {
+func TestConfigNamesTheFieldOutOfRange(t *testing.T) {
 	cases := []struct {
-		cfg   CensusConfig
+		cfg   Config
 		field string
 	}{
-		{CensusConfig{Every: -time.Second}, "Every"},
-		{CensusConfig{Pause: -time.Second}, "Pause"},
-		{CensusConfig{StepCount: -1}, "StepCount"},
-		{CensusConfig{IdleAfter: -time.Hour}, "IdleAfter"},
+		{Config{Every: -time.Second}, "Every"},
+		{Config{Pause: -time.Second}, "Pause"},
+		{Config{StepCount: -1}, "StepCount"},
+		{Config{IdleAfter: -time.Hour}, "IdleAfter"},
 	}
 	for _, tc := range cases {
 		if err := tc.cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%+v: %v, want an error naming %s", tc.cfg, err, tc.field)
 		}
 	}
-	if err := (CensusConfig{}).Validate(); err != nil {
+	if err := (Config{}).Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
+}
+
+func quietLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

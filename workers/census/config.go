@@ -1,0 +1,84 @@
+package census
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults of Config.
+const (
+	DefaultEvery          = 10 * time.Minute
+	DefaultPause          = 100 * time.Millisecond
+	DefaultStepCount      = 200
+	DefaultIdleAfter      = 30 * 24 * time.Hour
+	DefaultDriftThreshold = 1000
+	retryMax              = 30 * time.Second
+)
+
+// Config tunes the device census. Zero values take the defaults.
+type Config struct {
+	// Every is the least time from the start of one census to the start
+	// of the next.
+	Every time.Duration
+	// Pause between two scan steps: a census is a full scan of the users,
+	// paced so that it never competes with the pipeline for Redis.
+	Pause time.Duration
+	// StepCount is the SCAN COUNT of one step, the bound on its work.
+	StepCount int64
+	// IdleAfter: a user none of whose devices acked for this long has not
+	// pulled.
+	IdleAfter time.Duration
+	// DriftThreshold: a user whose devices' cursors differ by more than
+	// this many seqs (summed over conversations) has drifted.
+	DriftThreshold uint64
+	// Metrics registers the gauges (none when nil).
+	Metrics prometheus.Registerer
+	// Logger (slog.Default when nil).
+	Logger *slog.Logger
+	// Clock (time.Now).
+	Clock func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Every == 0 {
+		c.Every = DefaultEvery
+	}
+	if c.Pause == 0 {
+		c.Pause = DefaultPause
+	}
+	if c.StepCount == 0 {
+		c.StepCount = DefaultStepCount
+	}
+	if c.IdleAfter == 0 {
+		c.IdleAfter = DefaultIdleAfter
+	}
+	if c.DriftThreshold == 0 {
+		c.DriftThreshold = DefaultDriftThreshold
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Every < 0:
+		return fmt.Errorf("census: Config.Every %s is negative", c.Every)
+	case c.Pause < 0:
+		return fmt.Errorf("census: Config.Pause %s is negative", c.Pause)
+	case c.StepCount < 1:
+		return fmt.Errorf("census: Config.StepCount %d is below 1", c.StepCount)
+	case c.IdleAfter < 0:
+		return fmt.Errorf("census: Config.IdleAfter %s is negative", c.IdleAfter)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package census
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+)
+
+// gauges are the census's Prometheus series, set once per complete pass.
+type gauges struct {
+	users, idle, multi, drifted, share, done, threshold prometheus.Gauge
+}
+
+func newGauges(reg prometheus.Registerer, threshold uint64) (gauges, error) {
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	g := gauges{
+		users: gauge("offlinebox_users", "Users with an inbox, as of the last complete device census."),
+		idle: gauge("offlinebox_users_not_pulled",
+			"Users none of whose devices acked within the census idle window (30 days by default), never-pulled users included."),
+		multi: gauge("offlinebox_users_multi_device", "Users with two or more devices."),
+		drifted: gauge("offlinebox_users_device_drift",
+			"Users whose devices' cursors differ by more than the drift threshold (seqs summed over conversations)."),
+		share: gauge("offlinebox_users_device_drift_ratio",
+			"Share (0 to 1) of users with two or more devices whose devices differ by more than the drift threshold."),
+		done: gauge("offlinebox_device_census_completed_timestamp_seconds", "Unix time the last device census completed."),
+		threshold: gauge("offlinebox_device_census_drift_threshold",
+			"The drift threshold N of the census: seqs, summed over conversations, by which a user's devices may differ."),
+	}
+	g.threshold.Set(float64(threshold))
+	if reg != nil {
+		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold} {
+			if err := reg.Register(c); err != nil {
+				return g, fmt.Errorf("census: register metrics: %w", err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// publish sets the gauges to the counts of a complete pass that ended at
+// unixSeconds.
+func (g gauges) publish(t redisstore.DeviceCensus, unixSeconds float64) {
+	g.users.Set(float64(t.Users))
+	g.idle.Set(float64(t.Idle))
+	g.multi.Set(float64(t.MultiDevice))
+	g.drifted.Set(float64(t.Drifted))
+	share := 0.0
+	if t.MultiDevice > 0 {
+		share = float64(t.Drifted) / float64(t.MultiDevice)
+	}
+	g.share.Set(share)
+	g.done.Set(unixSeconds)
+}
