@@ -50,7 +50,7 @@ func TestPreviewKeepsTheNewestMessageForEveryMemberWhoSawIt(t *testing.T) {
 	}
 	dm := &schemas.Sequenced{Seq: 1, Epoch: 1, WriteTimeMs: 7, Message: &schemas.Message{ConvId: "dm", ConvType: direct,
 		Sender: "ann", Recipients: []string{"cid"}, Kind: schemas.Kind_KIND_MESSAGE, Body: []byte("yo")}}
-	rs.makeLarge("g")
+	rs.growLarge("g", "bob")
 	big := &schemas.Sequenced{Seq: seq + 5, Epoch: 1, WriteTimeMs: 8, Message: groupText("g", "bob", "large now")}
 	if err := s.ApplyPreviews(ctx, nil, []*schemas.Sequenced{dm, big}); err != nil {
 		t.Fatal(err)

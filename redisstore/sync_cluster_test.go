@@ -26,7 +26,6 @@ func TestReadPathRunsOnRedisCluster(t *testing.T) {
 		rs.say(c, group, "bob", "", "more")
 	}
 	rs.group("big", "bob", "ann", "cid", "dan")
-	rs.makeLarge("big")
 	rs.say("big", group, "cid", "", "large")
 
 	res, err := s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))

@@ -153,7 +153,6 @@ func TestSyncDerivesLargeGroupsFromTheGroup(t *testing.T) {
 	s := readTestStore(t, 2)
 	rs := newReadSeed(t, s)
 	rs.group("big", "bob", "ann", "cid")
-	rs.makeLarge("big")
 	rs.say("big", group, "bob", "", "hello")
 	all := &rsAll{rs}
 	allSeq := all.sayAll("big", "bob", "everyone!")

@@ -27,9 +27,8 @@ func readTestStore(t *testing.T, threshold int) *Store {
 	return s
 }
 
-// readSeed builds conversations through the real sequencing script and
-// writes the recipients' inbox fields as the inbox layout documents them
-// (schemas/redis-keys.md), so the read path is tested on the layout.
+// readSeed builds conversations through the real write path, as fanout
+// does: the sequencing script, the inbox plan, and the inbox script.
 type readSeed struct {
 	t   *testing.T
 	s   *Store
@@ -58,14 +57,16 @@ func (rs *readSeed) say(conv string, typ schemas.ConvType, sender string, peer s
 	return rs.send(m)
 }
 
-// send sequences one record and delivers it to every member's inbox.
+// send sequences one record and applies its inbox plan, converting the
+// members of a group that just became large as fanout does.
 func (rs *readSeed) send(m *schemas.Message) uint64 {
 	rs.t.Helper()
 	ctx := context.Background()
 	rs.n++
 	rs.now++
 	m.ClientMsgId = fmt.Sprintf("cm%d", rs.n)
-	res, err := rs.s.Sequence(ctx, m.ConvId, []*schemas.Message{m}, nil, rs.now)
+	msgs := []*schemas.Message{m}
+	res, err := rs.s.Sequence(ctx, m.ConvId, msgs, ProbeUsers(msgs), rs.now)
 	if err != nil {
 		rs.t.Fatal(err)
 	}
@@ -73,65 +74,41 @@ func (rs *readSeed) send(m *schemas.Message) uint64 {
 	if it.Status != SeqNew {
 		rs.t.Fatalf("sequence %s: status %d %v", m.ClientMsgId, it.Status, it.Reason)
 	}
-	seq := it.Sequenced.Seq
-	members, err := rs.s.rdb.HGetAll(ctx, rs.s.keys.Members(m.ConvId)).Result()
+	var all map[string]uint64
+	if res.LargeFrom > 0 && !res.LargeConverted {
+		if all, err = rs.s.Members(ctx, m.ConvId); err != nil {
+			rs.t.Fatal(err)
+		}
+	}
+	_, errs := rs.s.ApplyInboxes(ctx, PlanInbox(m.ConvId, res, all))
+	for _, err := range errs {
+		if err != nil {
+			rs.t.Fatal(err)
+		}
+	}
+	if all != nil {
+		if err := rs.s.MarkLargeConverted(ctx, m.ConvId); err != nil {
+			rs.t.Fatal(err)
+		}
+	}
+	return it.Sequenced.Seq
+}
+
+// growLarge adds members to a group, in one join, until it is above the
+// store's large-group threshold: the group turns large as a growing one
+// does.
+func (rs *readSeed) growLarge(conv, by string) {
+	rs.t.Helper()
+	members, err := rs.s.Members(context.Background(), conv)
 	if err != nil {
 		rs.t.Fatal(err)
 	}
-	for u, j := range members {
-		rs.deliver(u, m, seq, readReplyUint(j))
+	var joiners []string
+	for i := len(members); i <= rs.s.cfg.LargeGroupThreshold; i++ {
+		joiners = append(joiners, fmt.Sprintf("joiner%d", i))
 	}
-	return seq
-}
-
-// deliver writes one recipient's inbox fields for a new seq.
-func (rs *readSeed) deliver(u string, m *schemas.Message, seq, joined uint64) {
-	ctx := context.Background()
-	k, c := rs.s.keys, m.ConvId
-	typ := "g"
-	if m.ConvType == schemas.ConvType_CONV_TYPE_DIRECT {
-		typ = "d"
-	}
-	p := rs.s.rdb.TxPipeline()
-	if rs.s.rdb.HGet(ctx, k.Inbox(u), InboxField(c, FieldType)).Val() == string(InboxLarge) {
-		typ = "L"
-	} else {
-		p.ZAdd(ctx, k.ConvList(u), zmember(c, rs.now))
-	}
-	p.HSetNX(ctx, k.Inbox(u), InboxField(c, FieldJoined), joined)
-	p.HSet(ctx, k.Inbox(u), InboxField(c, FieldType), typ)
-	if typ != "L" {
-		p.HSet(ctx, k.Inbox(u), InboxField(c, FieldLast), seq)
-		if u == m.Sender {
-			p.HSet(ctx, k.Inbox(u), InboxField(c, FieldRead), seq)
-			p.HSet(ctx, k.Inbox(u), InboxField(c, FieldUnread), 0)
-		} else if seq > joined {
-			p.HIncrBy(ctx, k.Inbox(u), InboxField(c, FieldUnread), 1)
-		}
-	}
-	for _, mu := range m.Mentions {
-		if mu == u && u != m.Sender {
-			p.ZAdd(ctx, k.Mentions(u), zmember(MentionMember(c, seq), rs.now))
-			p.ZAdd(ctx, k.MentionIndex(u), zmember(MentionMember(c, seq), 0))
-		}
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		rs.t.Fatal(err)
-	}
-}
-
-// makeLarge marks a group large for its members, as fanout does once it
-// crosses the threshold.
-func (rs *readSeed) makeLarge(conv string) {
-	ctx := context.Background()
-	k := rs.s.keys
-	members := rs.s.rdb.HGetAll(ctx, k.Members(conv)).Val()
-	rs.s.rdb.HSet(ctx, k.ConvMeta(conv), "large", 1)
-	for u := range members {
-		rs.s.rdb.ZRem(ctx, k.ConvList(u), conv)
-		rs.s.rdb.HSet(ctx, k.Inbox(u), InboxField(conv, FieldType), "L")
-		listLarge(rs.t, rs.s, u, conv)
-	}
+	rs.send(&schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: by,
+		Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: joiners})
 }
 
 func zmember(m string, score int64) redis.Z { return redis.Z{Member: m, Score: float64(score)} }

@@ -67,7 +67,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	for i, p := range batch {
 		msgs[i] = p.msg
 	}
-	sr, err := f.store.Sequence(ctx, conv, msgs, probeUsers(msgs), now)
+	sr, err := f.store.Sequence(ctx, conv, msgs, redisstore.ProbeUsers(msgs), now)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 			return nil, err
 		}
 	}
-	hot, err := f.deliver(ctx, sub, planInbox(planInput{conv: conv, res: sr, all: all}))
+	hot, err := f.deliver(ctx, sub, redisstore.PlanInbox(conv, sr, all))
 	res.hot = append(res.hot, hot...)
 	if err != nil {
 		return nil, err

@@ -1,32 +1,23 @@
-package fanout
+package redisstore
 
 import (
 	"cmp"
 	"slices"
 
-	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// planInput is one sequenced merge batch of one conversation.
-type planInput struct {
-	conv string
-	res  *redisstore.SequenceResult
-	// all is every member, read only while a group that just became large
-	// is converted (res.Members is nil once a group is large).
-	all map[string]uint64
-}
-
 // planner collects the events of one merge batch per recipient.
 type planner struct {
-	in     planInput
 	mem    map[string]uint64 // member → member seq, as far as known
 	large  bool
-	events map[string][]redisstore.InboxEvent
+	events map[string][]InboxEvent
 }
 
-// planInbox turns a sequenced merge batch into one inbox update per user
-// whose inbox it touches, sorted by user. A record of seq s reaches the
+// PlanInbox turns the sequenced merge batch res of conv into one inbox
+// update per user whose inbox it touches, sorted by user. all is every
+// member, read (Members) only while a group that just became large is
+// converted (res.Members is nil once a group is large); otherwise nil. A record of seq s reaches the
 // members m with mem[m] < s (see schemas/redis-keys.md, Membership).
 //
 // Small conversations: every recipient gets a delivery (a mention when
@@ -36,45 +27,45 @@ type planner struct {
 // sequencing script keeps on the conversation. When the group became large
 // and its members are not converted yet, every member gets a conversion
 // event, and records before the switch still mention per member.
-func planInbox(in planInput) []redisstore.InboxUpdate {
-	p := &planner{in: in, large: in.res.LargeFrom > 0, events: map[string][]redisstore.InboxEvent{}}
+func PlanInbox(conv string, res *SequenceResult, all map[string]uint64) []InboxUpdate {
+	p := &planner{large: res.LargeFrom > 0, events: map[string][]InboxEvent{}}
 	switch {
 	case !p.large:
-		p.mem = in.res.Members
-	case in.all != nil:
-		p.mem = in.all
-		for u := range in.all {
-			p.add(u, redisstore.InboxConvertLarge, 0, 0)
+		p.mem = res.Members
+	case all != nil:
+		p.mem = all
+		for u := range all {
+			p.add(u, InboxConvertLarge, 0, 0)
 		}
 	default:
-		p.mem = in.res.MemberSeqs
+		p.mem = res.MemberSeqs
 	}
-	form := redisstore.InboxGroup
-	for _, it := range in.res.Items {
+	form := InboxGroup
+	for _, it := range res.Items {
 		sq := it.Sequenced
-		if it.Status == redisstore.SeqRejected || sq == nil {
+		if it.Status == SeqRejected || sq == nil {
 			continue
 		}
 		if sq.GetMessage().GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT {
-			form = redisstore.InboxDirect
+			form = InboxDirect
 		}
-		if !p.large || (in.all != nil && sq.GetSeq() < in.res.LargeFrom) {
+		if !p.large || (all != nil && sq.GetSeq() < res.LargeFrom) {
 			p.everyMember(sq)
 		} else {
 			p.named(sq)
 		}
 	}
 	if p.large {
-		form = redisstore.InboxLarge
+		form = InboxLarge
 	}
 	users := make([]string, 0, len(p.events))
 	for u := range p.events {
 		users = append(users, u)
 	}
 	slices.Sort(users)
-	out := make([]redisstore.InboxUpdate, len(users))
+	out := make([]InboxUpdate, len(users))
 	for i, u := range users {
-		out[i] = redisstore.InboxUpdate{User: u, Conv: in.conv, Form: form, Epoch: in.res.Epoch, Events: ordered(p.events[u])}
+		out[i] = InboxUpdate{User: u, Conv: conv, Form: form, Epoch: res.Epoch, Events: ordered(p.events[u])}
 	}
 	return out
 }
@@ -82,15 +73,15 @@ func planInbox(in planInput) []redisstore.InboxUpdate {
 // ordered sorts events by seq (a conversion, seq 0, first) and drops exact
 // repeats: a resend in the batch answers with an older seq, and the inbox
 // script's guards expect ascending seqs.
-func ordered(evs []redisstore.InboxEvent) []redisstore.InboxEvent {
-	slices.SortStableFunc(evs, func(a, b redisstore.InboxEvent) int {
+func ordered(evs []InboxEvent) []InboxEvent {
+	slices.SortStableFunc(evs, func(a, b InboxEvent) int {
 		return cmp.Compare(a.Seq, b.Seq)
 	})
 	return slices.Compact(evs)
 }
 
-func (p *planner) add(user string, k redisstore.InboxEventKind, seq uint64, ms int64) {
-	p.events[user] = append(p.events[user], redisstore.InboxEvent{Kind: k, Seq: seq, WriteMS: ms})
+func (p *planner) add(user string, k InboxEventKind, seq uint64, ms int64) {
+	p.events[user] = append(p.events[user], InboxEvent{Kind: k, Seq: seq, WriteMS: ms})
 }
 
 // memberAt reports whether user receives the record of seq s.
@@ -123,17 +114,17 @@ func (p *planner) everyMember(sq *schemas.Sequenced) {
 		}
 		switch {
 		case u == m.GetSender():
-			p.add(u, redisstore.InboxOwn, s, ms)
+			p.add(u, InboxOwn, s, ms)
 		case m.GetMentionAll() && m.GetKind() == schemas.Kind_KIND_MESSAGE, named[u]:
-			p.add(u, redisstore.InboxMentioned, s, ms)
+			p.add(u, InboxMentioned, s, ms)
 		case !p.large:
 			// A large group's unread is derived from its seq: a delivery
 			// needs no write.
-			p.add(u, redisstore.InboxDelivered, s, ms)
+			p.add(u, InboxDelivered, s, ms)
 		}
 	}
 	for _, u := range p.joined(m, s) {
-		p.add(u, redisstore.InboxJoined, s, ms)
+		p.add(u, InboxJoined, s, ms)
 	}
 }
 
@@ -141,19 +132,19 @@ func (p *planner) everyMember(sq *schemas.Sequenced) {
 func (p *planner) named(sq *schemas.Sequenced) {
 	m, s, ms := sq.GetMessage(), sq.GetSeq(), sq.GetWriteTimeMs()
 	if p.memberAt(m.GetSender(), s) {
-		p.add(m.GetSender(), redisstore.InboxOwn, s, ms)
+		p.add(m.GetSender(), InboxOwn, s, ms)
 	}
 	for u := range mentioned(m) {
 		if u != m.GetSender() && p.memberAt(u, s) {
-			p.add(u, redisstore.InboxMentioned, s, ms)
+			p.add(u, InboxMentioned, s, ms)
 		}
 	}
 	for _, u := range p.joined(m, s) {
-		p.add(u, redisstore.InboxJoined, s, ms)
+		p.add(u, InboxJoined, s, ms)
 	}
 	if m.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
 		for _, u := range m.GetRecipients() {
-			p.add(u, redisstore.InboxLeftLarge, s, ms)
+			p.add(u, InboxLeftLarge, s, ms)
 		}
 	}
 }
@@ -170,9 +161,10 @@ func mentioned(m *schemas.Message) map[string]bool {
 	return out
 }
 
-// probeUsers are the users whose membership a large group's batch needs:
-// senders, mentioned users, joiners and leavers.
-func probeUsers(msgs []*schemas.Message) []string {
+// ProbeUsers are the users whose membership PlanInbox needs of a large
+// group's batch: senders, mentioned users, joiners and leavers. They are
+// the probe users to pass to Sequence.
+func ProbeUsers(msgs []*schemas.Message) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(u string) {
