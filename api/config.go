@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -23,10 +24,12 @@ const (
 	// DefaultSyncLimit is both the default and the maximum of a sync's
 	// per-conversation limit.
 	DefaultSyncLimit = 200
-	// DefaultSyncBytes is the default byte budget of a sync answer.
-	DefaultSyncBytes = 128 << 10
-	MinSyncBytes     = 4 << 10
-	MaxSyncBytes     = 1 << 20
+	// DefaultSyncBytes is the default byte budget of a sync answer, and
+	// MinSyncBytes..MaxSyncBytes the budgets a client may ask for: how an
+	// answer shares its budget is redisstore/sync_budget.go.
+	DefaultSyncBytes = redisstore.DefaultSyncBytes
+	MinSyncBytes     = redisstore.MinSyncBytes
+	MaxSyncBytes     = redisstore.MaxSyncBytes
 
 	DefaultPageLimit = 50
 	MaxPageLimit     = 200

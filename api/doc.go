@@ -18,17 +18,9 @@
 //
 // Sync fills its answer in the design's order (the whole mention lane,
 // then conversations with pending mentions, direct ones, then by
-// activity) in two passes, so that the byte budget is shared fairly. In
-// the first pass a group's slice is capped at a sixteenth of the budget
-// (8 KB of the default 128 KB; at least its newest message): its mentions
-// are already in the lane, so its slice is context, and in the founding
-// scenario the noisy group's newest 200 messages would otherwise take the
-// budget before any direct conversation. Direct conversations are not
-// capped. Conversations estimated not to fit are passed over, and looked
-// at again once the sizes measured so far say they fit. In the second
-// pass what is left extends the capped slices, in priority order, towards
-// the limit; a slice is always the newest messages of its news, with the
-// gap named. Summaries of what did not fit are kept room for first.
+// activity) within a byte budget shared in two passes: how is written
+// once, in redisstore/sync_budget.go. The API's part is the sizer
+// (sync.go), which measures each part of the answer as it will be encoded.
 //
 // Metrics: pull latency and response size histograms per route and sync
 // answer shapes. The users who have not pulled and the devices that

@@ -182,7 +182,8 @@ func (s *Server) observeSync(res *redisstore.SyncResult) {
 }
 
 // syncSizer measures the parts of the answer by encoding them, and keeps
-// the encodings so that the answer is assembled from them.
+// the encodings so that the answer is assembled from them: the
+// redisstore.SyncSizer the budget is counted with (redisstore/sync_budget.go).
 //
 // Sealed bodies are opened as they are encoded: the first failure is kept
 // in err and fails the answer.

@@ -6,66 +6,9 @@ import (
 	"sort"
 )
 
-// Filling the answer: conversations are sliced in priority order, a wave of
-// them per round trip. A slice that will not fit is not worth reading, so
-// each conversation's size is estimated first (its news, capped by the
-// limit, times the bytes per message seen so far in this answer) and a
-// conversation estimated not to fit is summarised without being read.
-//
-// Two passes keep the budget fair without changing the order. In the
-// first, a group's slice is capped (SyncRequest.GroupSliceBytes): its
-// mentions are already in the lane, and a noisy group would otherwise
-// spend the budget before any direct conversation. In the second
-// (sync_extend.go), what is left extends the capped slices, in priority
-// order, towards the limit.
-const (
-	// syncWave bounds the slices read per round trip.
-	syncWave = 16
-	// syncGuessMessageBytes is the size guessed for a message before any
-	// was measured.
-	syncGuessMessageBytes = 512
-)
-
-// syncBudget tracks the bytes of the answer. reserved is held back for the
-// summaries while conversations are placed.
-type syncBudget struct {
-	max, used, reserved int
-}
-
-func newSyncBudget(req SyncRequest) *syncBudget {
-	return &syncBudget{max: req.MaxBytes, used: req.Sizer.Envelope()}
-}
-
-func (b *syncBudget) left() int { return b.max - b.used - b.reserved }
-
-// fits takes n bytes if they fit.
-func (b *syncBudget) fits(n int) bool {
-	if n > b.left() {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-// force takes n bytes whether they fit or not.
-func (b *syncBudget) force(n int) { b.used += n }
-
-// syncEstimate predicts a slice's bytes from the messages measured so far.
-type syncEstimate struct{ bytes, msgs int }
-
-func (e *syncEstimate) observe(bytes, msgs int) { e.bytes, e.msgs = e.bytes+bytes, e.msgs+msgs }
-
-func (e *syncEstimate) slice(req SyncRequest, p convPlan) int {
-	per := syncGuessMessageBytes
-	if e.msgs > 0 {
-		per = e.bytes / e.msgs
-	}
-	n := int(min(uint64(req.Limit), subFloor(p.maxSeq, p.lo))) * per
-	if c := req.groupCap(p); c > 0 {
-		return min(n, c)
-	}
-	return n
-}
+// Filling the answer: the first pass of the budget (sync_budget.go) places
+// conversations a wave per round trip, then the second pass
+// (sync_extend.go) extends the capped ones, then the summaries follow.
 
 // placement is what became of one planned conversation.
 type placement int
@@ -81,7 +24,7 @@ const (
 // order.
 func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
 	outcome := make([]placement, len(plans))
-	b.reserved = min(summariesBytes(req, plans), b.max/8)
+	b.reserveSummaries(req, plans)
 	fs, err := s.placeConvs(ctx, req, plans, outcome, res, b)
 	if err != nil {
 		return err
@@ -199,14 +142,6 @@ func pickWave(req SyncRequest, plans []convPlan, decided []bool, first bool, roo
 		}
 	}
 	return wave
-}
-
-func summariesBytes(req SyncRequest, plans []convPlan) int {
-	n := 0
-	for _, p := range plans {
-		n += req.Sizer.Summary(summaryOf(p))
-	}
-	return n
 }
 
 // place puts one conversation's slice in the answer: whole (a group's

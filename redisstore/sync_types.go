@@ -6,20 +6,6 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// SyncSizer measures what each part adds to the encoded answer, so that
-// Sync keeps the answer within its byte budget without knowing the
-// encoding. Conv and Summary may over-estimate; Message should be exact.
-type SyncSizer interface {
-	// Envelope is the answer without any mention, conversation or summary.
-	Envelope() int
-	Mention(m SyncMention) int
-	// Conv is a conversation block without its messages.
-	Conv(c *SyncConv) int
-	// Message is one message inside a conversation block.
-	Message(m *schemas.Sequenced) int
-	Summary(s SyncSummary) int
-}
-
 // SyncRequest is one catch-up request of one device.
 type SyncRequest struct {
 	User   string
@@ -32,32 +18,15 @@ type SyncRequest struct {
 	// NowMS, when set, marks the device used at this time (unix ms), as
 	// an ack does, unless it is not registered (new or evicted).
 	NowMS int64
-	// MaxBytes is the budget of the whole answer. Only the mention lane
-	// (always complete) and the first conversation's newest message
-	// (progress must be possible) may exceed it.
+	// MaxBytes is the budget of the whole answer (sync_budget.go). Only
+	// the mention lane (always complete) and the first conversation's
+	// newest message (progress must be possible) may exceed it.
 	MaxBytes int
 	// GroupSliceBytes caps each group's slice in the first pass over the
-	// conversations (direct conversations are not capped): a group's
-	// pending mentions are already in the mention lane, so its slice is
-	// context, and a busy group must not spend the budget before the
-	// direct conversations have had theirs. The budget left after every
-	// conversation's turn extends the capped slices, in priority order, up
-	// to Limit. 0: MaxBytes/16; MaxBytes or more: no cap.
+	// conversations (sync_budget.go). 0: MaxBytes/groupSliceShare;
+	// MaxBytes or more: no cap.
 	GroupSliceBytes int
 	Sizer           SyncSizer
-}
-
-// groupCap is the most bytes of a conversation's slice in the first pass
-// (0: no cap).
-func (r SyncRequest) groupCap(p convPlan) int {
-	c := r.GroupSliceBytes
-	if c == 0 {
-		c = r.MaxBytes / 16
-	}
-	if p.kind == KindDirect || c >= r.MaxBytes {
-		return 0
-	}
-	return c
 }
 
 func (r SyncRequest) validate() error {

@@ -12,7 +12,8 @@
 -- oldest otherwise), at most `limit` of it: the newest ones when from_top
 -- is 1, the oldest otherwise. With max_bytes > 0 the slice is cut further,
 -- from the far end, so that the raw entries stay within max_bytes (at
--- least one entry is always kept).
+-- least one entry is always kept): the cut of the sync byte budget
+-- (sync_budget.go) and of a page.
 --
 -- KEYS[1] conversation meta (hash)
 -- KEYS[2] conversation timeline (list)
