@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -111,7 +110,6 @@ func (rs *readSeed) growLarge(conv, by string) {
 		Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: joiners})
 }
 
-func zmember(m string, score int64) redis.Z { return redis.Z{Member: m, Score: float64(score)} }
 
 func groupText(conv, sender, body string) *schemas.Message {
 	return &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: sender,
