@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -109,7 +108,6 @@ func (rs *readSeed) growLarge(conv, by string) {
 	rs.send(&schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: by,
 		Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: joiners})
 }
-
 
 func groupText(conv, sender, body string) *schemas.Message {
 	return &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: sender,
