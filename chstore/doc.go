@@ -25,6 +25,11 @@
 // tag, which policies select by, is kept in conversation_tags (ConvTags),
 // written with the rows that carry one.
 //
+// A user reads the history of a conversation only from when they joined,
+// and a former member only the spans they belonged to (MemberHistory, over
+// History and SharedSeq): the rule the Redis read path keeps in its
+// scripts, kept here for the history, so the API applies neither.
+//
 // Analysts get Query: one read-only statement, checked here and run with
 // readonly=1 on the server; schemas/clickhouse/README.md has examples.
 //

@@ -24,20 +24,17 @@ import (
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/redisstore"
-	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/workers/convindex"
 	"github.com/offlinebox/offlinebox/workers/history"
 )
 
-// Consumer groups of the in-process stages; the fanout processes use the
-// binary's own group.
+// The stages run as the topology declares them: fanout as processes of the
+// binary, convindex and history in this process.
 const (
-	groupFanout    = "offlinebox-fanout"
-	groupConvindex = "chaos-convindex"
-	groupHistory   = "chaos-history"
-	partitions     = 8
-	jwtSecret      = "chaos-suite-secret-0123456789abcdef"
+	partitions = 8
+	jwtSecret  = "chaos-suite-secret-0123456789abcdef"
 )
 
 // env is one scenario's system: its own kfake broker, Redis key prefix and
@@ -111,8 +108,7 @@ func (e *env) start(ctx context.Context, o envOptions) error {
 		return err
 	}
 	var err error
-	topics := []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter}
-	if e.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...),
+	if e.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topology.Topics()...),
 		kfake.BrokerConfigs(map[string]string{"group.consumer.session.timeout.ms": "6000",
 			"group.consumer.heartbeat.interval.ms": "1000"})); err != nil {
 		return fmt.Errorf("start kfake: %w", err)
@@ -232,18 +228,17 @@ func (e *env) startStages() error {
 		return err
 	}
 	for _, s := range []struct {
-		group   string
-		topics  []string
-		h       stream.Handler
-		maxPoll int
+		stage topology.Stage
+		h     stream.Handler
 	}{
-		{groupConvindex, []string{schemas.TopicSequenced, schemas.TopicReceipts}, ix, 0},
-		{groupHistory, []string{schemas.TopicSequenced}, hist, 2000},
+		{topology.Convindex(), ix},
+		{topology.History(), hist},
 	} {
-		st, err := harness.StartStage(stream.Config{Brokers: e.brokers, Group: s.group, Topics: s.topics,
-			MaxPollRecords: s.maxPoll, RetryMax: 2 * time.Second, Logger: e.log}, s.h)
+		cfg := s.stage.RunnerConfig(e.brokers)
+		cfg.RetryMax, cfg.Logger = 2*time.Second, e.log
+		st, err := harness.StartStage(cfg, s.h)
 		if err != nil {
-			return fmt.Errorf("start %s: %w", s.group, err)
+			return fmt.Errorf("start %s: %w", s.stage.Group, err)
 		}
 		e.stages = append(e.stages, st)
 	}
@@ -298,10 +293,11 @@ func (e *env) token(user, device string) (string, error) {
 // drain waits until fanout, convindex and history have committed
 // everything produced so far, in pipeline order.
 func (e *env) drain(ctx context.Context) error {
-	return checker.WaitCaughtUp(ctx, e.brokers,
-		checker.GroupTopics{Group: groupFanout, Topics: []string{schemas.TopicMessages}},
-		checker.GroupTopics{Group: groupConvindex, Topics: []string{schemas.TopicSequenced, schemas.TopicReceipts}},
-		checker.GroupTopics{Group: groupHistory, Topics: []string{schemas.TopicSequenced}})
+	var groups []checker.GroupTopics
+	for _, s := range []topology.Stage{topology.Fanout(), topology.Convindex(), topology.History()} {
+		groups = append(groups, checker.GroupTopics{Group: s.Group, Topics: s.Inputs})
+	}
+	return checker.WaitCaughtUp(ctx, e.brokers, groups...)
 }
 
 // stop takes the scenario's system down, workers first. It is idempotent.

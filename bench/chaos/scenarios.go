@@ -14,6 +14,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/checker"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
 )
 
 // scenario is one fault, injected while a checker run is in flight.
@@ -108,7 +109,7 @@ func killFanout(ctx context.Context, s *suite, e *env, run *checker.Run) (string
 func (e *env) waitLag(ctx context.Context) (committed, lag int64) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		c, end, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+		c, end, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
 		if err == nil && (end > c || time.Now().After(deadline)) {
 			return c, end - c
 		}
@@ -124,7 +125,7 @@ func (e *env) waitCommitted(ctx context.Context, before int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
-		c, end, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+		c, end, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
 		if err == nil && (c > before || c == end) {
 			return nil
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/offlinebox/offlinebox/checker"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
 )
 
 // tailLength is how long the pipeline runs on between the snapshot and
@@ -27,7 +28,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 		return "", err
 	}
 	snap := filepath.Join(s.dir, e.name+".rdb")
-	atSnap, _, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+	atSnap, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
 	if err != nil {
 		return "", err
 	}
@@ -38,7 +39,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 	if err := wait(ctx, tailLength); err != nil {
 		return "", err
 	}
-	atKill, _, err := checker.Progress(ctx, e.brokers, groupFanout, schemas.TopicMessages)
+	atKill, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
 	if err != nil {
 		return "", err
 	}

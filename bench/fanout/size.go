@@ -151,7 +151,7 @@ func (b *bench) pipeline(ctx context.Context, msgs []*schemas.Message, what stri
 	if err := harness.Produce(ctx, b.producer, msgs); err != nil {
 		return err
 	}
-	fo, err := harness.StartFanout(b.st, "bench-fanout", fanout.Config{Store: redisstore.Config{Prefix: b.f.Prefix}})
+	fo, err := harness.StartFanout(b.st, fanout.Config{Store: redisstore.Config{Prefix: b.f.Prefix}})
 	if err != nil {
 		return err
 	}

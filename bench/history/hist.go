@@ -14,7 +14,7 @@ import (
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
-	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 	"github.com/offlinebox/offlinebox/workers/history"
 )
@@ -79,7 +79,7 @@ func (h *hist) seed(ctx context.Context) error {
 		h.maxSeq[conv]++
 	}
 	h.res.Rows = int64(len(msgs))
-	fo, err := harness.StartFanout(h.st, "fanout", fanout.Config{Store: redisstore.Config{Prefix: h.f.Prefix}})
+	fo, err := harness.StartFanout(h.st, fanout.Config{Store: redisstore.Config{Prefix: h.f.Prefix}})
 	if err != nil {
 		return err
 	}
@@ -98,9 +98,7 @@ func (h *hist) sink(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stage, err := harness.StartStage(stream.Config{Brokers: h.st.Brokers, Group: "history",
-		Topics: []string{schemas.TopicSequenced}, MaxPollRecords: history.RecommendedMaxPollRecords,
-		ExtraOpts: []kgo.Opt{kgo.FetchMinBytes(1 << 20), kgo.FetchMaxWait(time.Second)}}, hd)
+	stage, err := harness.StartStage(topology.History().RunnerConfig(h.st.Brokers), hd)
 	if err != nil {
 		return err
 	}

@@ -21,14 +21,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/api"
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/redisstore"
-	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/workers/push"
 )
 
@@ -160,8 +159,7 @@ func runChild() error {
 		if err != nil {
 			return err
 		}
-		stage, err := harness.StartStage(stream.Config{Brokers: brokers, Group: "bench-push", Topics: []string{schemas.TopicSequenced, schemas.TopicMessages},
-			ExtraOpts: []kgo.Opt{kgo.FetchMaxWait(10 * time.Millisecond)}}, p)
+		stage, err := harness.StartStage(topology.Push().RunnerConfig(brokers), p)
 		if err != nil {
 			return err
 		}

@@ -115,7 +115,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	defer b.prod.Close()
 	b.redisPid = redisPid(ctx, st.Redis)
 	storeCfg := redisstore.Config{Prefix: f.Prefix, LargeGroupThreshold: o.threshold}
-	fan, err := harness.StartFanout(st, "bench-live-fanout", fanout.Config{Store: storeCfg})
+	fan, err := harness.StartFanout(st, fanout.Config{Store: storeCfg})
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func (s *storm) seed(ctx context.Context) error {
 	if s.producer, err = harness.NewProducer(s.st); err != nil {
 		return err
 	}
-	if s.fanout, err = harness.StartFanout(s.st, "fanout", fanout.Config{Store: redisstore.Config{Prefix: s.f.Prefix}}); err != nil {
+	if s.fanout, err = harness.StartFanout(s.st, fanout.Config{Store: redisstore.Config{Prefix: s.f.Prefix}}); err != nil {
 		return err
 	}
 	s.log.Printf("seeding: %d users in %d groups, %d records", s.users, s.o.groups, len(msgs))

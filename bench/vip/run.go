@@ -81,7 +81,7 @@ func (r *runner) seed(ctx context.Context) error {
 	if r.sealer != nil {
 		sc.Sealer, opt.Opener = r.sealer, r.sealer
 	}
-	if r.fanout, err = harness.StartFanout(r.st, "fanout", fanout.Config{Store: sc}); err != nil {
+	if r.fanout, err = harness.StartFanout(r.st, fanout.Config{Store: sc}); err != nil {
 		return err
 	}
 	if r.api, err = harness.StartAPI(r.st, opt); err != nil {

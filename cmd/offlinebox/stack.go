@@ -20,8 +20,8 @@ import (
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
-	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 )
 
 // newRegistry is a Prometheus registry with the process and Go collectors.
@@ -137,8 +137,7 @@ func ensureTopics(ctx context.Context, c *stackConfig) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	err := stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions),
-		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
+	err := stream.EnsureTopics(actx, c.kafkaBrokers(), int32(c.Partitions), topology.Topics()...)
 	var dial *net.OpError
 	if err != nil && c.StoreWait > 0 && (actx.Err() != nil || errors.As(err, &dial)) {
 		return &exitError{code: 2, err: fmt.Errorf("cannot reach kafka at %s%s: %w", c.Kafka, c.from("kafka"), err)}
@@ -146,16 +145,11 @@ func ensureTopics(ctx context.Context, c *stackConfig) error {
 	return err
 }
 
-// workerSpec is one consumer group and its handler.
+// workerSpec is one stage of the topology and its handler.
 type workerSpec struct {
-	group    string
-	topics   []string
+	stage    topology.Stage
 	handler  stream.Handler
-	maxPoll  int
-	extra    []kgo.Opt
 	registry prometheus.Registerer
-	// deadLetter overrides the dead-letter topic (schemas.TopicDeadLetter).
-	deadLetter string
 }
 
 // runWorker runs one consumer group until ctx ends.
@@ -166,27 +160,22 @@ func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
 	}
 	defer r.Close()
 	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", w.group, err)
+		return fmt.Errorf("%s: %w", w.stage.Group, err)
 	}
 	return nil
 }
 
 // newRunner is the group member of one worker, its metrics registered.
 func newRunner(c *stackConfig, w workerSpec) (*stream.Runner, error) {
+	cfg := w.stage.RunnerConfig(c.kafkaBrokers())
 	if c.SessionTimeout > 0 {
-		w.extra = append(w.extra, kgo.SessionTimeout(c.SessionTimeout))
+		cfg.ExtraOpts = append(cfg.ExtraOpts, kgo.SessionTimeout(c.SessionTimeout))
 	}
-	dlt := schemas.TopicDeadLetter
-	if w.deadLetter != "" {
-		dlt = w.deadLetter
-	}
-	r, err := stream.New(stream.Config{
-		Brokers: c.kafkaBrokers(), Group: w.group, Topics: w.topics,
-		DeadLetterTopic: dlt, MaxPollRecords: w.maxPoll,
-		Logger: slog.Default().With("worker", w.group), Metrics: w.registry, ClientMetrics: w.registry != nil, ExtraOpts: w.extra,
-	}, w.handler)
+	cfg.Logger = slog.Default().With("worker", w.stage.Group)
+	cfg.Metrics, cfg.ClientMetrics = w.registry, w.registry != nil
+	r, err := stream.New(cfg, w.handler)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", w.group, err)
+		return nil, fmt.Errorf("start %s: %w", w.stage.Group, err)
 	}
 	return r, nil
 }

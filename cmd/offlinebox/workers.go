@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -18,9 +17,9 @@ import (
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
-	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/web"
 	"github.com/offlinebox/offlinebox/workers/census"
 	"github.com/offlinebox/offlinebox/workers/convindex"
@@ -28,15 +27,6 @@ import (
 	"github.com/offlinebox/offlinebox/workers/fanout"
 	"github.com/offlinebox/offlinebox/workers/history"
 	"github.com/offlinebox/offlinebox/workers/push"
-)
-
-// Consumer groups: every process of one worker kind joins the same group.
-const (
-	groupFanout    = "offlinebox-fanout"
-	groupConvindex = "offlinebox-convindex"
-	groupHistory   = "offlinebox-history"
-	groupPush      = "offlinebox-push"
-	groupRejected  = "offlinebox-push-rejected"
 )
 
 // parseStack parses a subcommand's flags into a stackConfig.
@@ -185,8 +175,7 @@ func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	if err != nil {
 		return workerSpec{}, nil, err
 	}
-	return workerSpec{group: groupFanout, topics: []string{schemas.TopicMessages}, handler: f,
-		maxPoll: fanout.RecommendedMaxPollRecords, registry: p.metrics}, f.Close, nil
+	return workerSpec{stage: topology.Fanout(), handler: f, registry: p.metrics}, f.Close, nil
 }
 
 func (p *processes) convindexWorker() (workerSpec, error) {
@@ -194,8 +183,7 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 	if err != nil {
 		return workerSpec{}, err
 	}
-	return workerSpec{group: groupConvindex, topics: []string{schemas.TopicSequenced, schemas.TopicReceipts},
-		handler: ix, registry: p.metrics}, nil
+	return workerSpec{stage: topology.Convindex(), handler: ix, registry: p.metrics}, nil
 }
 
 // pushWorkers ring the API nodes holding recipients' live connections:
@@ -206,11 +194,9 @@ func (p *processes) pushWorkers() ([]workerSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	fast := []kgo.Opt{kgo.FetchMaxWait(20 * time.Millisecond)}
 	return []workerSpec{
-		{group: groupPush, topics: cfg.Topics(), handler: pw, registry: p.registry, extra: fast},
-		{group: groupRejected, topics: cfg.RejectedTopics(), handler: pw, registry: p.registry, extra: fast,
-			deadLetter: push.UnusedDeadLetterTopic},
+		{stage: topology.Push(), handler: pw, registry: p.registry},
+		{stage: topology.PushRejected(), handler: pw, registry: p.registry},
 	}, nil
 }
 
@@ -219,9 +205,7 @@ func (p *processes) historyWorker() (workerSpec, error) {
 	if err != nil {
 		return workerSpec{}, err
 	}
-	return workerSpec{group: groupHistory, topics: []string{schemas.TopicSequenced}, handler: h,
-		maxPoll: history.RecommendedMaxPollRecords, registry: p.metrics,
-		extra: []kgo.Opt{kgo.FetchMinBytes(1 << 20), kgo.FetchMaxWait(time.Second)}}, nil
+	return workerSpec{stage: topology.History(), handler: h, registry: p.metrics}, nil
 }
 
 // expiryWorkers sweeps the main store (and drops old ClickHouse

@@ -15,10 +15,10 @@
 // bytes, and returns nil only after ClickHouse accepted every chunk.
 //
 // Batch size therefore comes from the poll. Run this worker with
-// stream.Config.MaxPollRecords = RecommendedMaxPollRecords and, in
-// ExtraOpts, a fetch that waits to fill up (for instance kgo.FetchMinBytes(1
-// << 20) with kgo.FetchMaxWait(time.Second)); the runner calls Handle once per
-// partition per poll, so fewer partitions per process mean larger inserts.
+// stream.Config.MaxPollRecords = RecommendedMaxPollRecords and a fetch that
+// waits to fill up: topology.History declares both (a megabyte or a second
+// per fetch); the runner calls Handle once per partition per poll, so fewer
+// partitions per process mean larger inserts.
 // offlinebox_history_insert_batch_rows shows what a deployment gets.
 //
 // # Failure

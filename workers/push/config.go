@@ -77,21 +77,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Topics are the topics the stage consumes in its main group.
-func (c Config) Topics() []string {
-	c = c.withDefaults()
-	return []string{c.SequencedTopic, c.MessagesTopic}
-}
-
-// UnusedDeadLetterTopic is the dead-letter topic to give the runner of
-// RejectedTopics: the runner requires one apart from what it consumes,
+// UnusedDeadLetterTopic is the dead-letter topic to give the runner of the
+// group that reads the dead-letter topic (to tell senders about refused
+// records): the runner requires one apart from what it consumes,
 // and the pusher never gives up on a record, so nothing is written there.
 const UnusedDeadLetterTopic = "im.deadletter.push-unused"
-
-// RejectedTopics is what a second group of the stage consumes to tell
-// senders about refused records: the dead-letter topic, which the main
-// group's runner writes and so cannot read.
-func (c Config) RejectedTopics() []string {
-	c = c.withDefaults()
-	return []string{c.DeadLetterTopic}
-}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/workers/fanout"
 )
 
@@ -64,7 +65,8 @@ func (h countingHandler) Handle(ctx context.Context, recs []*kgo.Record) ([]stre
 	return dead, nil
 }
 
-// StartStage runs h in consumer group cfg.Group until Stop.
+// StartStage runs h in consumer group cfg.Group until Stop; cfg is a
+// stage's topology.Stage.RunnerConfig with the caller's own settings.
 func StartStage(cfg stream.Config, h stream.Handler) (*Stage, error) {
 	s := &Stage{done: make(chan struct{})}
 	if cfg.Logger == nil {
@@ -146,9 +148,9 @@ type Fanout struct {
 	producer *kgo.Client
 }
 
-// StartFanout runs the fanout worker on im.messages in consumer group
-// group, writing to the stack's Redis with the store prefix of cfg.
-func StartFanout(st *Stack, group string, cfg fanout.Config) (*Fanout, error) {
+// StartFanout runs the fanout worker as the topology's fanout stage,
+// writing to the stack's Redis with the store prefix of cfg.
+func StartFanout(st *Stack, cfg fanout.Config) (*Fanout, error) {
 	f := &Fanout{Calls: &CallCounter{}, Registry: prometheus.NewRegistry()}
 	f.rdb = NewCountedClient(st.RedisAddr, 64, f.Calls)
 	var err error
@@ -165,8 +167,9 @@ func StartFanout(st *Stack, group string, cfg fanout.Config) (*Fanout, error) {
 		f.close()
 		return nil, err
 	}
-	f.Stage, err = StartStage(stream.Config{Brokers: st.Brokers, Group: group, Topics: []string{schemas.TopicMessages},
-		MaxPollRecords: fanout.RecommendedMaxPollRecords, Logger: cfg.Logger}, f.Worker)
+	rc := topology.Fanout().RunnerConfig(st.Brokers)
+	rc.Logger = cfg.Logger
+	f.Stage, err = StartStage(rc, f.Worker)
 	if err != nil {
 		f.close()
 		return nil, err

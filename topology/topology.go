@@ -1,0 +1,112 @@
+package topology
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+	"github.com/offlinebox/offlinebox/workers/fanout"
+	"github.com/offlinebox/offlinebox/workers/history"
+	"github.com/offlinebox/offlinebox/workers/push"
+)
+
+// Stage is one consumer group of the pipeline.
+type Stage struct {
+	// Name is the worker's name (its subcommand, its logs' "worker").
+	Name string
+	// Group is the consumer group every process of the stage joins.
+	Group string
+	// Inputs are the topics the group consumes.
+	Inputs []string
+	// Outputs are the topics the stage's handler produces to.
+	Outputs []string
+	// DeadLetterTopic receives the records the handler gives up on.
+	DeadLetterTopic string
+	// MaxPollRecords bounds one poll (0: the runner's default).
+	MaxPollRecords int
+	// FetchMinBytes and FetchMaxWait shape the fetches (0: franz-go's
+	// defaults): a sink that wants large batches waits for them, a stage
+	// on the live path answers within milliseconds.
+	FetchMinBytes int32
+	FetchMaxWait  time.Duration
+}
+
+// Groups of the stages.
+const (
+	GroupFanout       = "offlinebox-fanout"
+	GroupConvindex    = "offlinebox-convindex"
+	GroupHistory      = "offlinebox-history"
+	GroupPush         = "offlinebox-push"
+	GroupPushRejected = "offlinebox-push-rejected"
+)
+
+// Fanout sequences im.messages into the timelines and inboxes and
+// produces what it sequenced.
+func Fanout() Stage {
+	return Stage{Name: "fanout", Group: GroupFanout, Inputs: []string{schemas.TopicMessages},
+		Outputs: []string{schemas.TopicSequenced}, DeadLetterTopic: schemas.TopicDeadLetter,
+		MaxPollRecords: fanout.RecommendedMaxPollRecords}
+}
+
+// Convindex keeps previews, read seqs and unread counts.
+func Convindex() Stage {
+	return Stage{Name: "convindex", Group: GroupConvindex,
+		Inputs: []string{schemas.TopicSequenced, schemas.TopicReceipts}, DeadLetterTopic: schemas.TopicDeadLetter}
+}
+
+// History writes im.sequenced to ClickHouse in few large inserts, so it
+// fetches a megabyte or a second at a time.
+func History() Stage {
+	return Stage{Name: "history", Group: GroupHistory, Inputs: []string{schemas.TopicSequenced},
+		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: history.RecommendedMaxPollRecords,
+		FetchMinBytes: 1 << 20, FetchMaxWait: time.Second}
+}
+
+// livePathWait is the longest a live-path fetch waits for records.
+const livePathWait = 20 * time.Millisecond
+
+// Push rings the API nodes holding recipients' live connections.
+func Push() Stage {
+	return Stage{Name: "push", Group: GroupPush, Inputs: []string{schemas.TopicSequenced, schemas.TopicMessages},
+		DeadLetterTopic: schemas.TopicDeadLetter, FetchMaxWait: livePathWait}
+}
+
+// PushRejected tells senders about refused records: it reads the
+// dead-letter topic, which the other groups' runners write and so cannot
+// read themselves.
+func PushRejected() Stage {
+	return Stage{Name: "push-rejected", Group: GroupPushRejected, Inputs: []string{schemas.TopicDeadLetter},
+		DeadLetterTopic: push.UnusedDeadLetterTopic, FetchMaxWait: livePathWait}
+}
+
+// Stages are every stage, in pipeline order.
+func Stages() []Stage {
+	return []Stage{Fanout(), Convindex(), History(), Push(), PushRejected()}
+}
+
+// Topics are the topics the pipeline needs: what the stages and the API
+// read and write (the API produces im.messages and im.receipts).
+func Topics() []string {
+	return []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter}
+}
+
+// RunnerConfig is the stream.Config of the stage on brokers; the caller
+// adds its logger, metrics and any setting of its own.
+func (s Stage) RunnerConfig(brokers []string) stream.Config {
+	return stream.Config{Brokers: brokers, Group: s.Group, Topics: s.Inputs, DeadLetterTopic: s.DeadLetterTopic,
+		MaxPollRecords: s.MaxPollRecords, ExtraOpts: s.ClientOpts()}
+}
+
+// ClientOpts are the stage's fetch settings as client options.
+func (s Stage) ClientOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if s.FetchMinBytes > 0 {
+		opts = append(opts, kgo.FetchMinBytes(s.FetchMinBytes))
+	}
+	if s.FetchMaxWait > 0 {
+		opts = append(opts, kgo.FetchMaxWait(s.FetchMaxWait))
+	}
+	return opts
+}
