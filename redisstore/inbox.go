@@ -5,14 +5,15 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed lua/apply_inbox.lua
-	applyInboxLua    string
-	applyInboxScript = redis.NewScript(fenceLibLua + applyInboxLua)
+	//go:embed lua/apply_inboxes.lua
+	applyInboxesLua    string
+	applyInboxesScript = redis.NewScript(fenceLibLua + applyInboxesLua)
 )
 
 // ErrUserMoved: the user's keys live on the hot store now; route again.
@@ -21,7 +22,7 @@ var ErrUserMoved = errors.New("user moved to the hot store")
 // InboxEventKind says what happened to one user at one seq.
 type InboxEventKind byte
 
-// Inbox event kinds (see lua/apply_inbox.lua).
+// Inbox event kinds (see lua/apply_inboxes.lua).
 const (
 	// InboxDelivered: a message or notice from someone else.
 	InboxDelivered InboxEventKind = 'd'
@@ -65,7 +66,7 @@ type InboxUpdate struct {
 	// Epoch is the conversation epoch the seqs belong to. A batch of an
 	// epoch older than the inbox's changes nothing; the first one of a
 	// newer epoch takes back what the inbox counted above its first seq
-	// (see lua/apply_inbox.lua). 0: unknown, applied in the inbox's epoch.
+	// (see lua/apply_inboxes.lua). 0: unknown, applied in the inbox's epoch.
 	Epoch  uint64
 	Events []InboxEvent
 }
@@ -83,10 +84,12 @@ const (
 	InboxReceiveOnly
 )
 
-// ApplyInboxes applies updates, each to its user's inbox in one atomic
-// script call, pipelined in one round trip (per node on Redis Cluster).
-// Replaying an update changes nothing. The outcome and error of update i
-// are at index i; err is set when the round trip itself failed.
+// ApplyInboxes applies updates, many users' in one script call where
+// their keys share a hash slot (any users on a standalone server, the
+// users of one slot on Redis Cluster), at most Config.InboxesPerCall a
+// call; each update is one atomic step, and all calls go in one round trip
+// (per node on Redis Cluster). Replaying an update changes nothing. The
+// outcome and error of update i are at index i.
 func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]InboxOutcome, []error) {
 	outs, errs := make([]InboxOutcome, len(updates)), make([]error, len(updates))
 	if len(updates) == 0 {
@@ -94,89 +97,143 @@ func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]Inbo
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	cmds := s.pipelineInboxes(ctx, updates, nil)
-	var lost []int
+	calls := s.inboxCalls(updates)
+	cmds := s.pipelineInboxes(ctx, updates, calls)
+	var lost [][]int
+	var at []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			lost = append(lost, i)
+			lost, at = append(lost, calls[i]), append(at, i)
 		}
 	}
 	if len(lost) > 0 {
 		// The server lost its script cache (restart, failover): those
-		// updates were not applied, so running them again is safe.
-		if err := applyInboxScript.Load(ctx, s.rdb).Err(); err != nil {
-			for _, i := range lost {
-				errs[i] = fmt.Errorf("inbox %s of %s: load script: %w", updates[i].Conv, updates[i].User, err)
+		// calls changed nothing, so running them again is safe.
+		if err := applyInboxesScript.Load(ctx, s.rdb).Err(); err != nil {
+			for _, call := range lost {
+				for _, i := range call {
+					errs[i] = fmt.Errorf("inbox %s of %s: load script: %w", updates[i].Conv, updates[i].User, err)
+				}
 			}
 			lost = nil
 		}
-		again := s.pipelineInboxes(ctx, updates, lost)
-		for k, i := range lost {
-			cmds[i] = again[k]
+		for k, c := range s.pipelineInboxes(ctx, updates, lost) {
+			cmds[at[k]] = c
 		}
 	}
-	for i, c := range cmds {
-		if errs[i] == nil {
-			outs[i], errs[i] = inboxOutcome(c, updates[i])
-		}
+	for k, c := range cmds {
+		inboxOutcomes(c, updates, calls[k], outs, errs)
 	}
 	return outs, errs
 }
 
-// pipelineInboxes sends the updates at the given indexes (all when nil) in
-// one pipeline.
-func (s *Store) pipelineInboxes(ctx context.Context, updates []InboxUpdate, only []int) []*redis.Cmd {
-	if only == nil {
-		only = make([]int, len(updates))
-		for i := range only {
-			only[i] = i
+// inboxCalls cuts updates into script calls: the indexes of each call's
+// updates, whose keys all share a hash slot.
+func (s *Store) inboxCalls(updates []InboxUpdate) [][]int {
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	bySlot := map[int]int{} // slot → index in calls of its open call
+	var calls [][]int
+	for i, u := range updates {
+		slot := 0
+		if cluster {
+			slot = keyHashSlot(s.keys.Inbox(u.User))
+		}
+		k, ok := bySlot[slot]
+		if !ok || len(calls[k]) == s.cfg.InboxesPerCall {
+			k = len(calls)
+			bySlot[slot] = k
+			calls = append(calls, nil)
+		}
+		calls[k] = append(calls[k], i)
+	}
+	return calls
+}
+
+// keyHashSlot is the Redis Cluster slot of key: of its hash tag, the part
+// between the first { and the next }, when that is not empty.
+func keyHashSlot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {
+			key = key[open+1 : open+1+n]
 		}
 	}
-	cmds := make([]*redis.Cmd, len(only))
-	if len(only) == 0 {
+	return keySlot(key)
+}
+
+// pipelineInboxes sends the given calls in one pipeline.
+func (s *Store) pipelineInboxes(ctx context.Context, updates []InboxUpdate, calls [][]int) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	if len(calls) == 0 {
 		return cmds
 	}
+	fence := s.fenceArg()
 	// Errors are per command; Pipelined's own error is the first of them.
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, i := range only {
-			u := updates[i]
-			cmds[k] = applyInboxScript.EvalSha(ctx, p, s.inboxKeys(u.User), append(inboxArgs(u), s.fenceArg())...)
+		for k, call := range calls {
+			keys := make([]string, 0, 5*len(call))
+			var args []any
+			for _, i := range call {
+				keys = s.appendInboxKeys(keys, updates[i].User)
+				args = appendInboxArgs(args, updates[i])
+			}
+			cmds[k] = applyInboxesScript.EvalSha(ctx, p, keys, append(args, fence)...)
 		}
 		return nil
 	})
 	return cmds
 }
 
-func inboxOutcome(c *redis.Cmd, u InboxUpdate) (InboxOutcome, error) {
-	err := c.Err()
-	if redis.HasErrorPrefix(err, "OBMOVED") {
-		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, ErrUserMoved)
+// Codes apply_inboxes.lua answers per update.
+const (
+	inboxCodeApplied     = 1
+	inboxCodeReplayed    = 0
+	inboxCodeReceiveOnly = -1
+	inboxCodeMoved       = -2
+)
+
+// inboxOutcomes sets the outcome or error of every update of one call.
+func inboxOutcomes(c *redis.Cmd, updates []InboxUpdate, call []int, outs []InboxOutcome, errs []error) {
+	fail := func(err error) {
+		for _, i := range call {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("inbox %s of %s: %w", updates[i].Conv, updates[i].User, err)
+			}
+		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, fenced(err))
+	codes, err := c.Int64Slice()
+	switch {
+	case err != nil:
+		fail(fenced(err))
+		return
+	case len(codes) != len(call):
+		fail(fmt.Errorf("inbox script answered %d codes for %d updates", len(codes), len(call)))
+		return
 	}
-	n, err := c.Int()
-	if err != nil {
-		return 0, fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, err)
+	for k, i := range call {
+		u := updates[i]
+		switch codes[k] {
+		case inboxCodeApplied:
+			outs[i] = InboxApplied
+		case inboxCodeReplayed:
+			outs[i] = InboxReplayed
+		case inboxCodeReceiveOnly:
+			outs[i] = InboxReceiveOnly
+		case inboxCodeMoved:
+			errs[i] = fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, ErrUserMoved)
+		default:
+			errs[i] = fmt.Errorf("inbox %s of %s: unknown code %d", u.Conv, u.User, codes[k])
+		}
 	}
-	switch n {
-	case 1:
-		return InboxApplied, nil
-	case -1:
-		return InboxReceiveOnly, nil
-	}
-	return InboxReplayed, nil
 }
 
-func (s *Store) inboxKeys(user string) []string {
+func (s *Store) appendInboxKeys(keys []string, user string) []string {
 	k := s.keys
-	return []string{k.Inbox(user), k.ConvList(user), k.Mentions(user), k.Profile(user),
-		k.MentionIndex(user)}
+	return append(keys, k.Inbox(user), k.ConvList(user), k.Mentions(user), k.Profile(user),
+		k.MentionIndex(user))
 }
 
-func inboxArgs(u InboxUpdate) []any {
-	args := make([]any, 0, 4+3*len(u.Events))
-	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch)
+func appendInboxArgs(args []any, u InboxUpdate) []any {
+	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch, len(u.Events))
 	for _, e := range u.Events {
 		args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)
 	}

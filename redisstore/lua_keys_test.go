@@ -213,6 +213,9 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 		{User: "ann", Conv: "g", Form: InboxGroup, Events: []InboxEvent{ev(InboxJoined, 1), ev(InboxMentioned, 2), ev(InboxMentioned, 3), ev(InboxDelivered, 4)}},
 		{User: "ann", Conv: "d", Form: InboxDirect, Events: []InboxEvent{ev(InboxOwn, 1)}},
 		{User: "ann", Conv: "big", Form: InboxLarge, Events: []InboxEvent{ev(InboxJoined, 1), ev(InboxConvertLarge, 1)}},
+		// more users in the same script call: each update's keys are its own
+		{User: "bob", Conv: "g", Form: InboxGroup, Events: []InboxEvent{ev(InboxOwn, 2), ev(InboxMentioned, 3)}},
+		{User: "cid", Conv: "big", Form: InboxLarge, Events: []InboxEvent{ev(InboxConvertLarge, 0), ev(InboxMentioned, 2)}},
 	})
 	for _, err := range errs {
 		must("apply inbox", err)

@@ -19,6 +19,9 @@ type Config struct {
 	DedupeWindow time.Duration
 	// MaxDevices per user before the least recently used is evicted.
 	MaxDevices int
+	// InboxesPerCall bounds the inbox updates ApplyInboxes sends in one
+	// script call (DefaultInboxesPerCall when 0; 1 is a call per update).
+	InboxesPerCall int
 	// CallTimeout bounds every Redis call made by the store.
 	CallTimeout time.Duration
 	// Fence, when set, makes every script of the sequencing path refuse
@@ -38,6 +41,7 @@ const (
 	DefaultDedupeWindow        = 7 * 24 * time.Hour
 	DefaultMaxDevices          = 5
 	DefaultCallTimeout         = 5 * time.Second
+	DefaultInboxesPerCall      = 100
 	DefaultPredictCache        = 100000
 )
 
@@ -53,6 +57,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDevices == 0 {
 		c.MaxDevices = DefaultMaxDevices
+	}
+	if c.InboxesPerCall == 0 {
+		c.InboxesPerCall = DefaultInboxesPerCall
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
@@ -73,6 +80,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("redisstore: DedupeWindow %s is below 1h", c.DedupeWindow)
 	case c.MaxDevices < 1:
 		return fmt.Errorf("redisstore: MaxDevices %d is below 1", c.MaxDevices)
+	case c.InboxesPerCall < 1:
+		return fmt.Errorf("redisstore: InboxesPerCall %d is below 1", c.InboxesPerCall)
 	case c.CallTimeout < 0:
 		return fmt.Errorf("redisstore: CallTimeout %s is negative", c.CallTimeout)
 	}

@@ -5,7 +5,7 @@
 -- and :ixz between calls ('done' once a scan ended); when both ended, :ix
 -- = 1 and readers use the indexes.
 --
--- Writes that happen meanwhile keep the indexes themselves (apply_inbox,
+-- Writes that happen meanwhile keep the indexes themselves (apply_inboxes,
 -- read_receipt and expiry maintain them whether built or not), and each
 -- step reads what it adds as it is then, so the build converges to the
 -- inbox whatever runs between its steps.

@@ -16,11 +16,13 @@
 //     seq allocation, timeline append and membership changes together, so
 //     a seq never exists without its body, and a resend or replay gets its
 //     original seq and entry back;
-//  2. one inbox script call per recipient per merge batch (unread, last
-//     seq, read seq for the sender, join seq, conversation order, mention
-//     lane), guarded by the user's high-water marks so a replay changes
-//     nothing. Recipients are cut into chunks of Config.RecipientChunk, one
-//     pipelined round trip each, run by at most
+//  2. one inbox update per recipient per merge batch (unread, last seq,
+//     read seq for the sender, join seq, conversation order, mention lane),
+//     each atomic and guarded by the user's high-water marks so a replay
+//     changes nothing. Recipients are cut into chunks of
+//     Config.RecipientChunk, one pipelined round trip each, whose updates
+//     go many to a script call (all of them on a standalone Redis, those of
+//     one hash slot on a Cluster: redisstore.ApplyInboxes), run by at most
 //     Config.TasksPerConversation tasks of the conversation at once (a pond
 //     sub-pool of the shared chunk pool);
 //  3. after every conversation is done, the sequenced records (new and

@@ -291,7 +291,8 @@ func (h *harness) checkInboxes(conv string) truth {
 type redisCalls struct {
 	mu          sync.Mutex
 	sequence    int
-	inbox       map[string]int // per user
+	inboxCalls  int            // inbox script calls
+	inbox       map[string]int // inbox updates per user (an :ib key)
 	inflight    int
 	maxInflight int
 	hold        time.Duration // each pipeline waits this long, to overlap them
@@ -341,14 +342,37 @@ func (c *redisCalls) count(cmd redis.Cmder) {
 	case strings.HasSuffix(key, ":meta") && strings.Contains(key, "{c:"):
 		c.sequence++
 	case strings.HasSuffix(key, ":ib"):
-		c.inbox[key]++
+		c.inboxCalls++
+		for _, k := range inboxKeysOf(cmd) {
+			c.inbox[k]++
+		}
 	}
+}
+
+// inboxKeysOf lists the inbox keys (:ib) among a script call's KEYS: one
+// per inbox update of the call.
+func inboxKeysOf(cmd redis.Cmder) []string {
+	args := cmd.Args()
+	if len(args) < 3 {
+		return nil
+	}
+	n, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range args[3:min(3+n, len(args))] {
+		if k := fmt.Sprint(a); strings.HasSuffix(k, ":ib") {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func (c *redisCalls) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sequence, c.inbox, c.maxInflight = 0, map[string]int{}, 0
+	c.sequence, c.inboxCalls, c.inbox, c.maxInflight = 0, 0, map[string]int{}, 0
 }
 
 // redisstoreConfigLarge is a store configuration with a small large-group

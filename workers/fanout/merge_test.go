@@ -22,7 +22,7 @@ func countedClient(t *testing.T, calls *redisCalls) *redis.Client {
 	return rdb
 }
 
-func TestTwentyMessagesToFiveHundredMembersTakeOneSequencingCallAndOneInboxCallPerMember(t *testing.T) {
+func TestTwentyMessagesToFiveHundredMembersTakeOneSequencingCallAndOneInboxUpdatePerMember(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, Config{Metrics: reg})
 	calls := newRedisCalls()
@@ -43,12 +43,16 @@ func TestTwentyMessagesToFiveHundredMembersTakeOneSequencingCallAndOneInboxCallP
 		t.Errorf("%d sequencing calls for 20 messages of one conversation, want 1", calls.sequence)
 	}
 	if len(calls.inbox) != len(members) {
-		t.Errorf("inbox calls reached %d users, want all %d members", len(calls.inbox), len(members))
+		t.Errorf("inbox updates reached %d users, want all %d members", len(calls.inbox), len(members))
 	}
 	for key, n := range calls.inbox {
 		if n != 1 {
-			t.Errorf("%s: %d inbox calls, want 1 for the 20 messages", key, n)
+			t.Errorf("%s: %d inbox updates, want 1 for the 20 messages", key, n)
 		}
+	}
+	// Many members a script call: one per chunk of RecipientChunk.
+	if want := len(members) / DefaultRecipientChunk; calls.inboxCalls != want {
+		t.Errorf("%d inbox script calls for %d members, want %d", calls.inboxCalls, len(members), want)
 	}
 	h.checkInboxes("big")
 	// The merge sizes are reported: this poll's one sequencing call

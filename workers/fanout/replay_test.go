@@ -82,8 +82,9 @@ func TestReplayingTheSameBatchTwiceChangesNothing(t *testing.T) {
 	h.checkProduced(distinctIDs(ms))
 }
 
-// failingInbox makes inbox script calls fail after the first `after` of
-// them, as a worker that dies between sequencing and its inbox updates.
+// failingInbox makes inbox script calls fail once they pass the first
+// `after` inbox updates, as a worker that dies between sequencing and its
+// inbox updates.
 type failingInbox struct {
 	after int64
 	seen  atomic.Int64
@@ -126,12 +127,13 @@ func (f *failingInbox) fails(cmd redis.Cmder) bool {
 		!strings.HasSuffix(fmt.Sprint(args[3]), ":ib") {
 		return false
 	}
-	return f.seen.Add(1) > f.after
+	// counted in inbox updates: a call holds many
+	return f.seen.Add(int64(len(inboxKeysOf(cmd)))) > f.after
 }
 
 func TestCrashBetweenSequencingAndInboxIsRepairedOnRestart(t *testing.T) {
 	for _, after := range []int64{0, 5, 40} {
-		t.Run(fmt.Sprintf("dies after %d inbox calls", after), func(t *testing.T) {
+		t.Run(fmt.Sprintf("dies after %d inbox updates", after), func(t *testing.T) {
 			h := newHarness(t, Config{})
 			ms := scenario(3)
 			recs := records(ms...)

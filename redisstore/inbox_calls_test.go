@@ -1,0 +1,192 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+)
+
+// scriptCalls is a go-redis hook that counts script calls (EVALSHA/EVAL).
+type scriptCalls struct{ n atomic.Int64 }
+
+func (h *scriptCalls) count(cmd redis.Cmder) {
+	if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
+		h.n.Add(1)
+	}
+}
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// inboxDump is everything a user's inbox keys hold, prefix aside.
+func inboxDump(t *testing.T, s *Store, user string) string {
+	t.Helper()
+	ctx := context.Background()
+	k := s.keys
+	ib, err := s.rdb.HGetAll(ctx, k.Inbox(user)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := fmt.Sprint(ib)
+	for _, key := range []string{k.ConvList(user), k.Mentions(user), k.MentionIndex(user)} {
+		z, err := s.rdb.ZRangeWithScores(ctx, key, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out += fmt.Sprint(z)
+	}
+	return out
+}
+
+// inboxWorkload is updates of 250 users over three conversations, with
+// mentions, own messages, joins, a conversion, a newer epoch and replays.
+func inboxWorkload() [][]InboxUpdate {
+	var first, second []InboxUpdate
+	for i := range 250 {
+		u := fmt.Sprintf("u%d", i)
+		first = append(first,
+			InboxUpdate{User: u, Conv: "g", Form: InboxGroup, Epoch: 1,
+				Events: []InboxEvent{ev(InboxDelivered, 1), ev(InboxMentioned, 2), ev(InboxDelivered, 3)}},
+			InboxUpdate{User: u, Conv: "d", Form: InboxDirect, Epoch: 1, Events: []InboxEvent{ev(InboxOwn, 4)}})
+		if i%3 == 0 {
+			first = append(first, InboxUpdate{User: u, Conv: "big", Form: InboxLarge, Epoch: 1,
+				Events: []InboxEvent{ev(InboxConvertLarge, 0), ev(InboxJoined, 5), ev(InboxMentioned, 7)}})
+		}
+		second = append(second,
+			// a replay of the first batch, then the timeline's next epoch
+			InboxUpdate{User: u, Conv: "g", Form: InboxGroup, Epoch: 1,
+				Events: []InboxEvent{ev(InboxDelivered, 1), ev(InboxMentioned, 2), ev(InboxDelivered, 3)}},
+			InboxUpdate{User: u, Conv: "g", Form: InboxGroup, Epoch: 2,
+				Events: []InboxEvent{ev(InboxDelivered, 3), ev(InboxOwn, 4)}})
+	}
+	return [][]InboxUpdate{first, second}
+}
+
+// Many users in one script call write what one call per update writes,
+// with a call per InboxesPerCall updates on a standalone server.
+func TestApplyInboxesManyUsersPerCallWriteWhatACallPerUpdateWrites(t *testing.T) {
+	ctx := context.Background()
+	stores := map[int]*Store{}
+	calls := map[int]*scriptCalls{}
+	for _, per := range []int{1, 100} {
+		rdb, prefix := testenv.Redis(t)
+		// loaded first, so that no call is sent again after NOSCRIPT
+		if err := applyInboxesScript.Load(ctx, rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+		calls[per] = &scriptCalls{}
+		rdb.AddHook(calls[per])
+		s, err := New(rdb, Config{Prefix: prefix, InboxesPerCall: per})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[per] = s
+	}
+	outcomes := map[int]string{}
+	for _, batch := range inboxWorkload() {
+		for per, s := range stores {
+			before := calls[per].n.Load()
+			outs, errs := s.ApplyInboxes(ctx, batch)
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("%d per call, update %d: %v", per, i, err)
+				}
+			}
+			outcomes[per] += fmt.Sprint(outs)
+			if got, want := calls[per].n.Load()-before, int64((len(batch)+per-1)/per); got != want {
+				t.Fatalf("%d per call: %d script calls for %d updates, want %d", per, got, len(batch), want)
+			}
+		}
+	}
+	if outcomes[1] != outcomes[100] {
+		t.Fatalf("outcomes differ:\none per call   %s\n100 per call %s", outcomes[1], outcomes[100])
+	}
+	for i := range 250 {
+		u := fmt.Sprintf("u%d", i)
+		if one, many := inboxDump(t, stores[1], u), inboxDump(t, stores[100], u); one != many {
+			t.Fatalf("%s's inbox differs:\none per call   %s\n100 per call %s", u, one, many)
+		}
+	}
+	if d := inboxDump(t, stores[100], "u3"); !strings.Contains(d, "g:e:2") || !strings.Contains(d, "big:t:L") {
+		t.Fatalf("u3's inbox did not take the new epoch or the large form: %s", d)
+	}
+}
+
+// usersInOneSlot returns n user ids whose keys share one cluster slot.
+func usersInOneSlot(s *Store, n int) []string {
+	slot := keyHashSlot(s.keys.Inbox("s0"))
+	out := []string{"s0"}
+	for i := 1; len(out) < n; i++ {
+		if u := fmt.Sprintf("s%d", i); keyHashSlot(s.keys.Inbox(u)) == slot {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// On a Redis Cluster a script call holds the users of one slot: users
+// who share a slot go in one call, the others in one call per slot.
+func TestApplyInboxesGroupsUsersBySlotOnACluster(t *testing.T) {
+	ctx := context.Background()
+	crdb, prefix := testenv.RedisCluster(t)
+	if err := applyInboxesScript.Load(ctx, crdb).Err(); err != nil { // on every master
+		t.Fatal(err)
+	}
+	calls := &scriptCalls{}
+	crdb.AddHook(calls)
+	s, err := New(crdb, Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := usersInOneSlot(s, 3)
+	slots := map[int]bool{keyHashSlot(s.keys.Inbox(users[0])): true}
+	for i := 0; len(slots) < 4; i++ {
+		u := fmt.Sprintf("o%d", i)
+		if sl := keyHashSlot(s.keys.Inbox(u)); !slots[sl] {
+			slots[sl] = true
+			users = append(users, u)
+		}
+	}
+	var ups []InboxUpdate
+	for _, u := range users {
+		ups = append(ups, InboxUpdate{User: u, Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(InboxDelivered, 1), ev(InboxMentioned, 2)}})
+	}
+	for _, want := range []InboxOutcome{InboxApplied, InboxReplayed} {
+		before := calls.n.Load()
+		outs, errs := s.ApplyInboxes(ctx, ups)
+		for i := range ups {
+			if errs[i] != nil || outs[i] != want {
+				t.Fatalf("%s: %v, %v; want %v", ups[i].User, outs[i], errs[i], want)
+			}
+		}
+		if got := calls.n.Load() - before; got != int64(len(slots)) {
+			t.Fatalf("%d script calls for %d users in %d slots", got, len(users), len(slots))
+		}
+	}
+	for _, u := range users {
+		if got := readInbox(t, s, u); got.fields["c:u"] != "2" || len(got.lane) != 1 {
+			t.Fatalf("%s's inbox on the cluster: %+v", u, got)
+		}
+	}
+}
