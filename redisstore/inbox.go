@@ -233,9 +233,29 @@ func (s *Store) appendInboxKeys(keys []string, user string) []string {
 }
 
 func appendInboxArgs(args []any, u InboxUpdate) []any {
-	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch, len(u.Events))
-	for _, e := range u.Events {
+	evs := sentEvents(u.Events)
+	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch, len(evs))
+	for _, e := range evs {
 		args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)
 	}
 	return args
+}
+
+// sentEvents are the events the script needs to apply evs: a delivery
+// only raises C:l to its seq and lists the conversation at its write time,
+// so of a run of deliveries (ascending) the last one does what the run
+// does. The first event with a seq stays: the script takes an epoch's
+// first seq from it. A merge batch of 20 messages to a member of a group is then sent as
+// 2 events, not 20.
+func sentEvents(evs []InboxEvent) []InboxEvent {
+	out := make([]InboxEvent, 0, min(len(evs), 4))
+	seq := false // an event with a seq was kept
+	for i, e := range evs {
+		if seq && i+1 < len(evs) && e.Kind == InboxDelivered && evs[i+1].Kind == InboxDelivered {
+			continue
+		}
+		out = append(out, e)
+		seq = seq || e.Seq > 0
+	}
+	return out
 }

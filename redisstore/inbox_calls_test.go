@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,6 +188,62 @@ func TestApplyInboxesGroupsUsersBySlotOnACluster(t *testing.T) {
 	for _, u := range users {
 		if got := readInbox(t, s, u); got.fields["c:u"] != "2" || len(got.lane) != 1 {
 			t.Fatalf("%s's inbox on the cluster: %+v", u, got)
+		}
+	}
+}
+
+// A merge batch writes what its events write one update at a time: the
+// runs of deliveries it sends as their last one included.
+func TestApplyInboxesBatchWritesWhatItsEventsWriteOneByOne(t *testing.T) {
+	ctx := context.Background()
+	batched, single := seqTestStore(t, 0), seqTestStore(t, 0)
+	rnd := rand.New(rand.NewPCG(7, 13))
+	kinds := []InboxEventKind{InboxDelivered, InboxDelivered, InboxDelivered, InboxMentioned, InboxOwn}
+	for i := range 40 {
+		u := fmt.Sprintf("u%d", i)
+		seq := uint64(0)
+		for epoch := uint64(1); epoch <= 2; epoch++ {
+			if epoch == 2 && seq > 3 {
+				seq -= 3 // a rebuilt timeline goes on below the old counter
+			}
+			for range 3 {
+				var evs []InboxEvent
+				for range 1 + rnd.IntN(12) {
+					seq++
+					evs = append(evs, ev(kinds[rnd.IntN(len(kinds))], seq))
+				}
+				up := InboxUpdate{User: u, Conv: "c", Form: InboxGroup, Epoch: epoch, Events: evs}
+				if _, errs := batched.ApplyInboxes(ctx, []InboxUpdate{up}); errs[0] != nil {
+					t.Fatal(errs[0])
+				}
+				for _, e := range evs {
+					one := up
+					one.Events = []InboxEvent{e}
+					if _, errs := single.ApplyInboxes(ctx, []InboxUpdate{one}); errs[0] != nil {
+						t.Fatal(errs[0])
+					}
+				}
+			}
+		}
+		if b, s := inboxDump(t, batched, u), inboxDump(t, single, u); b != s {
+			t.Fatalf("%s: batched\n%s\none by one\n%s", u, b, s)
+		}
+	}
+}
+
+func TestSentEventsKeepTheLastOfEveryRunOfDeliveries(t *testing.T) {
+	d, m, o, c := InboxDelivered, InboxMentioned, InboxOwn, InboxConvertLarge
+	at := func(k InboxEventKind, s uint64) InboxEvent { return InboxEvent{Kind: k, Seq: s} }
+	cases := []struct{ in, want []InboxEvent }{
+		{[]InboxEvent{at(d, 1), at(d, 2), at(d, 3), at(d, 4)}, []InboxEvent{at(d, 1), at(d, 4)}},
+		{[]InboxEvent{at(d, 1), at(d, 2), at(m, 3), at(d, 4), at(d, 5), at(o, 6)},
+			[]InboxEvent{at(d, 1), at(d, 2), at(m, 3), at(d, 5), at(o, 6)}},
+		{[]InboxEvent{at(c, 0), at(d, 1), at(d, 2), at(d, 3)}, []InboxEvent{at(c, 0), at(d, 1), at(d, 3)}},
+		{[]InboxEvent{at(d, 7)}, []InboxEvent{at(d, 7)}},
+	}
+	for _, tc := range cases {
+		if got := sentEvents(tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%v: sent %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

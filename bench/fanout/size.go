@@ -31,14 +31,19 @@ type sizeResult struct {
 	InboxEventsPerCall        float64 `json:"inbox_events_per_call"`
 	FailedHandleCalls         int64   `json:"failed_handle_calls"`
 	SequencedOK               bool    `json:"sequenced_ok"`
-	NaiveMessages             int     `json:"naive_messages"`
-	NaiveDeliveries           int64   `json:"naive_deliveries"`
-	NaiveSeconds              float64 `json:"naive_seconds"`
-	NaiveDeliveriesPerSec     float64 `json:"naive_deliveries_per_sec"`
-	NaiveRedisCallsPerMessage float64 `json:"naive_redis_calls_per_message"`
-	Speedup                   float64 `json:"speedup"`
-	DeliveriesPerRawOp        float64 `json:"deliveries_per_raw_op"`
-	NaiveDeliveriesPerRawOp   float64 `json:"naive_deliveries_per_raw_op"`
+	// The same worker with one inbox script call per recipient per merge
+	// batch (redisstore.Config.InboxesPerCall 1), on its own groups.
+	PerRecipientDeliveriesPerSec     float64 `json:"per_recipient_deliveries_per_sec"`
+	PerRecipientRedisCallsPerMessage float64 `json:"per_recipient_redis_calls_per_message"`
+	PerRecipientDeliveriesPerRawOp   float64 `json:"per_recipient_deliveries_per_raw_op"`
+	NaiveMessages                    int     `json:"naive_messages"`
+	NaiveDeliveries                  int64   `json:"naive_deliveries"`
+	NaiveSeconds                     float64 `json:"naive_seconds"`
+	NaiveDeliveriesPerSec            float64 `json:"naive_deliveries_per_sec"`
+	NaiveRedisCallsPerMessage        float64 `json:"naive_redis_calls_per_message"`
+	Speedup                          float64 `json:"speedup"`
+	DeliveriesPerRawOp               float64 `json:"deliveries_per_raw_op"`
+	NaiveDeliveriesPerRawOp          float64 `json:"naive_deliveries_per_raw_op"`
 }
 
 // bench is one run's shared state.
@@ -76,17 +81,17 @@ func groupsFor(size int) (groups, perGroup int) {
 // makeWorkload builds the groups of one size (overlapping members drawn
 // from a pool twice the group size) and their messages, interleaved
 // across groups as concurrent traffic would be.
-func (b *bench) makeWorkload(size int) *workload {
+func (b *bench) makeWorkload(size int, tag string) *workload {
 	groups, perGroup := groupsFor(size)
 	perGroup = b.f.Scaled(perGroup, 20)
 	w := &workload{size: size, members: map[string][]string{}}
 	pool := 2 * size
 	for g := range groups {
-		conv := fmt.Sprintf("fo%dg%d", size, g)
+		conv := fmt.Sprintf("fo%s%dg%d", tag, size, g)
 		w.convs = append(w.convs, conv)
 		mem := make([]string, size)
 		for k := range mem {
-			mem[k] = fmt.Sprintf("fo%du%d", size, (g*size/2+k)%pool)
+			mem[k] = fmt.Sprintf("fo%s%du%d", tag, size, (g*size/2+k)%pool)
 		}
 		w.members[conv] = mem
 		// A join names at most schemas.DefaultMaxRecipients users: a larger
@@ -117,41 +122,59 @@ func (b *bench) makeWorkload(size int) *workload {
 	return w
 }
 
-// measureSize runs ours and the naive writer on groups of one size.
+// measureSize runs ours, ours with a script call per recipient, and the
+// naive writer on groups of one size.
 func (b *bench) measureSize(ctx context.Context, size int, raw float64) (sizeResult, error) {
-	w := b.makeWorkload(size)
+	w := b.makeWorkload(size, "")
 	sr := sizeResult{Members: size, Groups: len(w.convs), Messages: len(w.msgs),
 		Deliveries: int64(len(w.msgs)) * int64(size-1), LargePath: size > redisstore.DefaultLargeGroupThreshold}
 	b.log.Printf("groups of %d: %d groups, %d messages, %d deliveries", size, len(w.convs), len(w.msgs), sr.Deliveries)
-	if err := b.pipeline(ctx, w.joins, "joins", nil); err != nil {
-		return sr, err
-	}
-	if err := b.pipeline(ctx, w.msgs, "messages", &sr); err != nil {
-		return sr, err
-	}
-	ok, err := b.checkSequenced(ctx, w)
+	ok, err := b.run(ctx, w, redisstore.Config{Prefix: b.f.Prefix}, &sr)
 	if err != nil {
 		return sr, err
 	}
 	sr.SequencedOK = ok
+	b.log.Printf("groups of %d: the same with one inbox script call per recipient", size)
+	per := sizeResult{Messages: len(w.msgs), Deliveries: sr.Deliveries}
+	ok, err = b.run(ctx, b.makeWorkload(size, "p"), redisstore.Config{Prefix: b.f.Prefix, InboxesPerCall: 1}, &per)
+	if err != nil {
+		return sr, err
+	}
+	sr.SequencedOK = sr.SequencedOK && ok
+	sr.PerRecipientDeliveriesPerSec = per.DeliveriesPerSec
+	sr.PerRecipientRedisCallsPerMessage = per.RedisCallsPerMessage
+	sr.PerRecipientDeliveriesPerRawOp = harness.Round(harness.Ratio(per.DeliveriesPerSec, raw), 3)
 	if err := b.naive(ctx, w, &sr); err != nil {
 		return sr, err
 	}
 	sr.Speedup = harness.Round(harness.Ratio(sr.DeliveriesPerSec, sr.NaiveDeliveriesPerSec), 2)
 	sr.DeliveriesPerRawOp = harness.Round(harness.Ratio(sr.DeliveriesPerSec, raw), 3)
 	sr.NaiveDeliveriesPerRawOp = harness.Round(harness.Ratio(sr.NaiveDeliveriesPerSec, raw), 3)
-	b.log.Printf("groups of %d: ours %.0f deliveries/s, naive %.0f, speedup %.1fx", size,
-		sr.DeliveriesPerSec, sr.NaiveDeliveriesPerSec, sr.Speedup)
+	b.log.Printf("groups of %d: ours %.0f deliveries/s, a call per recipient %.0f, naive %.0f, speedup %.1fx", size,
+		sr.DeliveriesPerSec, sr.PerRecipientDeliveriesPerSec, sr.NaiveDeliveriesPerSec, sr.Speedup)
 	return sr, nil
+}
+
+// run creates the workload's groups, then times its messages through a
+// fanout worker on a store of cfg; it reports whether every group's seq
+// came out right.
+func (b *bench) run(ctx context.Context, w *workload, cfg redisstore.Config, sr *sizeResult) (bool, error) {
+	if err := b.pipeline(ctx, w.joins, "joins", cfg, nil); err != nil {
+		return false, err
+	}
+	if err := b.pipeline(ctx, w.msgs, "messages", cfg, sr); err != nil {
+		return false, err
+	}
+	return b.checkSequenced(ctx, w)
 }
 
 // pipeline produces msgs while no worker runs, then lets one fanout
 // worker drain them; with sr set, it records the timed figures.
-func (b *bench) pipeline(ctx context.Context, msgs []*schemas.Message, what string, sr *sizeResult) error {
+func (b *bench) pipeline(ctx context.Context, msgs []*schemas.Message, what string, cfg redisstore.Config, sr *sizeResult) error {
 	if err := harness.Produce(ctx, b.producer, msgs); err != nil {
 		return err
 	}
-	fo, err := harness.StartFanout(b.st, fanout.Config{Store: redisstore.Config{Prefix: b.f.Prefix}})
+	fo, err := harness.StartFanout(b.st, fanout.Config{Store: cfg})
 	if err != nil {
 		return err
 	}

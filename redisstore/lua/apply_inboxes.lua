@@ -65,11 +65,13 @@ local function apply_one(kb, a)
   local pf = redis.call('HMGET', prof, 'ro', 'loc')
   if pf[2] == 'hot' then return -2 end
   if pf[1] == '1' then return -1 end
-  local fresh = redis.call('EXISTS', ib, mn) == 0
-  local indexed = fresh or redis.call('HGET', ib, ':ix') == '1'
 
   local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
-  local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe)
+  local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe, ':ix')
+  -- an inbox with the index mark exists: only one without may be new
+  local indexed = v[6] == '1'
+  local fresh = not indexed and redis.call('EXISTS', ib, mn) == 0
+  indexed = indexed or fresh
   local l0, r0, j0, t0, e0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4], tonumber(v[5]) or 0
   if epoch > 0 and epoch < e0 then return 0 end
   local l, r, j, t = l0, r0, j0, t0
