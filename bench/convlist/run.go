@@ -95,7 +95,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	log.Printf("seeded %d conversations of %s and %d of %d other users in %.0f ms", n, bigUser, otherConvs, otherUsers, res.SeedMS)
 
 	ours := func(ctx context.Context, user string, after redisstore.ListCursor) error {
-		_, err := s.ListConversations(ctx, s, user, "", after, pageLimit)
+		_, err := s.ListConversations(ctx, user, "", after, pageLimit)
 		return err
 	}
 	baselineScript := redis.NewScript(baselinePageLua)
