@@ -12,17 +12,8 @@ import (
 
 func TestMoveToHotCarriesEveryUserKeyAndSendsWritersThere(t *testing.T) {
 	ctx := context.Background()
-	rdb, prefix := testenv.Redis(t)
-	main, err := New(rdb, Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The hot store is another key space of the same server here; in a
-	// deployment it is another server.
-	hot, err := New(rdb, Config{Prefix: prefix + "hot:"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	main, hot := mainAndHot(t)
+	rdb := main.rdb
 	upd := func(seq uint64) []InboxUpdate {
 		return []InboxUpdate{{User: "star", Conv: "c", Form: InboxGroup, Events: []InboxEvent{ev(InboxMentioned, seq)}}}
 	}
@@ -99,15 +90,7 @@ func TestRouterApplyInboxesRoutesAgainWhenTheUserMovedUnderIt(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			rdb, prefix := testenv.Redis(t)
-			main, err := New(rdb, Config{Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hot, err := New(rdb, Config{Prefix: prefix + "hot:"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			main, hot := mainAndHot(t)
 			var router *InboxRouter
 			if tc.withHot {
 				router = NewInboxRouter(main, hot, 0)
@@ -140,4 +123,19 @@ func TestRouterApplyInboxesRoutesAgainWhenTheUserMovedUnderIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mainAndHot are a main and a hot store. The hot store is another key
+// space of the same server here; in a deployment it is another server.
+func mainAndHot(t *testing.T) (main, hot *Store) {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	main, err := New(rdb, Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hot, err = New(rdb, Config{Prefix: prefix + "hot:"}); err != nil {
+		t.Fatal(err)
+	}
+	return main, hot
 }
