@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offlinebox/offlinebox/workers/census"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/workers/census"
 )
 
 // stackConfig names the stores and broker a process talks to. Each field
