@@ -47,8 +47,9 @@ type Config struct {
 	// RestoreChunk is how many changelog records a restore applies before
 	// it raises the fence.
 	RestoreChunk int
-	// HotRedis, when set, is the Redis that hot users' keys move to (the
-	// caller dials it, redisstore.ParseAddr, and closes it after Close).
+	// HotRedis, when set, is the Redis that hot users' keys move to. The
+	// caller dials it (by redisstore.ParseAddr's rule, once per process)
+	// and closes it after Close.
 	HotRedis redis.UniversalClient
 	// HotRoute moves users detected hot to HotRedis. Without it hot users
 	// are only reported.
