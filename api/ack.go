@@ -157,11 +157,7 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 			// within a few milliseconds go in one pipeline.
 			res, err = s.live.acks.ack(ctx, redisstore.DeviceAck{User: user, Device: dev, Items: acks, NowMS: s.cfg.Clock().UnixMilli()})
 		} else {
-			err = s.withUser(ctx, user, func(users *redisstore.Store) error {
-				var err error
-				res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
-				return err
-			})
+			res, err = s.router.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
 		}
 		if err != nil {
 			return ackResponse{}, err
@@ -172,20 +168,7 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 		s.live.raises.add(marks, s.ackedOnConn(user, dev, acks))
 		return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
 	}
-	if !s.router.HasHot() {
-		// The user's keys and the conversations' live on one store: the
-		// device's cursors and the members' in one round trip.
-		res, raised, err = s.router.Main().AckAndRaise(ctx, user, dev, acks, s.cfg.Clock().UnixMilli(), marks)
-	} else {
-		err = s.withUser(ctx, user, func(users *redisstore.Store) error {
-			var err error
-			res, err = users.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
-			return err
-		})
-		if err == nil {
-			raised, err = s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptDelivered, marks)
-		}
-	}
+	res, raised, err = s.router.AckAndRaise(ctx, user, dev, acks, s.cfg.Clock().UnixMilli(), marks)
 	if err != nil {
 		return ackResponse{}, err
 	}

@@ -64,12 +64,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	var page redisstore.ConvList
-	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
-		var err error
-		page, err = s.router.Main().ListConversations(r.Context(), users, id.User, dev, after, limit)
-		return err
-	})
+	page, err := s.router.ListConversations(r.Context(), id.User, dev, after, limit)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -27,7 +27,8 @@
 // drifted apart are not visible on the request path; the device census
 // (workers/census) counts them.
 //
-// The handlers are thin: reads go to package redisstore through an
-// InboxRouter (users' keys may live on a hot store), writes that belong to
+// The handlers are thin: reads and acks go to package redisstore, those of
+// users' keys through the InboxRouter's operations (users' keys may live
+// on a hot store), writes that belong to
 // the pipeline (messages, read receipts) are produced to Kafka.
 package api

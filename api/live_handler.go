@@ -273,30 +273,24 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
 	var items []redisstore.ConvItem
-	var cur map[string]redisstore.Position
-	err := s.withUser(ctx, c.user, func(users *redisstore.Store) error {
-		items, out.Truncated = items[:0], false
-		var after redisstore.ListCursor
-		for len(items) < cfg.NoticeConversations {
-			page, err := s.router.Main().ListConversations(ctx, users, c.user, c.device, after, min(MaxListLimit, cfg.NoticeConversations-len(items)))
-			if err != nil {
-				return err
-			}
-			items = append(items, page.Items...)
-			if page.Next == nil {
-				break
-			}
-			after = *page.Next
-			out.Truncated = len(items) >= cfg.NoticeConversations
+	var after redisstore.ListCursor
+	for len(items) < cfg.NoticeConversations {
+		page, err := s.router.ListConversations(ctx, c.user, c.device, after, min(MaxListLimit, cfg.NoticeConversations-len(items)))
+		if err != nil {
+			return out, nil, err
 		}
-		var err error
-		if cur, err = users.DeviceCursors(ctx, c.user, c.device); err != nil {
-			return err
+		items = append(items, page.Items...)
+		if page.Next == nil {
+			break
 		}
-		out.Resync, err = users.WasEvicted(ctx, c.user, c.device)
-		return err
-	})
+		after = *page.Next
+		out.Truncated = len(items) >= cfg.NoticeConversations
+	}
+	cur, err := s.router.DeviceCursors(ctx, c.user, c.device)
 	if err != nil {
+		return out, nil, err
+	}
+	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
 	var large, news []string

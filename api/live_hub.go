@@ -431,12 +431,7 @@ func (h *liveHub) repushDue(now time.Time) {
 func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.Position {
 	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
 	defer cancel()
-	var cur map[string]redisstore.Position
-	err := h.s.withUser(ctx, c.user, func(users *redisstore.Store) error {
-		var err error
-		cur, err = users.DeviceCursors(ctx, c.user, c.device)
-		return err
-	})
+	cur, err := h.s.router.DeviceCursors(ctx, c.user, c.device)
 	if err != nil {
 		h.log.Warn("read device cursors before pushing again", "err", err)
 	}

@@ -323,7 +323,7 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	case errors.Is(err, redisstore.ErrNotMember):
 		return forbidden("not a member of this conversation")
 	case errors.Is(err, redisstore.ErrUserMoved):
-		// withUser routed again and was still refused: the move to the hot
+		// The router routed again and was still refused: the move to the hot
 		// store is under way. Nothing was written; the retry will land.
 		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "this user's data is being moved; retry shortly"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

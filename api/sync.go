@@ -143,12 +143,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	}
 	sz := newSyncSizer(r.Context(), req.Device, s.openMessage)
 	req.Sizer = sz
-	var res *redisstore.SyncResult
-	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
-		var err error
-		res, err = s.router.Main().Sync(r.Context(), users, req)
-		return err
-	})
+	res, err := s.router.Sync(r.Context(), req)
 	if err == nil {
 		err = sz.err
 	}

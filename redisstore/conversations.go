@@ -68,10 +68,16 @@ type ConvList struct {
 // script's work is bounded by the page and the user's large groups; a user
 // whose list indexes predate them gets them built first, in bounded steps
 // (BuildListIndex).
-// device may be empty; then Acked is 0. s holds the conversations, users
-// the user's keys (see InboxRouter; the same store without a hot store);
-// ErrUserMoved means users is no longer the right one.
-func (s *Store) ListConversations(ctx context.Context, users *Store, user, device string, after ListCursor, limit int) (ConvList, error) {
+// device may be empty; then Acked is 0. s holds the conversations and the
+// user's keys; InboxRouter.ListConversations reads the user's from the
+// store holding them.
+func (s *Store) ListConversations(ctx context.Context, user, device string, after ListCursor, limit int) (ConvList, error) {
+	return s.listConversationsWith(ctx, s, user, device, after, limit)
+}
+
+// listConversationsWith is ListConversations with the user's keys on
+// users; ErrUserMoved means users no longer holds them.
+func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, device string, after ListCursor, limit int) (ConvList, error) {
 	if limit < 1 {
 		return ConvList{}, fmt.Errorf("list conversations of %s: limit %d is below 1", user, limit)
 	}

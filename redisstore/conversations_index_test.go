@@ -179,7 +179,7 @@ func TestAnOlderInboxGetsItsListIndexesBuiltWhileWritesGoOn(t *testing.T) {
 	if drift, built := indexDrift(t, s, "u"); drift != "" || !built {
 		t.Fatalf("after %d steps: built=%v, %s", steps, built, drift)
 	}
-	l, err := s.ListConversations(ctx, s, "u", "", ListCursor{}, 3)
+	l, err := s.ListConversations(ctx, "u", "", ListCursor{}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

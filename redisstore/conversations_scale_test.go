@@ -136,7 +136,7 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	// thread spent on them, which a stall does not add to.
 	forgetListIndexes(t, s, "vip")
 	cpu0, steps0 := mainThreadCPU(t, rdb), commandCount(t, rdb, "evalsha")
-	if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
+	if _, err := s.ListConversations(ctx, "vip", "", ListCursor{}, 50); err != nil {
 		t.Fatal(err)
 	}
 	cpu, steps := mainThreadCPU(t, rdb)-cpu0, commandCount(t, rdb, "evalsha")-steps0
@@ -148,7 +148,7 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	// Commands a list call runs, counted by Redis: bounded by the page
 	// and the user's large groups, whatever the size of the inbox.
 	before := commandCalls(t, rdb)
-	if _, err := s.ListConversations(ctx, s, "vip", "", ListCursor{}, 50); err != nil {
+	if _, err := s.ListConversations(ctx, "vip", "", ListCursor{}, 50); err != nil {
 		t.Fatal(err)
 	}
 	// per conversation answered (51 small, 2 large): 4 reads; the script's
@@ -204,7 +204,7 @@ func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEv
 					return
 				default:
 				}
-				l, err := s.ListConversations(ctx, s, u, "", ListCursor{}, 50)
+				l, err := s.ListConversations(ctx, u, "", ListCursor{}, 50)
 				if err == nil && len(l.Items) != 30 {
 					err = fmt.Errorf("%s listed %d conversations, want 30", u, len(l.Items))
 				}
@@ -220,7 +220,7 @@ func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEv
 	want := func(i int) string { return fmt.Sprint("d", i) }
 	cur, next := ListCursor{}, n-1
 	for page := range 40 {
-		l, err := s.ListConversations(ctx, s, "vip", "", cur, 50)
+		l, err := s.ListConversations(ctx, "vip", "", cur, 50)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEv
 	}
 	deep := ListCursor{Activity: 1_700_000_000_000 + 1000, Conv: want(1000)}
 	for range 20 {
-		l, err := s.ListConversations(ctx, s, "vip", "", deep, 50)
+		l, err := s.ListConversations(ctx, "vip", "", deep, 50)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func TestListConversationsPagesByActivityWithoutDuplicatesOrMisses(t *testing.T)
 		var got []string
 		cur := ListCursor{}
 		for page := 0; page < 20; page++ {
-			l, err := s.ListConversations(ctx, s, "ann", "", cur, limit)
+			l, err := s.ListConversations(ctx, "ann", "", cur, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,13 +60,13 @@ func TestListConversationsShowsCountersPreviewsMentionsAndLargeGroups(t *testing
 	rs.group("big", "bob", "ann", "cid")
 	rs.say("big", group, "cid", "", "big news")
 	rs.say("dm", direct, "ann", "bob", "mine")
-	if err := s.ApplyPreviews(ctx, nil, latestOf(t, s, "small", last)); err != nil {
+	if err := s.ApplyPreviews(ctx, latestOf(t, s, "small", last)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{"small", 2, 1}}, 1); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.ListConversations(ctx, s, "ann", "phone", ListCursor{}, 10)
+	l, err := s.ListConversations(ctx, "ann", "phone", ListCursor{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,9 @@ const inboxMoveLease = time.Minute
 
 // InboxRouter finds the store that holds a user's keys: the main store, or
 // the hot store for users isolated there because their inbox write rate is
-// far above normal. Every reader and writer of user keys routes through
-// one, so all processes agree once their copies of the hot set refresh.
-// It is safe for concurrent use.
+// far above normal. Every reader and writer of user keys goes through the
+// operations of one (inbox_router_ops.go), so all processes agree once
+// their copies of the hot set refresh. It is safe for concurrent use.
 type InboxRouter struct {
 	main, hot *Store
 	refresh   time.Duration
@@ -56,9 +56,13 @@ func (r *InboxRouter) HasHot() bool { return r.hot != nil }
 // Main returns the main store (conversation keys always live there).
 func (r *InboxRouter) Main() *Store { return r.main }
 
-// For returns the store holding user's keys, by the router's copy of the
-// hot set.
-func (r *InboxRouter) For(user string) *Store {
+// OnHot reports whether the router's copy of the hot set routes user to
+// the hot store.
+func (r *InboxRouter) OnHot(user string) bool { return r.storeOf(user) != r.main }
+
+// storeOf returns the store holding user's keys, by the router's copy of
+// the hot set.
+func (r *InboxRouter) storeOf(user string) *Store {
 	if r.hot == nil {
 		return r.main
 	}

@@ -222,11 +222,11 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	}
 	_, err = s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "g", Seq: 2}})
 	must("read receipt", err)
-	must("previews", s.ApplyPreviews(ctx, nil, latest))
+	must("previews", s.ApplyPreviews(ctx, latest))
 	forgetListIndexes(t, s, "ann")
-	_, err = s.ListConversations(ctx, s, "ann", "phone", ListCursor{}, 10)
+	_, err = s.ListConversations(ctx, "ann", "phone", ListCursor{}, 10)
 	must("list", err)
-	_, err = s.Sync(ctx, s, SyncRequest{User: "ann", Device: "phone", Limit: 10, MaxBytes: 64 << 10, Sizer: testSizer{}})
+	_, err = s.Sync(ctx, SyncRequest{User: "ann", Device: "phone", Limit: 10, MaxBytes: 64 << 10, Sizer: testSizer{}})
 	must("sync", err)
 
 	// Acks from more devices than allowed evict the least recently used.

@@ -59,11 +59,11 @@ func (g *noticeGroup) say(at time.Time, tag string, n int) (last uint64) {
 func (g *noticeGroup) unread() uint64 {
 	g.t.Helper()
 	ctx := context.Background()
-	l, err := g.s.ListConversations(ctx, g.s, "ann", "", ListCursor{}, 10)
+	l, err := g.s.ListConversations(ctx, "ann", "", ListCursor{}, 10)
 	if err != nil || len(l.Items) != 1 || !l.Items[0].Large {
 		g.t.Fatalf("list: %+v (err %v); want the one large group", l, err)
 	}
-	res, err := g.s.Sync(ctx, g.s, syncReq("ann", "phone", 5, 1<<20))
+	res, err := g.s.Sync(ctx, syncReq("ann", "phone", 5, 1<<20))
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func TestSmallGroupUnreadLeavesOutJoinAndLeaveNoticesAsLargeGroupsDo(t *testing.
 	}
 	unread := func() uint64 {
 		t.Helper()
-		l, err := s.ListConversations(ctx, s, "cid", "", ListCursor{}, 10)
+		l, err := s.ListConversations(ctx, "cid", "", ListCursor{}, 10)
 		if err != nil || len(l.Items) != 1 {
 			t.Fatalf("list: %+v (err %v)", l, err)
 		}
-		res, err := s.Sync(ctx, s, syncReq("cid", "phone", 5, 1<<20))
+		res, err := s.Sync(ctx, syncReq("cid", "phone", 5, 1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}

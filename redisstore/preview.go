@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -48,53 +49,83 @@ func (s *Store) PreviewOf(ctx context.Context, sq *schemas.Sequenced) (Preview, 
 // preview is the conversation's own summary (meta lsender/lts/lprev), read
 // at list time, so a message costs no per-member writes.
 //
-// s holds the conversations; route names the store holding each user's
-// keys (InboxRouter.For; nil: s). ErrUserMoved means a user moved while
-// this ran: refresh the router and call again (it is idempotent).
-func (s *Store) ApplyPreviews(ctx context.Context, route func(user string) *Store, latest []*schemas.Sequenced) error {
-	if len(latest) == 0 {
-		return nil
+// s holds the conversations and the members' keys; InboxRouter's
+// ApplyPreviews writes each member's on the store holding them.
+func (s *Store) ApplyPreviews(ctx context.Context, latest []*schemas.Sequenced) error {
+	ws, err := s.previewWrites(ctx, latest)
+	if err != nil {
+		return err
 	}
-	if route == nil {
-		route = func(string) *Store { return s }
+	moved, err := s.writePreviews(ctx, ws)
+	if err == nil && len(moved) > 0 {
+		err = fmt.Errorf("write previews: %w", ErrUserMoved)
+	}
+	return err
+}
+
+// previewWrite is one member's preview of one conversation: the arguments
+// of preview_set.lua.
+type previewWrite struct {
+	user string
+	args []any
+}
+
+// previewWrites lists the preview each member of latest's conversations
+// gets (s holds the conversations).
+func (s *Store) previewWrites(ctx context.Context, latest []*schemas.Sequenced) ([]previewWrite, error) {
+	if len(latest) == 0 {
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	targets, err := s.previewTargets(ctx, latest)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	calls := map[*Store][]scriptCall{}
+	var ws []previewWrite
 	for i, sq := range latest {
 		if len(targets[i]) == 0 {
 			continue
 		}
 		p, err := s.PreviewOf(ctx, sq)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		js, err := json.Marshal(p)
 		if err != nil {
-			return fmt.Errorf("encode preview of %s: %w", sq.GetMessage().GetConvId(), err)
+			return nil, fmt.Errorf("encode preview of %s: %w", sq.GetMessage().GetConvId(), err)
 		}
 		for _, u := range targets[i] {
-			us := route(u)
-			calls[us] = append(calls[us], scriptCall{
-				keys: []string{us.keys.Previews(u), us.keys.Profile(u)},
-				args: []any{sq.GetMessage().GetConvId(), p.Epoch, p.Seq, js},
-			})
+			ws = append(ws, previewWrite{user: u, args: []any{sq.GetMessage().GetConvId(), p.Epoch, p.Seq, js}})
 		}
 	}
-	for us, cs := range calls {
-		cmds, err := us.evalPiped(ctx, previewSetScript, cs)
-		if anyUserMoved(cmds) {
-			return fmt.Errorf("write previews: %w", ErrUserMoved)
-		}
-		if err != nil {
-			return fmt.Errorf("write %d previews: %w", len(cs), err)
+	return ws, nil
+}
+
+// writePreviews runs ws in one pipeline on s, which holds their users'
+// keys; it returns the indexes of those refused because their user moved.
+func (s *Store) writePreviews(ctx context.Context, ws []previewWrite) ([]int, error) {
+	calls := make([]scriptCall, len(ws))
+	for i, w := range ws {
+		calls[i] = scriptCall{keys: []string{s.keys.Previews(w.user), s.keys.Profile(w.user)}, args: w.args}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	cmds, err := s.evalPiped(ctx, previewSetScript, calls)
+	if cmds == nil && err != nil {
+		return nil, fmt.Errorf("write %d previews: %w", len(ws), err)
+	}
+	var moved []int
+	for i, c := range cmds {
+		switch cerr := asUserMoved(c.Err()); {
+		case cerr == nil:
+		case errors.Is(cerr, ErrUserMoved):
+			moved = append(moved, i)
+		default:
+			return moved, fmt.Errorf("write %d previews: %w", len(ws), cerr)
 		}
 	}
-	return nil
+	return moved, nil
 }
 
 // previewTargets lists, per record, the users whose preview it updates:

@@ -33,7 +33,7 @@ func TestPreviewKeepsTheNewestMessageForEveryMemberWhoSawIt(t *testing.T) {
 	older := &schemas.Sequenced{Seq: seq, Epoch: 1, WriteTimeMs: 5, Message: groupText("g", "bob", "first")}
 	newer := &schemas.Sequenced{Seq: seq + 1, Epoch: 1, WriteTimeMs: 6, Message: groupText("g", "bob", "second")}
 	for _, batch := range [][]*schemas.Sequenced{{newer}, {older}, {newer}} {
-		if err := s.ApplyPreviews(ctx, nil, batch); err != nil {
+		if err := s.ApplyPreviews(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestPreviewKeepsTheNewestMessageForEveryMemberWhoSawIt(t *testing.T) {
 		Sender: "ann", Recipients: []string{"cid"}, Kind: schemas.Kind_KIND_MESSAGE, Body: []byte("yo")}}
 	rs.growLarge("g", "bob")
 	big := &schemas.Sequenced{Seq: seq + 5, Epoch: 1, WriteTimeMs: 8, Message: groupText("g", "bob", "large now")}
-	if err := s.ApplyPreviews(ctx, nil, []*schemas.Sequenced{dm, big}); err != nil {
+	if err := s.ApplyPreviews(ctx, []*schemas.Sequenced{dm, big}); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"ann", "cid"} {

@@ -69,7 +69,7 @@ func TestReadsAndAcksDuringAMoveAreRefusedAndLandAfterIt(t *testing.T) {
 			if err := router.MoveToHot(ctx, "ann"); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.call(ctx, router.For("ann"), seq); err != nil {
+			if err := tc.call(ctx, router.storeOf("ann"), seq); err != nil {
 				t.Fatalf("retry after the move: %v", err)
 			}
 			if !tc.landed(ctx, hot, seq) {

@@ -55,10 +55,16 @@ type syncHead struct {
 // request comes before that (the API validates first). A device that
 // syncs is in use whether or not it had anything new to ack, so the least
 // recently used device evicted past the bound is one that stopped pulling. The same request on
-// the same state gets the same answer. s holds the conversations, users the user's keys (see
-// InboxRouter; the same store without a hot store); ErrUserMoved means
-// users is no longer the right one.
-func (s *Store) Sync(ctx context.Context, users *Store, req SyncRequest) (*SyncResult, error) {
+// the same state gets the same answer. s holds the conversations and the
+// user's keys; InboxRouter.Sync reads the user's from the store holding
+// them.
+func (s *Store) Sync(ctx context.Context, req SyncRequest) (*SyncResult, error) {
+	return s.syncWith(ctx, s, req)
+}
+
+// syncWith is Sync with the user's keys on users; ErrUserMoved means
+// users no longer holds them.
+func (s *Store) syncWith(ctx context.Context, users *Store, req SyncRequest) (*SyncResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}

@@ -28,14 +28,14 @@ func TestReadPathRunsOnRedisCluster(t *testing.T) {
 	rs.group("big", "bob", "ann", "cid", "dan")
 	rs.say("big", group, "cid", "", "large")
 
-	res, err := s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	res, err := s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Mentions) != 6 || len(res.Convs) != 7 {
 		t.Fatalf("sync on the cluster:\n%s", render(res))
 	}
-	l, err := s.ListConversations(ctx, s, "ann", "phone", ListCursor{}, 3)
+	l, err := s.ListConversations(ctx, "ann", "phone", ListCursor{}, 3)
 	if err != nil || len(l.Items) != 3 || l.Next == nil {
 		t.Fatalf("list on the cluster: %+v %v", l, err)
 	}
@@ -52,13 +52,13 @@ func TestReadPathRunsOnRedisCluster(t *testing.T) {
 	if _, err := s.ApplyReads(ctx, marks); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ApplyPreviews(ctx, nil, latestOf(t, s, "c2", 3)); err != nil {
+	if err := s.ApplyPreviews(ctx, latestOf(t, s, "c2", 3)); err != nil {
 		t.Fatal(err)
 	}
 	if a, err := s.ConversationAccess(ctx, "ann", []string{"c0", "c5", "big", "nope"}); err != nil || !a["c5"].Member || a["nope"].Exists {
 		t.Fatalf("access on the cluster: %+v %v", a, err)
 	}
-	res, err = s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	res, err = s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10))
 	if err != nil || len(res.Mentions) != 0 {
 		t.Fatalf("after reading every mention: %v\n%s", err, render(res))
 	}

@@ -48,11 +48,11 @@ func TestSyncCapsGroupSlicesSoDirectConversationsGetTheBudget(t *testing.T) {
 	const budget = 16 << 10
 	uncapped := syncReq("ann", "phone", 200, budget)
 	uncapped.GroupSliceBytes = budget
-	before, err := s.Sync(ctx, s, uncapped)
+	before, err := s.Sync(ctx, uncapped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Sync(ctx, s, syncReq("ann", "phone", 200, budget))
+	res, err := s.Sync(ctx, syncReq("ann", "phone", 200, budget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSyncCapsGroupSlicesSoDirectConversationsGetTheBudget(t *testing.T) {
 		t.Fatalf("answered %v, want %s:\n%s", order, want, render(res))
 	}
 	checkNewestWithGap(t, res, res.Convs[:1], "noisy")
-	again, err := s.Sync(ctx, s, syncReq("ann", "phone", 200, budget))
+	again, err := s.Sync(ctx, syncReq("ann", "phone", 200, budget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestSyncExtendsCappedGroupsWithWhatIsLeft(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := syncReq("ann", "phone", tc.limit, tc.budget)
-			res, err := s.Sync(ctx, s, req)
+			res, err := s.Sync(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}

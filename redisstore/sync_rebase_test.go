@@ -19,7 +19,7 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	}
 	rs.say("dm", direct, "bob", "ann", "short")
 	const budget = 4000
-	res, err := s.Sync(context.Background(), s, syncReq("ann", "phone", 50, budget))
+	res, err := s.Sync(context.Background(), syncReq("ann", "phone", 50, budget))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	// comes first and is cut to its newest messages, with a gap.
 	req := syncReq("ann", "phone", 50, budget)
 	req.Cursors["dm"] = Position{Seq: 1, Epoch: res.Convs[0].Epoch}
-	if res, err = s.Sync(context.Background(), s, req); err != nil {
+	if res, err = s.Sync(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	if res.Bytes > budget || len(res.Convs)+len(res.Summaries) != 3 {
@@ -45,7 +45,7 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	}
 	checkNewestWithGap(t, res, res.Convs, "g3", "g2", "g1")
 	// A budget too small for anything still delivers the first newest message.
-	res, err = s.Sync(context.Background(), s, syncReq("ann", "phone", 50, 300))
+	res, err = s.Sync(context.Background(), syncReq("ann", "phone", 50, 300))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestSyncRebasesOnlyCursorsThatMeanNothingAndNamesTheGapOfTheFarBehind(t *te
 			}
 			req := syncReq("ann", "phone", 4, 64<<10)
 			req.Cursors["g"] = tc.cur
-			res, err := s.Sync(ctx, s, req)
+			res, err := s.Sync(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestSyncTellsAnEvictedDeviceToResync(t *testing.T) {
 	}
 	req := syncReq("ann", "dev0", 10, 64<<10)
 	req.Cursors["g"] = Position{Seq: 2, Epoch: 1}
-	res, err := s.Sync(ctx, s, req)
+	res, err := s.Sync(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSyncTellsAnEvictedDeviceToResync(t *testing.T) {
 		t.Fatalf("evicted device:\n%s", render(res))
 	}
 	req.Device = "dev5"
-	if res, err = s.Sync(ctx, s, req); err != nil || res.Resync {
+	if res, err = s.Sync(ctx, req); err != nil || res.Resync {
 		t.Fatalf("kept device told to resync: %v\n%s", err, render(res))
 	}
 }
@@ -158,7 +158,7 @@ func TestSyncDerivesLargeGroupsFromTheGroup(t *testing.T) {
 	allSeq := all.sayAll("big", "bob", "everyone!")
 	rs.say("big", group, "cid", "", "after")
 	ctx := context.Background()
-	res, err := s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	res, err := s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestSyncDerivesLargeGroupsFromTheGroup(t *testing.T) {
 	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "big", Seq: allSeq}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10))
+	res, err = s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestSyncMarksTheDeviceUsedSoAnActiveDeviceIsNotEvicted(t *testing.T) {
 	}
 	req := syncReq("ann", "dev0", 10, 64<<10)
 	req.NowMS = 2000
-	if _, err := s.Sync(ctx, s, req); err != nil {
+	if _, err := s.Sync(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.AckDevice(ctx, "ann", "dev5", []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, 3000)
@@ -215,12 +215,12 @@ func TestSyncMarksTheDeviceUsedSoAnActiveDeviceIsNotEvicted(t *testing.T) {
 	if len(res.Evicted) != 1 || res.Evicted[0] != "dev1" {
 		t.Fatalf("the sixth device evicted %v, want [dev1] (dev0 synced at 2000)", res.Evicted)
 	}
-	if res, err := s.Sync(ctx, s, req); err != nil || res.Resync {
+	if res, err := s.Sync(ctx, req); err != nil || res.Resync {
 		t.Fatalf("the syncing device was evicted: %v resync %v", err, res != nil && res.Resync)
 	}
 	// A sync does not register a device it does not know.
 	req.Device, req.NowMS = "stranger", 4000
-	if _, err := s.Sync(ctx, s, req); err != nil {
+	if _, err := s.Sync(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if n := s.rdb.ZCard(ctx, s.keys.Devices("ann")).Val(); n != 5 {

@@ -9,7 +9,7 @@ import (
 // a gap over seqs the answer holds makes the client page them again.
 func TestSyncExtendedGroupWithNothingOlderNamesNoGap(t *testing.T) {
 	s := fairSeed(t)
-	res, err := s.Sync(context.Background(), s, syncReq("ann", "phone", 200, 256<<10))
+	res, err := s.Sync(context.Background(), syncReq("ann", "phone", 200, 256<<10))
 	if err != nil {
 		t.Fatal(err)
 	}

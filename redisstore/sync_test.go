@@ -132,7 +132,7 @@ func TestSyncPutsMentionsFirstThenSlicesByPriority(t *testing.T) {
 	rs.say("dm", direct, "bob", "ann", "psst")
 	rs.say("quiet", group, "cid", "", "latest")
 
-	res, err := s.Sync(context.Background(), s, syncReq("ann", "phone", 5, 64<<10))
+	res, err := s.Sync(context.Background(), syncReq("ann", "phone", 5, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ omitted=0
 	if got := render(res); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
-	again, err := s.Sync(context.Background(), s, syncReq("ann", "phone", 5, 64<<10))
+	again, err := s.Sync(context.Background(), syncReq("ann", "phone", 5, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ omitted=0
 	// With cursors past the first mention, only the second is pending.
 	req := syncReq("ann", "phone", 5, 64<<10)
 	req.Cursors["noisy"] = Position{Seq: m1, Epoch: res.Convs[0].Epoch}
-	res, err = s.Sync(context.Background(), s, req)
+	res, err = s.Sync(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +181,10 @@ func TestReadPathFollowsAUserMovedToTheHotStore(t *testing.T) {
 	if err := router.MoveToHot(ctx, "ann"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, s, syncReq("ann", "phone", 10, 64<<10)); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10)); !errors.Is(err, ErrUserMoved) {
 		t.Fatalf("sync on the stale store: %v, want ErrUserMoved", err)
 	}
-	if _, err := s.ListConversations(ctx, s, "ann", "", ListCursor{}, 10); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.ListConversations(ctx, "ann", "", ListCursor{}, 10); !errors.Is(err, ErrUserMoved) {
 		t.Fatalf("list on the stale store: %v, want ErrUserMoved", err)
 	}
 	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{"g", 1, 1}}, 1); !errors.Is(err, ErrUserMoved) {
@@ -193,15 +193,14 @@ func TestReadPathFollowsAUserMovedToTheHotStore(t *testing.T) {
 	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "g", Seq: 1}}); !errors.Is(err, ErrUserMoved) {
 		t.Fatalf("read on the stale store: %v, want ErrUserMoved", err)
 	}
-	users := router.For("ann")
-	res, err := s.Sync(ctx, users, syncReq("ann", "phone", 10, 64<<10))
+	res, err := router.Sync(ctx, syncReq("ann", "phone", 10, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Mentions) != 1 || res.Mentions[0].Message.Seq != seq || len(res.Convs) != 1 {
 		t.Fatalf("sync through the router:\n%s", render(res))
 	}
-	l, err := s.ListConversations(ctx, users, "ann", "", ListCursor{}, 10)
+	l, err := router.ListConversations(ctx, "ann", "", ListCursor{}, 10)
 	if err != nil || len(l.Items) != 1 || l.Items[0].Mentions != 1 {
 		t.Fatalf("list through the router: %+v, %v", l, err)
 	}

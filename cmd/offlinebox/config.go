@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/workers/census"
 )
 
@@ -151,6 +152,10 @@ func (c *stackConfig) validate(needSecret bool) error {
 		return fmt.Errorf("-redis: no address given")
 	case len(c.redisAddrs()) > 1 && !c.RedisCluster:
 		return fmt.Errorf("-redis: several addresses need -redis-cluster")
+	case badAddr(c.Redis, c.RedisCluster) != nil:
+		return fmt.Errorf("-redis: %w", badAddr(c.Redis, c.RedisCluster))
+	case c.HotRedis != "" && badAddr(c.HotRedis, c.RedisCluster) != nil:
+		return fmt.Errorf("-hot-redis: %w", badAddr(c.HotRedis, c.RedisCluster))
 	case c.Partitions < 1:
 		return fmt.Errorf("-partitions: %d is below 1", c.Partitions)
 	case c.SessionTimeout < 0:
@@ -159,6 +164,12 @@ func (c *stackConfig) validate(needSecret bool) error {
 		return fmt.Errorf("-jwt-secret: required, at least 16 bytes (env OFFLINEBOX_JWT_SECRET, or run `offlinebox demo`, which writes %s)", defaultEnvFile)
 	}
 	return nil
+}
+
+// badAddr says why addr is no Redis address (redisstore.ParseAddr).
+func badAddr(addr string, cluster bool) error {
+	_, err := redisstore.ParseAddr(addr, cluster)
+	return err
 }
 
 // callTimeout bounds every outbound call a subcommand makes on its own.

@@ -30,6 +30,11 @@ func TestStackConfigRejectsSettingsThatCannotWork(t *testing.T) {
 		{"no broker", []string{"-kafka", " , "}, false, "-kafka"},
 		{"several redis without cluster mode", []string{"-redis", "a:1,b:2"}, false, "-redis"},
 		{"several redis in cluster mode", []string{"-redis", "a:1,b:2", "-redis-cluster"}, false, ""},
+		{"a redis URL", []string{"-redis", "redis://127.0.0.1:6379/2"}, false, ""},
+		{"a redis that is no address", []string{"-redis", "localhost"}, false, "-redis"},
+		{"a hot redis URL", []string{"-hot-redis", "redis://user:pw@127.0.0.1:6380/1"}, false, ""},
+		{"a hot redis cluster", []string{"-hot-redis", "a:1,b:2"}, false, ""},
+		{"a hot redis URL with a bad database", []string{"-hot-redis", "redis://127.0.0.1:6380/x"}, false, "-hot-redis"},
 		{"no partitions", []string{"-partitions", "0"}, false, "-partitions"},
 		{"negative session timeout", []string{"-session-timeout", "-1s"}, false, "-session-timeout"},
 	}

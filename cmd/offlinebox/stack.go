@@ -31,19 +31,26 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// openRedis connects to the configured Redis (standalone or cluster) and
-// waits until it answers: a store that is down is waited for.
+// redisDial is every process's Redis client settings, where the address
+// (a redis:// URL's parameters) leaves them unset.
+var redisDial = redisstore.DialOptions{DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
+	WriteTimeout: 5 * time.Second, PoolSize: 64}
+
+// openRedis connects to the configured Redis (-redis) and waits until it
+// answers: a store that is down is waited for.
 func openRedis(ctx context.Context, c *stackConfig) (redis.UniversalClient, error) {
-	opts := &redis.UniversalOptions{
-		Addrs:         c.redisAddrs(),
-		IsClusterMode: c.RedisCluster,
-		DialTimeout:   5 * time.Second,
-		ReadTimeout:   5 * time.Second,
-		WriteTimeout:  5 * time.Second,
-		PoolSize:      64,
+	return dialRedis(ctx, c, "redis", c.Redis)
+}
+
+// dialRedis connects to the Redis at addr, which flag set, by
+// redisstore.ParseAddr's rule, and waits until it answers.
+func dialRedis(ctx context.Context, c *stackConfig, flag, addr string) (redis.UniversalClient, error) {
+	a, err := redisstore.ParseAddr(addr, c.RedisCluster)
+	if err != nil {
+		return nil, fmt.Errorf("-%s: %w", flag, err)
 	}
-	rdb := redis.NewUniversalClient(opts)
-	if err := waitFor(ctx, c, "redis", c.Redis, "redis", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
+	rdb := a.Dial(redisDial)
+	if err := waitFor(ctx, c, flag, addr, flag, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); err != nil {
 		_ = rdb.Close()
 		return nil, err
 	}
@@ -55,7 +62,18 @@ func storeConfig(c *stackConfig) redisstore.Config {
 }
 
 func openStore(ctx context.Context, c *stackConfig) (*redisstore.Store, error) {
-	rdb, err := openRedis(ctx, c)
+	return openStoreAt(ctx, c, "redis", c.Redis)
+}
+
+// openHotStore opens the hot Redis (-hot-redis), where hot users' keys
+// live; it is dialed once per process, and the API, convindex and fanout
+// all use it.
+func openHotStore(ctx context.Context, c *stackConfig) (*redisstore.Store, error) {
+	return openStoreAt(ctx, c, "hot-redis", c.HotRedis)
+}
+
+func openStoreAt(ctx context.Context, c *stackConfig, flag, addr string) (*redisstore.Store, error) {
+	rdb, err := dialRedis(ctx, c, flag, addr)
 	if err != nil {
 		return nil, err
 	}

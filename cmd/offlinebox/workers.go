@@ -132,9 +132,7 @@ func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
 			}
 		}
 		if c.HotRedis != "" {
-			hc := *c
-			hc.Redis = c.HotRedis
-			hot, err := openStore(ctx, &hc)
+			hot, err := openHotStore(ctx, c)
 			if err != nil {
 				p.close()
 				return nil, fmt.Errorf("hot redis: %w", err)
@@ -163,13 +161,21 @@ func (p *processes) storeConfig() redisstore.Config {
 	return sc
 }
 
+// hotClient is the hot Redis's client, nil without one.
+func (p *processes) hotClient() redis.UniversalClient {
+	if p.hot == nil {
+		return nil
+	}
+	return p.hot.Client()
+}
+
 func (p *processes) router() *redisstore.InboxRouter {
 	return redisstore.NewInboxRouter(p.store, p.hot, 0)
 }
 
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
 	f, err := fanout.New(fanout.Config{
-		Store: p.storeConfig(), Brokers: p.cfg.kafkaBrokers(), HotRedisAddr: p.cfg.HotRedis, HotRoute: p.cfg.HotRedis != "",
+		Store: p.storeConfig(), Brokers: p.cfg.kafkaBrokers(), HotRedis: p.hotClient(), HotRoute: p.hot != nil,
 		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {

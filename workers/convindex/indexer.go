@@ -55,10 +55,10 @@ type batch struct {
 // retries the same records, which changes nothing already done.
 func (ix *Indexer) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
 	b := ix.split(records)
-	if err := ix.routed(ctx, func() error { return ix.applyPreviews(ctx, b.latest) }); err != nil {
+	if err := ix.applyPreviews(ctx, b.latest); err != nil {
 		return nil, err
 	}
-	if err := ix.routed(ctx, func() error { return ix.applyReads(ctx, b.reads) }); err != nil {
+	if err := ix.applyReads(ctx, b.reads); err != nil {
 		return nil, err
 	}
 	ix.metrics.dead.Add(float64(len(b.dead)))
@@ -104,22 +104,6 @@ func newer(a, b *schemas.Sequenced) bool {
 	return a.GetSeq() > b.GetSeq()
 }
 
-// routed runs f; when a user turned out to have moved to the hot store, it
-// reloads the hot set and runs f once more (f is idempotent).
-func (ix *Indexer) routed(ctx context.Context, f func() error) error {
-	if err := ix.router.Refresh(ctx, false); err != nil {
-		return err
-	}
-	err := f()
-	if !errors.Is(err, redisstore.ErrUserMoved) {
-		return err
-	}
-	if err := ix.router.Refresh(ctx, true); err != nil {
-		return err
-	}
-	return f()
-}
-
 func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]*schemas.Sequenced) error {
 	if len(latest) == 0 {
 		return nil
@@ -128,7 +112,7 @@ func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]*schemas
 	for _, sq := range latest {
 		list = append(list, sq)
 	}
-	if err := ix.router.Main().ApplyPreviews(ctx, ix.router.For, list); err != nil {
+	if err := ix.router.ApplyPreviews(ctx, list); err != nil {
 		return fmt.Errorf("convindex: %w", err)
 	}
 	ix.metrics.previews.Add(float64(len(list)))
@@ -140,17 +124,10 @@ func (ix *Indexer) applyReads(ctx context.Context, reads []redisstore.ReadMark) 
 	if len(reads) == 0 {
 		return nil
 	}
-	byStore := map[*redisstore.Store][]redisstore.ReadMark{}
-	for _, m := range reads {
-		st := ix.router.For(m.User)
-		byStore[st] = append(byStore[st], m)
-	}
-	for st, marks := range byStore {
-		raised, err := st.ApplyReads(ctx, marks)
-		if err != nil {
-			return fmt.Errorf("convindex: %w", err)
-		}
-		ix.metrics.readsRaised.Add(float64(raised))
+	raised, err := ix.router.ApplyReads(ctx, reads)
+	ix.metrics.readsRaised.Add(float64(raised))
+	if err != nil {
+		return fmt.Errorf("convindex: %w", err)
 	}
 	ix.metrics.receipts.Add(float64(len(reads)))
 	return nil

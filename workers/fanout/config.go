@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -46,11 +47,12 @@ type Config struct {
 	// RestoreChunk is how many changelog records a restore applies before
 	// it raises the fence.
 	RestoreChunk int
-	// HotRedisAddr, when set, is the Redis that hot users' keys move to:
-	// host:port, a redis:// URL, or comma-separated host:port of a cluster.
-	HotRedisAddr string
-	// HotRoute moves users detected hot to HotRedisAddr. Without it hot
-	// users are only reported.
+	// HotRedis, when set, is the Redis that hot users' keys move to. The
+	// caller dials it (by redisstore.ParseAddr's rule, once per process)
+	// and closes it after Close.
+	HotRedis redis.UniversalClient
+	// HotRoute moves users detected hot to HotRedis. Without it hot users
+	// are only reported.
 	HotRoute bool
 	// HotWindow is the sliding window over which inbox write rates are
 	// measured.
@@ -165,8 +167,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fanout: RestoreTimeout %s is below 1s", c.RestoreTimeout)
 	case c.RestoreChunk < 1:
 		return fmt.Errorf("fanout: RestoreChunk %d is below 1", c.RestoreChunk)
-	case c.HotRoute && c.HotRedisAddr == "":
-		return fmt.Errorf("fanout: HotRoute needs HotRedisAddr")
+	case c.HotRoute && c.HotRedis == nil:
+		return fmt.Errorf("fanout: HotRoute needs HotRedis")
 	case c.HotWindow < time.Second:
 		return fmt.Errorf("fanout: HotWindow %s is below 1s", c.HotWindow)
 	case c.HotFactor <= 1:

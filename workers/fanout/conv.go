@@ -3,7 +3,6 @@ package fanout
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/alitto/pond/v2"
@@ -131,81 +130,44 @@ func (f *Fanout) deliver(ctx context.Context, sub pond.Pool, updates []redisstor
 	return hot, err
 }
 
-// applyChunk applies updates on the store each user is routed to. Users
-// moved to the hot store meanwhile are routed again and retried once.
-func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdate) ([]string, error) {
-	moved, hot, err := f.applyRouted(ctx, updates)
-	if err != nil || len(moved) == 0 {
-		return hot, err
-	}
-	if err := f.router.Refresh(ctx, true); err != nil {
-		return hot, err
-	}
-	for _, u := range moved {
-		if f.router.For(u.User) != f.router.Main() {
-			continue
+// applyChunk applies updates, each on the store its user is routed to
+// (users moved to the hot store meanwhile are routed again by the
+// router); it returns the users that just became hot.
+func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdate) (hot []string, err error) {
+	outs, errs := f.router.ApplyInboxes(ctx, updates)
+	for i, u := range updates {
+		if !errors.Is(errs[i], redisstore.ErrUserMoved) {
+			f.metrics.inboxWrite(u, errs[i] != nil)
 		}
-		// Marked moved but not listed: a move that stopped half-way.
-		if !f.router.HasHot() {
-			return hot, fmt.Errorf("inbox of %s: marked moved, but no hot store is configured", u.User)
+		switch {
+		case errs[i] != nil:
+			err = errors.Join(err, errs[i])
+		case outs[i] == redisstore.InboxReceiveOnly:
+			f.metrics.receiveOnly.Inc()
+		case outs[i] == redisstore.InboxReplayed:
+			f.metrics.inboxReplayed.Inc()
+		default:
+			if f.observe(u.User) {
+				hot = append(hot, u.User)
+			}
 		}
-		if err := f.router.MoveToHot(ctx, u.User); err != nil {
-			return hot, err
-		}
-	}
-	again, h, err := f.applyRouted(ctx, moved)
-	hot = append(hot, h...)
-	if err == nil && len(again) > 0 {
-		err = fmt.Errorf("inbox of %s: %w", again[0].User, redisstore.ErrUserMoved)
 	}
 	return hot, err
 }
 
-// applyRouted applies updates once; it returns those refused because the
-// user moved, and the users that just became hot.
-func (f *Fanout) applyRouted(ctx context.Context, updates []redisstore.InboxUpdate) (moved []redisstore.InboxUpdate, hot []string, err error) {
-	byStore := map[*redisstore.Store][]redisstore.InboxUpdate{}
-	for _, u := range updates {
-		st := f.router.For(u.User)
-		byStore[st] = append(byStore[st], u)
-	}
-	for st, ups := range byStore {
-		outs, errs := st.ApplyInboxes(ctx, ups)
-		for i, u := range ups {
-			if !errors.Is(errs[i], redisstore.ErrUserMoved) {
-				f.metrics.inboxWrite(u, errs[i] != nil)
-			}
-			switch {
-			case errors.Is(errs[i], redisstore.ErrUserMoved):
-				moved = append(moved, u)
-			case errs[i] != nil:
-				err = errors.Join(err, errs[i])
-			case outs[i] == redisstore.InboxReceiveOnly:
-				f.metrics.receiveOnly.Inc()
-			case outs[i] == redisstore.InboxReplayed:
-				f.metrics.inboxReplayed.Inc()
-			default:
-				if f.observe(u.User, st) {
-					hot = append(hot, u.User)
-				}
-			}
-		}
-	}
-	return moved, hot, err
-}
-
 // observe counts one inbox write of user and reports the user when their
 // rate just crossed the hot line; it says whether to move them.
-func (f *Fanout) observe(user string, st *redisstore.Store) bool {
+func (f *Fanout) observe(user string) bool {
 	became, rate, line := f.hot.observe(f.cfg.Clock(), user, 1)
 	if !became {
 		return false
 	}
 	f.metrics.hotUsers.Set(float64(f.hot.hotCount()))
+	onHot := f.router.OnHot(user)
 	f.cfg.Logger.Warn("hot inbox user: write rate far above normal", "user", user,
 		"writes_in_window", int64(rate), "hot_line", int64(line), "window", f.cfg.HotWindow,
-		"on_hot_store", st != f.router.Main())
-	return f.cfg.HotRoute && st == f.router.Main()
+		"on_hot_store", onHot)
+	return f.cfg.HotRoute && !onHot
 }
 
 // moveHotUsers moves the users found hot in this batch to the hot store.

@@ -58,8 +58,8 @@
 // writes per user are measured over a sliding window (Config.HotWindow);
 // a user above HotFactor times the mean and HotMinWrites is reported
 // (offlinebox_fanout_hot_users, a log line) and, with Config.HotRoute and
-// Config.HotRedisAddr, moved to the hot Redis through
-// redisstore.InboxRouter, which the API uses to find them.
+// Config.HotRedis, moved to the hot Redis: every inbox write goes through
+// redisstore.InboxRouter, as every API read and ack does.
 //
 // # Redis losing its last writes
 //

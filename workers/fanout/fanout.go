@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/alitto/pond/v2"
@@ -30,7 +29,6 @@ type Fanout struct {
 	cfg      Config
 	store    *redisstore.Store
 	router   *redisstore.InboxRouter
-	hotRDB   redis.UniversalClient // owned: closed by Close
 	producer Producer
 	metrics  *metrics
 	hot      *hotMeter
@@ -52,8 +50,8 @@ type Fanout struct {
 
 var _ stream.Handler = (*Fanout)(nil)
 
-// New returns a Fanout writing to rdb (standalone or cluster) and producing
-// sequenced records through producer.
+// New returns a Fanout writing to rdb (standalone or cluster), hot users'
+// keys to cfg.HotRedis, and producing sequenced records through producer.
 func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -80,51 +78,25 @@ func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, err
 		hot:    newHotMeter(cfg.HotWindow, cfg.HotFactor, cfg.HotMinWrites),
 		convs:  pond.NewPool(cfg.Conversations),
 		chunks: pond.NewPool(cfg.Workers)}
-	var hotStore *redisstore.Store
-	if cfg.HotRedisAddr != "" {
-		if f.hotRDB, err = dialHot(cfg.HotRedisAddr); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if hotStore, err = redisstore.New(f.hotRDB, cfg.Store); err != nil {
+	if cfg.HotRedis != nil {
+		if f.hotStore, err = redisstore.New(cfg.HotRedis, cfg.Store); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("fanout: hot store: %w", err)
 		}
 	}
-	f.hotStore = hotStore
-	f.router = redisstore.NewInboxRouter(store, hotStore, cfg.RouterRefresh)
+	f.router = redisstore.NewInboxRouter(store, f.hotStore, cfg.RouterRefresh)
 	f.restore = newRestorer(f, fence)
 	return f, nil
 }
 
-// dialHot connects to the hot Redis: a redis:// URL, host:port, or several
-// comma-separated host:port of a cluster.
-func dialHot(addr string) (redis.UniversalClient, error) {
-	if strings.HasPrefix(addr, "redis://") || strings.HasPrefix(addr, "rediss://") {
-		opt, err := redis.ParseURL(addr)
-		if err != nil {
-			return nil, fmt.Errorf("fanout: HotRedisAddr: %w", err)
-		}
-		return redis.NewClient(opt), nil
-	}
-	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(addr, ",")}), nil
-}
-
-// Close stops the pools (after the tasks running) and closes the hot Redis
-// client. It is idempotent; Handle must not be called after it.
+// Close stops the pools (after the tasks running). It is idempotent;
+// Handle must not be called after it.
 func (f *Fanout) Close() {
 	f.closeOnce.Do(func() {
 		f.convs.StopAndWait()
 		f.chunks.StopAndWait()
-		if f.hotRDB != nil {
-			_ = f.hotRDB.Close()
-		}
 	})
 }
-
-// Router is the user → store routing the worker writes with; the API must
-// read with an equivalent one (same stores, same hot set).
-func (f *Fanout) Router() *redisstore.InboxRouter { return f.router }
 
 // Handle sequences the records of one partition, updates every recipient's
 // inbox and produces the sequenced records, returning nil only when all of
@@ -145,9 +117,6 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 }
 
 func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
-	if err := f.router.Refresh(ctx, false); err != nil {
-		return nil, err
-	}
 	batch := f.split(records)
 	now := f.cfg.Clock().UnixMilli()
 	results := make([]convResult, len(batch.order))

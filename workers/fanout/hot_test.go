@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -63,10 +62,13 @@ func TestHotMeterReportsOnlyUsersFarAboveTheMean(t *testing.T) {
 func TestHotUserIsReportedAndMovedToTheHotRedis(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	addr := testenv.RedisAddr(t)
-	h := newHarness(t, Config{Metrics: reg, HotMinWrites: 10, HotFactor: 3, HotRoute: true,
-		HotRedisAddr: "redis://" + addr + "/1"})
-	hotRDB := redis.NewClient(&redis.Options{Addr: addr, DB: 1})
+	hotAddr, err := redisstore.ParseAddr("redis://"+addr+"/1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hotRDB := hotAddr.Dial(redisstore.DialOptions{})
 	t.Cleanup(func() { _ = hotRDB.Close() })
+	h := newHarness(t, Config{Metrics: reg, HotMinWrites: 10, HotFactor: 3, HotRoute: true, HotRedis: hotRDB})
 	f := h.fanout(nil)
 	ctx := context.Background()
 	var poll []*schemas.Message
