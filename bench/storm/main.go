@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -28,8 +27,9 @@ type options struct {
 	groups     int
 	partitions int
 	retries    int
-	// cpuprofile, when set, receives a CPU profile of the levels (the
-	// seeding is left out: it is not what a reconnect costs).
+	// cpuprofile, when set, receives a CPU profile of the API server over
+	// the levels (it starts after the seeding: that is not what a
+	// reconnect costs).
 	cpuprofile string
 }
 
@@ -47,6 +47,19 @@ type level struct {
 	// RedisBytesOutPerReconnect: what Redis sent per reconnect (all its
 	// clients), to set against the answer's size.
 	RedisBytesOutPerReconnect float64 `json:"redis_bytes_out_per_reconnect"`
+	// ServerCPUMSPerReconnect: the API process's user+system CPU over the
+	// level, per reconnect (refused and retried requests included). It is
+	// the stable figure: wall time swings with whatever else the cores do.
+	ServerCPUMSPerReconnect float64 `json:"server_cpu_ms_per_reconnect"`
+	// RedisCPUMSPerReconnect: Redis's own CPU over the level, per reconnect.
+	RedisCPUMSPerReconnect float64 `json:"redis_cpu_ms_per_reconnect"`
+	// RedisCalls: per command, calls and time inside Redis per reconnect.
+	RedisCalls map[string]redisCalls `json:"redis_calls_per_reconnect"`
+}
+
+type redisCalls struct {
+	Calls float64 `json:"calls"`
+	MS    float64 `json:"ms"`
 }
 
 type result struct {
@@ -69,6 +82,13 @@ type result struct {
 }
 
 func main() {
+	if os.Getenv(serverEnv) != "" {
+		if err := runServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "storm API server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	var levels string
 	f := harness.Parse("storm", harness.ScaleFull, func(fs *flag.FlagSet) {
@@ -77,7 +97,7 @@ func main() {
 		fs.IntVar(&o.groups, "groups", 20, "groups every user is in (the pending messages are spread over them)")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.retries, "retries", 5, "times a client retries a 503 after its Retry-After")
-		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the levels (API, Redis client and bench clients in this process) to this file")
+		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the API server process over the levels to this file")
 	})
 	for _, s := range strings.Split(levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -108,11 +128,6 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	if err := s.seed(ctx); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(o.cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	for i, n := range o.levels {
 		lv, err := s.level(ctx, n, fmt.Sprintf("storm%d", i))
 		if err != nil {
@@ -129,7 +144,9 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 			"up to --retries times; errors are reconnects that still failed",
 		"catchups_per_sec: reconnects completed per second of the level's wall time; catchups_per_sec at the top " +
 			"level is the largest level's",
-		"clients and server share the machine's cores",
+		"clients and server share the machine's cores; the API server is its own process, so that " +
+			"server_cpu_ms_per_reconnect (its user+system CPU over the level / users) leaves the clients out; " +
+			"redis_cpu_ms_per_reconnect is Redis's, and redis_calls_per_reconnect its INFO commandstats",
 	}
 	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
@@ -148,28 +165,10 @@ func printTable(r *result) []harness.Row {
 				lv.MentionsMissing == 0),
 			harness.Info(p+"catch-ups/s", fmt.Sprintf("%.1f", lv.CatchupsPerSec), ""),
 			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""),
-			harness.Info(p+"Redis bytes sent per reconnect", fmt.Sprintf("%.1f KB", lv.RedisBytesOutPerReconnect/1000), ""))
+			harness.Info(p+"Redis bytes sent per reconnect", fmt.Sprintf("%.1f KB", lv.RedisBytesOutPerReconnect/1000), ""),
+			harness.Info(p+"server CPU per reconnect", fmt.Sprintf("%.2f ms", lv.ServerCPUMSPerReconnect), ""),
+			harness.Info(p+"Redis CPU per reconnect", fmt.Sprintf("%.2f ms", lv.RedisCPUMSPerReconnect), ""))
 	}
 	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
 	return rows
-}
-
-// startCPUProfile starts profiling into path (nothing when path is empty);
-// the function it returns stops it and closes the file.
-func startCPUProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
