@@ -31,6 +31,11 @@ type options struct {
 	// the levels (it starts after the seeding: that is not what a
 	// reconnect costs).
 	cpuprofile string
+	// baseline is a storm program built from another tree; its API server
+	// serves the same data beside ours, and every level runs against both.
+	baseline string
+	// baselineName says what the baseline is, in the results.
+	baselineName string
 }
 
 type level struct {
@@ -63,22 +68,26 @@ type redisCalls struct {
 }
 
 type result struct {
-	Benchmark       string          `json:"benchmark"`
-	Scale           float64         `json:"scale"`
-	Machine         harness.Machine `json:"machine"`
-	Bodies          string          `json:"bodies"`
-	Users           int             `json:"users"`
-	PendingPerUser  int             `json:"pending_per_user"`
-	Conversations   int             `json:"conversations_per_user"`
-	SeedMessages    int             `json:"seed_messages"`
-	SeedMS          float64         `json:"seed_ms"`
-	APIMaxInFlight  int             `json:"api_max_in_flight"`
-	Levels          []level         `json:"levels"`
-	CatchupsPerSec  float64         `json:"catchups_per_sec"`
-	Embedded        []string        `json:"embedded"`
-	Table           []harness.Row   `json:"table"`
-	Notes           []string        `json:"notes"`
-	ErrorsAllLevels int             `json:"errors"`
+	Benchmark      string          `json:"benchmark"`
+	Scale          float64         `json:"scale"`
+	Machine        harness.Machine `json:"machine"`
+	Bodies         string          `json:"bodies"`
+	Users          int             `json:"users"`
+	PendingPerUser int             `json:"pending_per_user"`
+	Conversations  int             `json:"conversations_per_user"`
+	SeedMessages   int             `json:"seed_messages"`
+	SeedMS         float64         `json:"seed_ms"`
+	APIMaxInFlight int             `json:"api_max_in_flight"`
+	Levels         []level         `json:"levels"`
+	// BaselineLevels are the same levels against the baseline's server,
+	// in the same run (with -baseline).
+	BaselineLevels  []level       `json:"baseline_levels,omitempty"`
+	Baseline        string        `json:"baseline,omitempty"`
+	CatchupsPerSec  float64       `json:"catchups_per_sec"`
+	Embedded        []string      `json:"embedded"`
+	Table           []harness.Row `json:"table"`
+	Notes           []string      `json:"notes"`
+	ErrorsAllLevels int           `json:"errors"`
 }
 
 func main() {
@@ -97,6 +106,8 @@ func main() {
 		fs.IntVar(&o.groups, "groups", 20, "groups every user is in (the pending messages are spread over them)")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.retries, "retries", 5, "times a client retries a 503 after its Retry-After")
+		fs.StringVar(&o.baseline, "baseline", "", "a storm program built from the baseline tree: its API server runs beside ours on the same data and every level runs against both, in turn")
+		fs.StringVar(&o.baselineName, "baseline-name", "main", "what the -baseline program was built from, for the results")
 		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the API server process over the levels to this file")
 	})
 	for _, s := range strings.Split(levels, ",") {
@@ -123,19 +134,44 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	}
 	res := &result{Benchmark: "storm", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
 		Users: users, Embedded: st.Embedded}
+	if o.baseline != "" {
+		res.Baseline = o.baselineName
+	}
 	s := &storm{f: f, o: o, st: st, log: log, users: users, res: res}
 	defer s.stop()
 	if err := s.seed(ctx); err != nil {
 		return err
 	}
 	for i, n := range o.levels {
-		lv, err := s.level(ctx, n, fmt.Sprintf("storm%d", i))
-		if err != nil {
+		ours := func() error {
+			lv, err := s.level(ctx, s.api, n, fmt.Sprintf("storm%d", i))
+			if err != nil {
+				return err
+			}
+			res.Levels = append(res.Levels, lv)
+			res.ErrorsAllLevels += lv.Errors
+			res.CatchupsPerSec = lv.CatchupsPerSec
+			return nil
+		}
+		base := func() error {
+			if s.base == nil {
+				return nil
+			}
+			lv, err := s.level(ctx, s.base, n, fmt.Sprintf("storm%d-baseline", i))
+			res.BaselineLevels = append(res.BaselineLevels, lv)
 			return err
 		}
-		res.Levels = append(res.Levels, lv)
-		res.ErrorsAllLevels += lv.Errors
-		res.CatchupsPerSec = lv.CatchupsPerSec
+		// In turn, the order swapped each level, so that neither server
+		// always meets the warmer caches or the quieter moment.
+		steps := []func() error{ours, base}
+		if i%2 == 1 {
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
 	}
 	res.Notes = []string{
 		"a reconnect is GET /v1/conversations, POST /v1/sync without cursors (a fresh device: everything since " +
@@ -154,21 +190,62 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 
 func printTable(r *result) []harness.Row {
 	var rows []harness.Row
-	for _, lv := range r.Levels {
+	for i, lv := range r.Levels {
+		// b formats the baseline's figure of the same level ("" without one).
+		b := func(f func(level) string) string {
+			if i >= len(r.BaselineLevels) {
+				return ""
+			}
+			return f(r.BaselineLevels[i])
+		}
+		ms := func(v func(level) float64, prec int) func(level) string {
+			return func(l level) string { return fmt.Sprintf("%.*f ms", prec, v(l)) }
+		}
+		p50 := ms(func(l level) float64 { return l.P50MS }, 0)
+		p99 := ms(func(l level) float64 { return l.P99MS }, 0)
+		errs := func(l level) string { return fmt.Sprint(l.Errors) }
+		retries := func(l level) string { return fmt.Sprint(l.Retries503) }
+		missing := func(l level) string { return fmt.Sprint(l.MentionsMissing) }
+		rate := func(l level) string { return fmt.Sprintf("%.1f", l.CatchupsPerSec) }
+		first := func(l level) string { return fmt.Sprintf("%.1f KB", l.FirstBytesAvg/1000) }
+		redisOut := func(l level) string { return fmt.Sprintf("%.1f KB", l.RedisBytesOutPerReconnect/1000) }
+		cpu := ms(func(l level) float64 { return l.ServerCPUMSPerReconnect }, 2)
+		redisCPU := ms(func(l level) float64 { return l.RedisCPUMSPerReconnect }, 2)
+		cpuTarget, cpuMet := "", true
+		if i < len(r.BaselineLevels) {
+			half := r.BaselineLevels[i].ServerCPUMSPerReconnect / 2
+			cpuTarget, cpuMet = fmt.Sprintf("<= %.2f ms (half the baseline's)", half), lv.ServerCPUMSPerReconnect <= half
+		}
 		p := fmt.Sprintf("%d users at once: ", lv.Users)
 		rows = append(rows,
-			harness.Info(p+"p50", fmt.Sprintf("%.0f ms", lv.P50MS), ""),
-			harness.Check(p+"p99", fmt.Sprintf("%.0f ms", lv.P99MS), "", "<= 2000 ms (pull P99)", lv.P99MS <= 2000),
-			harness.Check(p+"errors", fmt.Sprint(lv.Errors), "", "0", lv.Errors == 0),
-			harness.Info(p+"503 retries", fmt.Sprint(lv.Retries503), ""),
-			harness.Check(p+"pending @mentions missing from first response", fmt.Sprint(lv.MentionsMissing), "", "0",
+			harness.Info(p+"p50", p50(lv), b(p50)),
+			harness.Check(p+"p99", p99(lv), b(p99), "<= 2000 ms (pull P99)", lv.P99MS <= 2000),
+			harness.Check(p+"errors", errs(lv), b(errs), "0", lv.Errors == 0),
+			harness.Info(p+"503 retries", retries(lv), b(retries)),
+			harness.Check(p+"pending @mentions missing from first response", missing(lv), b(missing), "0",
 				lv.MentionsMissing == 0),
-			harness.Info(p+"catch-ups/s", fmt.Sprintf("%.1f", lv.CatchupsPerSec), ""),
-			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""),
-			harness.Info(p+"Redis bytes sent per reconnect", fmt.Sprintf("%.1f KB", lv.RedisBytesOutPerReconnect/1000), ""),
-			harness.Info(p+"server CPU per reconnect", fmt.Sprintf("%.2f ms", lv.ServerCPUMSPerReconnect), ""),
-			harness.Info(p+"Redis CPU per reconnect", fmt.Sprintf("%.2f ms", lv.RedisCPUMSPerReconnect), ""))
+			harness.Info(p+"catch-ups/s", rate(lv), b(rate)),
+			harness.Info(p+"first response avg", first(lv), b(first)),
+			harness.Info(p+"Redis bytes sent per reconnect", redisOut(lv), b(redisOut)),
+			harness.Row{Metric: p + "server CPU per reconnect", Ours: cpu(lv), Baseline: b(cpu), Target: cpuTarget,
+				Met: metOf(cpuTarget, cpuMet)},
+			harness.Info(p+"Redis CPU per reconnect", redisCPU(lv), b(redisCPU)))
 	}
-	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
+	title := ""
+	if r.Baseline != "" {
+		title = ", baseline " + r.Baseline + " in the same run"
+	}
+	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)%s", r.PendingPerUser, r.Scale, title), rows)
 	return rows
+}
+
+// metOf is a Row's Met for a target that may be absent.
+func metOf(target string, ok bool) string {
+	switch {
+	case target == "":
+		return ""
+	case ok:
+		return "yes"
+	}
+	return "NO"
 }

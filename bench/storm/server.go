@@ -43,12 +43,10 @@ type apiServer struct {
 	keyring *auth.Keyring
 }
 
-func startServer(ctx context.Context, redisAddr string, brokers []string, prefix, cpuprofile string) (*apiServer, error) {
+// startServer runs exe (this program, or a storm program built from
+// another tree: the baseline) as an API server.
+func startServer(ctx context.Context, exe, redisAddr string, brokers []string, prefix, cpuprofile string) (*apiServer, error) {
 	kr, err := auth.New(auth.Config{Secret: []byte(secret), TTL: 24 * time.Hour})
-	if err != nil {
-		return nil, err
-	}
-	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}

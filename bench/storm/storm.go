@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,9 @@ type storm struct {
 	producer *kgo.Client
 	fanout   *harness.Fanout
 	api      *apiServer
-	http     *http.Client
+	// base is the baseline's API server (nil without -baseline).
+	base *apiServer
+	http *http.Client
 	// mentions counts each user's pending mentions: a user who wrote in the
 	// conversation after being mentioned has read it (sending marks read).
 	mentions map[string]int
@@ -42,6 +45,9 @@ func userID(i int) string { return fmt.Sprintf("su%04d", i) }
 func (s *storm) stop() {
 	if s.api != nil {
 		s.api.Stop()
+	}
+	if s.base != nil {
+		s.base.Stop()
 	}
 	if s.fanout != nil {
 		s.fanout.Stop()
@@ -73,8 +79,17 @@ func (s *storm) seed(ctx context.Context) error {
 	s.res.SeedMS = harness.Millis(time.Since(start))
 	s.log.Printf("seeded in %s", time.Since(start).Round(time.Millisecond))
 	s.res.APIMaxInFlight = api.DefaultMaxInFlight
-	if s.api, err = startServer(ctx, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, s.o.cpuprofile); err != nil {
+	exe, err := os.Executable()
+	if err != nil {
 		return err
+	}
+	if s.api, err = startServer(ctx, exe, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, s.o.cpuprofile); err != nil {
+		return err
+	}
+	if s.o.baseline != "" {
+		if s.base, err = startServer(ctx, s.o.baseline, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, ""); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
 	}
 	s.http = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4096, MaxIdleConns: 4096}}
 	return nil
@@ -138,17 +153,17 @@ type outcome struct {
 	mentionsMissing int
 }
 
-// level has n users reconnect at once on fresh devices.
-func (s *storm) level(ctx context.Context, n int, device string) (level, error) {
+// level has n users reconnect at once to srv on fresh devices.
+func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string) (level, error) {
 	clients := make([]*client.Client, n)
 	for i := range clients {
-		tok, err := s.api.Token(userID(i), device)
+		tok, err := srv.Token(userID(i), device)
 		if err != nil {
 			return level{}, err
 		}
-		clients[i] = client.New(s.api.URL, tok, s.http)
+		clients[i] = client.New(srv.URL, tok, s.http)
 	}
-	s.log.Printf("%d users reconnect at once", n)
+	s.log.Printf("%d users reconnect at once (%s)", n, device)
 	outs := make([]outcome, n)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
@@ -160,7 +175,7 @@ func (s *storm) level(ctx context.Context, n int, device string) (level, error) 
 			outs[i] = s.reconnect(ctx, clients[i], userID(i))
 		}()
 	}
-	before, err := s.costs(ctx)
+	before, err := s.costs(ctx, srv)
 	if err != nil {
 		return level{}, err
 	}
@@ -169,7 +184,7 @@ func (s *storm) level(ctx context.Context, n int, device string) (level, error) 
 	wg.Wait()
 	wall := time.Since(start)
 	lv := summarise(n, outs, wall)
-	after, err := s.costs(ctx)
+	after, err := s.costs(ctx, srv)
 	if err != nil {
 		return level{}, err
 	}
@@ -205,10 +220,10 @@ type costs struct {
 
 type commandStat struct{ calls, usec int64 }
 
-func (s *storm) costs(ctx context.Context) (costs, error) {
+func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 	var c costs
 	var err error
-	if c.serverCPU, err = s.api.CPU(); err != nil {
+	if c.serverCPU, err = srv.CPU(); err != nil {
 		return c, err
 	}
 	info, err := s.st.Redis.Info(ctx, "stats", "cpu", "commandstats").Result()
