@@ -56,6 +56,7 @@ type Server struct {
 	metrics  *metrics
 	slots    chan struct{}
 	admitted *admission
+	encoded  *sharedEncodings
 	handler  http.Handler
 	live     *liveHub
 }
@@ -81,7 +82,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
-		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted),
+		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()

@@ -142,6 +142,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, err
 	}
 	sz := newSyncSizer(r.Context(), req.Device, s.openMessage)
+	sz.shared = s.encoded
 	req.Sizer = sz
 	var res *redisstore.SyncResult
 	err = s.withUser(r.Context(), id.User, func(users *redisstore.Store) error {
@@ -192,6 +193,9 @@ type syncSizer struct {
 	device string
 	open   func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)
 	msgs   map[*schemas.Sequenced]json.RawMessage
+	// shared are the encodings other syncs made of the same decoded
+	// entries (nil: none).
+	shared *sharedEncodings
 	// peers are the peer cursors of direct conversations, read once the
 	// answer is cut (the budget counts room for them).
 	peers map[string]redisstore.MemberReceipts
@@ -232,6 +236,10 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 	if b, ok := z.msgs[m]; ok {
 		return b
 	}
+	if b, ok := z.shared.get(m); ok {
+		z.msgs[m] = b
+		return b
+	}
 	open, err := z.open(z.ctx, m)
 	if err != nil {
 		if z.err == nil {
@@ -241,6 +249,9 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 	}
 	b := json.RawMessage(appendMessageJSON(nil, open))
 	z.msgs[m] = b
+	if err == nil {
+		z.shared.put(m, b)
+	}
 	return b
 }
 
