@@ -31,9 +31,10 @@ func (c *sharedEncodings) get(m *schemas.Sequenced) (json.RawMessage, bool) {
 	if c == nil {
 		return nil, false
 	}
+	k := weak.Make(m) // outside the lock: it takes the runtime's own
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b, ok := c.m[weak.Make(m)]
+	b, ok := c.m[k]
 	return b, ok
 }
 

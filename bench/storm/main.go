@@ -184,6 +184,11 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 			"server_cpu_ms_per_reconnect (its user+system CPU over the level / users) leaves the clients out; " +
 			"redis_cpu_ms_per_reconnect is Redis's, and redis_calls_per_reconnect its INFO commandstats",
 	}
+	if s.base != nil {
+		res.Notes = append(res.Notes, "baseline_levels (the table's baseline column): the same levels against the API server of "+
+			res.Baseline+", started beside ours on the same data; each level runs against both in turn, the order swapped "+
+			"each level, on fresh devices")
+	}
 	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
 }
