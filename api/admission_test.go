@@ -94,6 +94,8 @@ func TestConfigValidateNamesTheAdmissionAndLimitFields(t *testing.T) {
 		{Config{MaxPerUser: -1}, "MaxPerUser"},
 		{Config{MaxInFlight: 8, MaxAdmitted: 4}, "MaxAdmitted"},
 		{Config{BodyTimeout: time.Millisecond}, "BodyTimeout"},
+		{Config{QueueWait: -time.Second}, "QueueWait"},
+		{Config{QueueWait: 20 * time.Second, RequestTimeout: 10 * time.Second}, "QueueWait"},
 		{Config{Limits: schemas.Limits{Mentions: -1}}, "Mentions"},
 		{Config{Limits: schemas.Limits{BodyBytes: 2 << 20, RecordBytes: 3 << 20}}, "Limits.BodyBytes"},
 		{Config{Limits: schemas.Limits{BodyBytes: 2 << 10, RecordBytes: 1 << 10}}, "RecordBytes"},

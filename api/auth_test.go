@@ -82,32 +82,61 @@ func (b *blockingHistory) SharedSeq(context.Context, string, uint64, uint64) (ui
 	return 0, nil
 }
 
-func TestRequestsBeyondTheInFlightBoundGet503WithRetryAfter(t *testing.T) {
-	h := &blockingHistory{entered: make(chan struct{}), release: make(chan struct{})}
-	e := newEnv(t, envOptions{cfg: Config{MaxInFlight: 1, RetryAfter: 2 * time.Second}, history: h})
-	smallGroup(t, e)
-	tok := e.token("ann", "")
-	done := make(chan int)
-	go func() {
-		code, _ := e.call("GET", "/v1/conversations/g/history", tok, nil)
-		done <- code
-	}()
-	<-h.entered
-	req, _ := http.NewRequest("GET", e.srv.URL+"/v1/conversations", nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" {
-		t.Fatalf("second request: %d Retry-After %q, want 503 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	close(h.release)
-	if code := <-done; code != http.StatusOK {
-		t.Fatalf("held request ended with %d", code)
-	}
-	if code, _ := e.call("GET", "/v1/conversations", tok, nil); code != http.StatusOK {
-		t.Fatalf("after the slot freed: %d", code)
+// A request that finds every in-flight slot taken waits for one, in
+// arrival order, for at most QueueWait: it is answered if a slot frees in
+// time, and gets 503 with Retry-After if none does.
+func TestRequestsBeyondTheInFlightBoundWaitForASlotThenGet503WithRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		queueWait time.Duration
+		freeAfter time.Duration // the held slot frees after this
+		want      int
+	}{
+		{"a slot frees within the wait", 5 * time.Second, 300 * time.Millisecond, http.StatusOK},
+		{"no slot frees within the wait", 300 * time.Millisecond, 3 * time.Second, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &blockingHistory{entered: make(chan struct{}), release: make(chan struct{})}
+			e := newEnv(t, envOptions{cfg: Config{MaxInFlight: 1, RetryAfter: 2 * time.Second, QueueWait: tc.queueWait}, history: h})
+			smallGroup(t, e)
+			tok := e.token("ann", "")
+			done := make(chan int)
+			go func() {
+				code, _ := e.call("GET", "/v1/conversations/g/history", tok, nil)
+				done <- code
+			}()
+			<-h.entered
+			freed := time.AfterFunc(tc.freeAfter, func() { close(h.release) })
+			defer freed.Stop()
+			req, _ := http.NewRequest("GET", e.srv.URL+"/v1/conversations", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			start := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			waited := time.Since(start)
+			if resp.StatusCode != tc.want {
+				t.Fatalf("second request: %d after %s, want %d", resp.StatusCode, waited, tc.want)
+			}
+			switch tc.want {
+			case http.StatusOK:
+				if waited < tc.freeAfter/2 {
+					t.Fatalf("second request answered after %s, before the slot freed", waited)
+				}
+			default:
+				if resp.Header.Get("Retry-After") != "2" || waited < tc.queueWait {
+					t.Fatalf("second request: Retry-After %q after %s, want 2 after at least %s",
+						resp.Header.Get("Retry-After"), waited, tc.queueWait)
+				}
+			}
+			if code := <-done; code != http.StatusOK {
+				t.Fatalf("held request ended with %d", code)
+			}
+			if code, _ := e.call("GET", "/v1/conversations", tok, nil); code != http.StatusOK {
+				t.Fatalf("after the slot freed: %d", code)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ const (
 	// DefaultBodyTimeout bounds reading one request body.
 	DefaultBodyTimeout    = 5 * time.Second
 	DefaultRetryAfter     = time.Second
+	DefaultQueueWait      = 5 * time.Second
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultRequestTimeout = 15 * time.Second
 	DefaultProduceTimeout = 10 * time.Second
@@ -39,9 +40,14 @@ const (
 
 // Config tunes the server. Zero values take the defaults.
 type Config struct {
-	// MaxInFlight bounds the requests worked on at once; more get 503. A
-	// request takes its slot only once its body is read.
+	// MaxInFlight bounds the requests worked on at once; more wait for a
+	// slot in arrival order (QueueWait). A request takes its slot only
+	// once its body is read.
 	MaxInFlight int
+	// QueueWait bounds how long a request whose body is read waits for a
+	// slot among MaxInFlight; one still waiting then gets 503 with
+	// Retry-After. The waiting requests are bounded by MaxAdmitted.
+	QueueWait time.Duration
 	// MaxPerUser bounds one user's requests admitted at once, from the
 	// start of reading the body to the answer; more get 429. So one user's
 	// slow or many requests never use up what others need.
@@ -95,6 +101,9 @@ func (c Config) withDefaults() Config {
 	if c.RetryAfter == 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
+	if c.QueueWait == 0 {
+		c.QueueWait = DefaultQueueWait
+	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -139,6 +148,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("api: MaxAdmitted %d is below MaxInFlight %d", c.MaxAdmitted, c.MaxInFlight)
 	case c.BodyTimeout < 10*time.Millisecond:
 		return fmt.Errorf("api: BodyTimeout %s is below 10ms", c.BodyTimeout)
+	case c.QueueWait < 0:
+		return fmt.Errorf("api: QueueWait %s is negative", c.QueueWait)
+	case c.RequestTimeout > 0 && c.QueueWait > c.RequestTimeout:
+		return fmt.Errorf("api: QueueWait %s is above RequestTimeout %s", c.QueueWait, c.RequestTimeout)
 	case c.RetryAfter < time.Second:
 		return fmt.Errorf("api: RetryAfter %s is below 1s", c.RetryAfter)
 	case c.MaxBodyBytes < 1024:

@@ -16,6 +16,9 @@ type metrics struct {
 	bytes    *prometheus.HistogramVec
 	rebases  *prometheus.CounterVec
 	syncMsgs prometheus.Histogram
+	// queueWait: how long requests waited for a slot (only those that
+	// found none free).
+	queueWait prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,11 +41,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_sync_messages", Help: "Messages (mentions included) per sync answer.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "offlinebox_api_queue_wait_seconds", Help: "Time requests waited for a slot among MaxInFlight, of those that found none free.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

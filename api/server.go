@@ -56,6 +56,7 @@ type Server struct {
 	metrics  *metrics
 	slots    chan struct{}
 	admitted *admission
+	encoded  *sharedEncodings
 	handler  http.Handler
 	live     *liveHub
 }
@@ -81,7 +82,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
 		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
-		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted),
+		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -202,7 +203,8 @@ func (s *Server) wrap(rt route) http.Handler {
 // to send holds what other clients need: the token (cheap, no I/O), a
 // place among the user's admitted requests (429 when the user holds all
 // of theirs), the body, read whole under BodyTimeout, and only then a slot
-// among the requests worked on (503 when all are taken).
+// among the requests worked on, waited for in arrival order for at most
+// QueueWait (then 503 with Retry-After).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, int) {
 	var id auth.Identity
 	if !rt.public {
@@ -225,12 +227,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 			return s.writeError(w, aerr)
 		}
 	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	default:
-		return s.writeError(w, errOverloaded)
+	if aerr := s.takeSlot(r); aerr != nil {
+		return s.writeError(w, aerr)
 	}
+	defer func() { <-s.slots }()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	status, body, err := rt.h(r.WithContext(ctx), id)
@@ -238,6 +238,32 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 		return s.writeError(w, s.classify(r, err))
 	}
 	return writeJSON(w, status, body)
+}
+
+// takeSlot waits for a slot among the requests worked on. A burst (every
+// client reconnecting after an outage) is paced through the slots in
+// arrival order rather than refused, so it costs each client its wait and
+// no failed round trips; the wait is bounded by QueueWait, and the queue
+// by MaxAdmitted (admission refuses before it grows further).
+func (s *Server) takeSlot(r *http.Request) *apiError {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	start := time.Now()
+	wait := time.NewTimer(s.cfg.QueueWait)
+	defer wait.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		s.metrics.queueWait.Observe(time.Since(start).Seconds())
+		return nil
+	case <-wait.C:
+		s.metrics.queueWait.Observe(time.Since(start).Seconds())
+		return errOverloaded
+	case <-r.Context().Done():
+		return errOverloaded
+	}
 }
 
 // refuseUnread answers a request refused before its body was read. The

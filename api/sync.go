@@ -142,6 +142,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, err
 	}
 	sz := newSyncSizer(r.Context(), req.Device, s.openMessage)
+	sz.shared = s.encoded
 	req.Sizer = sz
 	res, err := s.router.Sync(r.Context(), req)
 	if err == nil {
@@ -187,6 +188,9 @@ type syncSizer struct {
 	device string
 	open   func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)
 	msgs   map[*schemas.Sequenced]json.RawMessage
+	// shared are the encodings other syncs made of the same decoded
+	// entries (nil: none).
+	shared *sharedEncodings
 	// peers are the peer cursors of direct conversations, read once the
 	// answer is cut (the budget counts room for them).
 	peers map[string]redisstore.MemberReceipts
@@ -227,6 +231,10 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 	if b, ok := z.msgs[m]; ok {
 		return b
 	}
+	if b, ok := z.shared.get(m); ok {
+		z.msgs[m] = b
+		return b
+	}
 	open, err := z.open(z.ctx, m)
 	if err != nil {
 		if z.err == nil {
@@ -236,6 +244,9 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 	}
 	b := json.RawMessage(appendMessageJSON(nil, open))
 	z.msgs[m] = b
+	if err == nil {
+		z.shared.put(m, b)
+	}
 	return b
 }
 

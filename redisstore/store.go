@@ -102,6 +102,8 @@ type Store struct {
 	// predicted is each conversation's (epoch, last seq) as the last
 	// sealed sequencing left it.
 	predicted *positionCache
+	// flights collapse identical concurrent slice reads of sync.
+	flights *sliceFlights
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -111,7 +113,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache)}, nil
+		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -28,9 +27,15 @@ type options struct {
 	groups     int
 	partitions int
 	retries    int
-	// cpuprofile, when set, receives a CPU profile of the levels (the
-	// seeding is left out: it is not what a reconnect costs).
+	// cpuprofile, when set, receives a CPU profile of the API server over
+	// the levels (it starts after the seeding: that is not what a
+	// reconnect costs).
 	cpuprofile string
+	// baseline is a storm program built from another tree; its API server
+	// serves the same data beside ours, and every level runs against both.
+	baseline string
+	// baselineName says what the baseline is, in the results.
+	baselineName string
 }
 
 type level struct {
@@ -47,28 +52,52 @@ type level struct {
 	// RedisBytesOutPerReconnect: what Redis sent per reconnect (all its
 	// clients), to set against the answer's size.
 	RedisBytesOutPerReconnect float64 `json:"redis_bytes_out_per_reconnect"`
+	// ServerCPUMSPerReconnect: the API process's user+system CPU over the
+	// level, per reconnect (refused and retried requests included). It is
+	// the stable figure: wall time swings with whatever else the cores do.
+	ServerCPUMSPerReconnect float64 `json:"server_cpu_ms_per_reconnect"`
+	// RedisCPUMSPerReconnect: Redis's own CPU over the level, per reconnect.
+	RedisCPUMSPerReconnect float64 `json:"redis_cpu_ms_per_reconnect"`
+	// RedisCalls: per command, calls and time inside Redis per reconnect.
+	RedisCalls map[string]redisCalls `json:"redis_calls_per_reconnect"`
+}
+
+type redisCalls struct {
+	Calls float64 `json:"calls"`
+	MS    float64 `json:"ms"`
 }
 
 type result struct {
-	Benchmark       string          `json:"benchmark"`
-	Scale           float64         `json:"scale"`
-	Machine         harness.Machine `json:"machine"`
-	Bodies          string          `json:"bodies"`
-	Users           int             `json:"users"`
-	PendingPerUser  int             `json:"pending_per_user"`
-	Conversations   int             `json:"conversations_per_user"`
-	SeedMessages    int             `json:"seed_messages"`
-	SeedMS          float64         `json:"seed_ms"`
-	APIMaxInFlight  int             `json:"api_max_in_flight"`
-	Levels          []level         `json:"levels"`
-	CatchupsPerSec  float64         `json:"catchups_per_sec"`
-	Embedded        []string        `json:"embedded"`
-	Table           []harness.Row   `json:"table"`
-	Notes           []string        `json:"notes"`
-	ErrorsAllLevels int             `json:"errors"`
+	Benchmark      string          `json:"benchmark"`
+	Scale          float64         `json:"scale"`
+	Machine        harness.Machine `json:"machine"`
+	Bodies         string          `json:"bodies"`
+	Users          int             `json:"users"`
+	PendingPerUser int             `json:"pending_per_user"`
+	Conversations  int             `json:"conversations_per_user"`
+	SeedMessages   int             `json:"seed_messages"`
+	SeedMS         float64         `json:"seed_ms"`
+	APIMaxInFlight int             `json:"api_max_in_flight"`
+	Levels         []level         `json:"levels"`
+	// BaselineLevels are the same levels against the baseline's server,
+	// in the same run (with -baseline).
+	BaselineLevels  []level       `json:"baseline_levels,omitempty"`
+	Baseline        string        `json:"baseline,omitempty"`
+	CatchupsPerSec  float64       `json:"catchups_per_sec"`
+	Embedded        []string      `json:"embedded"`
+	Table           []harness.Row `json:"table"`
+	Notes           []string      `json:"notes"`
+	ErrorsAllLevels int           `json:"errors"`
 }
 
 func main() {
+	if os.Getenv(serverEnv) != "" {
+		if err := runServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "storm API server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	var levels string
 	f := harness.Parse("storm", harness.ScaleFull, func(fs *flag.FlagSet) {
@@ -77,7 +106,9 @@ func main() {
 		fs.IntVar(&o.groups, "groups", 20, "groups every user is in (the pending messages are spread over them)")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.retries, "retries", 5, "times a client retries a 503 after its Retry-After")
-		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the levels (API, Redis client and bench clients in this process) to this file")
+		fs.StringVar(&o.baseline, "baseline", "", "a storm program built from the baseline tree: its API server runs beside ours on the same data and every level runs against both, in turn")
+		fs.StringVar(&o.baselineName, "baseline-name", "main", "what the -baseline program was built from, for the results")
+		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the API server process over the levels to this file")
 	})
 	for _, s := range strings.Split(levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -103,24 +134,44 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	}
 	res := &result{Benchmark: "storm", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
 		Users: users, Embedded: st.Embedded}
+	if o.baseline != "" {
+		res.Baseline = o.baselineName
+	}
 	s := &storm{f: f, o: o, st: st, log: log, users: users, res: res}
 	defer s.stop()
 	if err := s.seed(ctx); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(o.cpuprofile)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	for i, n := range o.levels {
-		lv, err := s.level(ctx, n, fmt.Sprintf("storm%d", i))
-		if err != nil {
+		ours := func() error {
+			lv, err := s.level(ctx, s.api, n, fmt.Sprintf("storm%d", i))
+			if err != nil {
+				return err
+			}
+			res.Levels = append(res.Levels, lv)
+			res.ErrorsAllLevels += lv.Errors
+			res.CatchupsPerSec = lv.CatchupsPerSec
+			return nil
+		}
+		base := func() error {
+			if s.base == nil {
+				return nil
+			}
+			lv, err := s.level(ctx, s.base, n, fmt.Sprintf("storm%d-baseline", i))
+			res.BaselineLevels = append(res.BaselineLevels, lv)
 			return err
 		}
-		res.Levels = append(res.Levels, lv)
-		res.ErrorsAllLevels += lv.Errors
-		res.CatchupsPerSec = lv.CatchupsPerSec
+		// In turn, the order swapped each level, so that neither server
+		// always meets the warmer caches or the quieter moment.
+		steps := []func() error{ours, base}
+		if i%2 == 1 {
+			steps[0], steps[1] = steps[1], steps[0]
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return err
+			}
+		}
 	}
 	res.Notes = []string{
 		"a reconnect is GET /v1/conversations, POST /v1/sync without cursors (a fresh device: everything since " +
@@ -129,7 +180,14 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 			"up to --retries times; errors are reconnects that still failed",
 		"catchups_per_sec: reconnects completed per second of the level's wall time; catchups_per_sec at the top " +
 			"level is the largest level's",
-		"clients and server share the machine's cores",
+		"clients and server share the machine's cores; the API server is its own process, so that " +
+			"server_cpu_ms_per_reconnect (its user+system CPU over the level / users) leaves the clients out; " +
+			"redis_cpu_ms_per_reconnect is Redis's, and redis_calls_per_reconnect its INFO commandstats",
+	}
+	if s.base != nil {
+		res.Notes = append(res.Notes, "baseline_levels (the table's baseline column): the same levels against the API server of "+
+			res.Baseline+", started beside ours on the same data; each level runs against both in turn, the order swapped "+
+			"each level, on fresh devices")
 	}
 	res.Table = printTable(res)
 	return harness.EmitJSON(f.JSON, res)
@@ -137,39 +195,62 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 
 func printTable(r *result) []harness.Row {
 	var rows []harness.Row
-	for _, lv := range r.Levels {
+	for i, lv := range r.Levels {
+		// b formats the baseline's figure of the same level ("" without one).
+		b := func(f func(level) string) string {
+			if i >= len(r.BaselineLevels) {
+				return ""
+			}
+			return f(r.BaselineLevels[i])
+		}
+		ms := func(v func(level) float64, prec int) func(level) string {
+			return func(l level) string { return fmt.Sprintf("%.*f ms", prec, v(l)) }
+		}
+		p50 := ms(func(l level) float64 { return l.P50MS }, 0)
+		p99 := ms(func(l level) float64 { return l.P99MS }, 0)
+		errs := func(l level) string { return fmt.Sprint(l.Errors) }
+		retries := func(l level) string { return fmt.Sprint(l.Retries503) }
+		missing := func(l level) string { return fmt.Sprint(l.MentionsMissing) }
+		rate := func(l level) string { return fmt.Sprintf("%.1f", l.CatchupsPerSec) }
+		first := func(l level) string { return fmt.Sprintf("%.1f KB", l.FirstBytesAvg/1000) }
+		redisOut := func(l level) string { return fmt.Sprintf("%.1f KB", l.RedisBytesOutPerReconnect/1000) }
+		cpu := ms(func(l level) float64 { return l.ServerCPUMSPerReconnect }, 2)
+		redisCPU := ms(func(l level) float64 { return l.RedisCPUMSPerReconnect }, 2)
+		cpuTarget, cpuMet := "", true
+		if i < len(r.BaselineLevels) {
+			half := r.BaselineLevels[i].ServerCPUMSPerReconnect / 2
+			cpuTarget, cpuMet = fmt.Sprintf("<= %.2f ms (half the baseline's)", half), lv.ServerCPUMSPerReconnect <= half
+		}
 		p := fmt.Sprintf("%d users at once: ", lv.Users)
 		rows = append(rows,
-			harness.Info(p+"p50", fmt.Sprintf("%.0f ms", lv.P50MS), ""),
-			harness.Check(p+"p99", fmt.Sprintf("%.0f ms", lv.P99MS), "", "<= 2000 ms (pull P99)", lv.P99MS <= 2000),
-			harness.Check(p+"errors", fmt.Sprint(lv.Errors), "", "0", lv.Errors == 0),
-			harness.Info(p+"503 retries", fmt.Sprint(lv.Retries503), ""),
-			harness.Check(p+"pending @mentions missing from first response", fmt.Sprint(lv.MentionsMissing), "", "0",
+			harness.Info(p+"p50", p50(lv), b(p50)),
+			harness.Check(p+"p99", p99(lv), b(p99), "<= 2000 ms (pull P99)", lv.P99MS <= 2000),
+			harness.Check(p+"errors", errs(lv), b(errs), "0", lv.Errors == 0),
+			harness.Info(p+"503 retries", retries(lv), b(retries)),
+			harness.Check(p+"pending @mentions missing from first response", missing(lv), b(missing), "0",
 				lv.MentionsMissing == 0),
-			harness.Info(p+"catch-ups/s", fmt.Sprintf("%.1f", lv.CatchupsPerSec), ""),
-			harness.Info(p+"first response avg", fmt.Sprintf("%.1f KB", lv.FirstBytesAvg/1000), ""),
-			harness.Info(p+"Redis bytes sent per reconnect", fmt.Sprintf("%.1f KB", lv.RedisBytesOutPerReconnect/1000), ""))
+			harness.Info(p+"catch-ups/s", rate(lv), b(rate)),
+			harness.Info(p+"first response avg", first(lv), b(first)),
+			harness.Info(p+"Redis bytes sent per reconnect", redisOut(lv), b(redisOut)),
+			harness.Row{Metric: p + "server CPU per reconnect", Ours: cpu(lv), Baseline: b(cpu), Target: cpuTarget,
+				Met: metOf(cpuTarget, cpuMet)},
+			harness.Info(p+"Redis CPU per reconnect", redisCPU(lv), b(redisCPU)))
 	}
-	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)", r.PendingPerUser, r.Scale), rows)
+	title := ""
+	if r.Baseline != "" {
+		title = ", baseline " + r.Baseline + " in the same run"
+	}
+	harness.PrintTable(fmt.Sprintf("storm: reconnects with %d pending messages each (scale %g)%s", r.PendingPerUser, r.Scale, title), rows)
 	return rows
 }
 
-// startCPUProfile starts profiling into path (nothing when path is empty);
-// the function it returns stops it and closes the file.
-func startCPUProfile(path string) (func(), error) {
-	if path == "" {
-		return func() {}, nil
+// metOf is a Row's Met for a target that may be absent.
+func metOf(target string, ok bool) string {
+	switch {
+	case target == "":
+		return ""
+	case ok:
+		return "yes"
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("cpu profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cpu profile %s: %w", path, err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
+	return "NO"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,8 +31,10 @@ type storm struct {
 
 	producer *kgo.Client
 	fanout   *harness.Fanout
-	api      *harness.API
-	http     *http.Client
+	api      *apiServer
+	// base is the baseline's API server (nil without -baseline).
+	base *apiServer
+	http *http.Client
 	// mentions counts each user's pending mentions: a user who wrote in the
 	// conversation after being mentioned has read it (sending marks read).
 	mentions map[string]int
@@ -42,6 +45,9 @@ func userID(i int) string { return fmt.Sprintf("su%04d", i) }
 func (s *storm) stop() {
 	if s.api != nil {
 		s.api.Stop()
+	}
+	if s.base != nil {
+		s.base.Stop()
 	}
 	if s.fanout != nil {
 		s.fanout.Stop()
@@ -72,10 +78,18 @@ func (s *storm) seed(ctx context.Context) error {
 	}
 	s.res.SeedMS = harness.Millis(time.Since(start))
 	s.log.Printf("seeded in %s", time.Since(start).Round(time.Millisecond))
-	cfg := api.Config{}
 	s.res.APIMaxInFlight = api.DefaultMaxInFlight
-	if s.api, err = harness.StartAPI(s.st, harness.APIOptions{Prefix: s.f.Prefix, Config: cfg, RedisPool: 256}); err != nil {
+	exe, err := os.Executable()
+	if err != nil {
 		return err
+	}
+	if s.api, err = startServer(ctx, exe, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, s.o.cpuprofile); err != nil {
+		return err
+	}
+	if s.o.baseline != "" {
+		if s.base, err = startServer(ctx, s.o.baseline, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, ""); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
 	}
 	s.http = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4096, MaxIdleConns: 4096}}
 	return nil
@@ -139,17 +153,17 @@ type outcome struct {
 	mentionsMissing int
 }
 
-// level has n users reconnect at once on fresh devices.
-func (s *storm) level(ctx context.Context, n int, device string) (level, error) {
+// level has n users reconnect at once to srv on fresh devices.
+func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string) (level, error) {
 	clients := make([]*client.Client, n)
 	for i := range clients {
-		tok, err := s.api.Token(userID(i), device)
+		tok, err := srv.Token(userID(i), device)
 		if err != nil {
 			return level{}, err
 		}
-		clients[i] = client.New(s.api.URL, tok, s.http)
+		clients[i] = client.New(srv.URL, tok, s.http)
 	}
-	s.log.Printf("%d users reconnect at once", n)
+	s.log.Printf("%d users reconnect at once (%s)", n, device)
 	outs := make([]outcome, n)
 	gate := make(chan struct{})
 	var wg sync.WaitGroup
@@ -161,7 +175,7 @@ func (s *storm) level(ctx context.Context, n int, device string) (level, error) 
 			outs[i] = s.reconnect(ctx, clients[i], userID(i))
 		}()
 	}
-	out0, err := redisNetOut(ctx, s.st)
+	before, err := s.costs(ctx, srv)
 	if err != nil {
 		return level{}, err
 	}
@@ -170,28 +184,89 @@ func (s *storm) level(ctx context.Context, n int, device string) (level, error) 
 	wg.Wait()
 	wall := time.Since(start)
 	lv := summarise(n, outs, wall)
-	out1, err := redisNetOut(ctx, s.st)
+	after, err := s.costs(ctx, srv)
 	if err != nil {
 		return level{}, err
 	}
-	lv.RedisBytesOutPerReconnect = harness.Round(float64(out1-out0)/float64(n), 0)
-	s.log.Printf("%d users: p50 %.0f ms, p99 %.0f ms, %d errors, %d retries after 503, %.1f catch-ups/s",
-		n, lv.P50MS, lv.P99MS, lv.Errors, lv.Retries503, lv.CatchupsPerSec)
+	// Per completed reconnect: the work of one that failed is spent for
+	// nothing, and counts against those that made it.
+	per := func(d float64) float64 { return d / float64(max(1, n-lv.Errors)) }
+	lv.RedisBytesOutPerReconnect = harness.Round(per(float64(after.redisOut-before.redisOut)), 0)
+	lv.ServerCPUMSPerReconnect = harness.Round(per(harness.Millis(after.serverCPU-before.serverCPU)), 2)
+	lv.RedisCPUMSPerReconnect = harness.Round(per((after.redisCPU-before.redisCPU)*1000), 2)
+	lv.RedisCalls = map[string]redisCalls{}
+	for cmd, a := range after.commands {
+		b := before.commands[cmd]
+		if a.calls == b.calls {
+			continue
+		}
+		lv.RedisCalls[cmd] = redisCalls{Calls: harness.Round(per(float64(a.calls-b.calls)), 2),
+			MS: harness.Round(per(float64(a.usec-b.usec)/1000), 3)}
+	}
+	s.log.Printf("%d users: p50 %.0f ms, p99 %.0f ms, %d errors, %d retries after 503, %.1f catch-ups/s, "+
+		"server CPU %.2f ms and Redis CPU %.2f ms per reconnect",
+		n, lv.P50MS, lv.P99MS, lv.Errors, lv.Retries503, lv.CatchupsPerSec, lv.ServerCPUMSPerReconnect, lv.RedisCPUMSPerReconnect)
 	return lv, nil
 }
 
-// redisNetOut is how many bytes Redis has sent to all its clients.
-func redisNetOut(ctx context.Context, st *harness.Stack) (int64, error) {
-	info, err := st.Redis.Info(ctx, "stats").Result()
-	if err != nil {
-		return 0, fmt.Errorf("redis info: %w", err)
+// costs is what the servers have spent so far: the API process's CPU,
+// Redis's CPU, bytes sent and calls per command.
+type costs struct {
+	serverCPU time.Duration
+	redisCPU  float64 // seconds
+	redisOut  int64
+	commands  map[string]commandStat
+}
+
+type commandStat struct{ calls, usec int64 }
+
+func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
+	var c costs
+	var err error
+	if c.serverCPU, err = srv.CPU(); err != nil {
+		return c, err
 	}
+	info, err := s.st.Redis.Info(ctx, "stats", "cpu", "commandstats").Result()
+	if err != nil {
+		return c, fmt.Errorf("redis info: %w", err)
+	}
+	c.commands = map[string]commandStat{}
+	var seen int
 	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "total_net_output_bytes":
+			c.redisOut, err = strconv.ParseInt(v, 10, 64)
+			seen++
+		case k == "used_cpu_user" || k == "used_cpu_sys":
+			var f float64
+			f, err = strconv.ParseFloat(v, 64)
+			c.redisCPU += f
+			seen++
+		case strings.HasPrefix(k, "cmdstat_"):
+			var st commandStat
+			for _, kv := range strings.Split(v, ",") {
+				name, num, _ := strings.Cut(kv, "=")
+				switch name {
+				case "calls":
+					st.calls, _ = strconv.ParseInt(num, 10, 64)
+				case "usec":
+					st.usec, _ = strconv.ParseInt(num, 10, 64)
+				}
+			}
+			c.commands[strings.TrimPrefix(k, "cmdstat_")] = st
+		}
+		if err != nil {
+			return c, fmt.Errorf("redis info %s: %w", k, err)
 		}
 	}
-	return 0, fmt.Errorf("redis info: no total_net_output_bytes")
+	if seen != 3 {
+		return c, fmt.Errorf("redis info: no total_net_output_bytes, used_cpu_user or used_cpu_sys")
+	}
+	return c, nil
 }
 
 func summarise(n int, outs []outcome, wall time.Duration) level {
