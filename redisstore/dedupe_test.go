@@ -274,14 +274,13 @@ func TestSequenceFindsTheResendOfAnEntryWrittenBeforeIdsWerePacked(t *testing.T)
 	s := seqTestStore(t, 0)
 	ctx := context.Background()
 	m := groupMsg("g", "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", "u1")
-	res, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow)
-	if err != nil {
+	if _, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.rdb.LSet(ctx, s.keys.Timeline("g"), 0, legacyEntry(t, 1, seqTestNow, m)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow+1)
+	res, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow+1)
 	if err != nil {
 		t.Fatal(err)
 	}
