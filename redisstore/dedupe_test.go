@@ -233,3 +233,58 @@ func TestDedupeBucketsAndExactMapWorkOnRedisCluster(t *testing.T) {
 		t.Fatalf("%d dedupe keys left after expiry", n)
 	}
 }
+
+// Packed ids (entryBody) are told apart by their whole bytes: UUIDs
+// differing in their last digit, and an id of each form, all under one
+// digest, each get their own seq and a resend finds its own.
+func TestSequenceTellsPackedIdsSharingADigestApart(t *testing.T) {
+	ids := []string{"0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f51",
+		"0b0f6a3e8f7c4c1e9d556f1c2d3e4f50", "0B0F6A3E-8F7C-4C1E-9D55-6F1C2D3E4F50", "0b0f6a3e"}
+	s := seqTestStore(t, 0)
+	s.digest = collidingDigest(ids...)
+	ctx := context.Background()
+	var want []string
+	for pass, status := range []string{"new", "dup"} {
+		var msgs []*schemas.Message
+		for _, id := range ids {
+			msgs = append(msgs, groupMsg("g", id, "u1"))
+		}
+		want = want[:0]
+		for i := range ids {
+			want = append(want, fmt.Sprint(status, " ", i+1))
+		}
+		res, err := s.Sequence(ctx, "g", msgs, nil, seqTestNow+int64(pass))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := seqs(res.Items); !slices.Equal(got, want) {
+			t.Fatalf("pass %d: got %q, want %q", pass, got, want)
+		}
+	}
+	for i, e := range timeline(t, s, "g") {
+		if got := e.GetMessage().GetClientMsgId(); got != ids[i] {
+			t.Fatalf("seq %d holds %q, want %q", i+1, got, ids[i])
+		}
+	}
+}
+
+// A resend of a record whose entry was written before ids were packed
+// (field 1 as given) is still found as its duplicate.
+func TestSequenceFindsTheResendOfAnEntryWrittenBeforeIdsWerePacked(t *testing.T) {
+	s := seqTestStore(t, 0)
+	ctx := context.Background()
+	m := groupMsg("g", "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", "u1")
+	if _, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rdb.LSet(ctx, s.keys.Timeline("g"), 0, legacyEntry(t, 1, seqTestNow, m)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Sequence(ctx, "g", []*schemas.Message{m}, nil, seqTestNow+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seqs(res.Items); !slices.Equal(got, []string{"dup 1"}) || res.Items[0].Sequenced.GetMessage().GetClientMsgId() != m.GetClientMsgId() {
+		t.Fatalf("resend answered %q (%v), want the duplicate of seq 1", got, res.Items[0].Sequenced)
+	}
+}

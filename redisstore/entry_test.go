@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -46,12 +48,12 @@ func TestEntryStoresNoConvIDAndDecodesWithTheKeys(t *testing.T) {
 				t.Fatalf("entry %q does not start with %q", raw, prefix)
 			}
 			body := raw[len(prefix):]
-			id := protowire.AppendString(protowire.AppendTag(nil, entryFieldClientMsgID, protowire.BytesType), tc.msg.GetClientMsgId())
+			id := appendEntryID(nil, tc.msg.GetClientMsgId())
 			if !bytes.HasPrefix(body, id) {
 				t.Fatalf("body %q does not start with the client_msg_id field %q", body, id)
 			}
 			var stored schemas.Message
-			if err := proto.Unmarshal(body, &stored); err != nil || stored.GetConvId() != "" {
+			if err := proto.Unmarshal(body[len(id):], &stored); err != nil || stored.GetConvId() != "" {
 				t.Fatalf("stored body holds conv_id %q (err %v), want none", stored.GetConvId(), err)
 			}
 			got, err := DecodeEntry(raw, tc.msg.GetConvId(), 7)
@@ -99,4 +101,95 @@ func TestEntryShortensTextPlainAndKeepsEveryContentType(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ids in the forms clients generate are stored as their bytes, under
+// field numbers a Message does not have; every other id as given; each
+// comes back as it was sent.
+func TestEntryPacksTheIdFormsClientsGenerateAndDecodesEveryIdAsSent(t *testing.T) {
+	for _, tc := range []struct {
+		name, id string
+		field    protowire.Number
+		idBytes  int // what the id's field costs in the entry
+	}{
+		{"lowercase UUID", "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", entryFieldPackedUUID, 19},
+		{"SDK hex", "9f86d081884c7d659a2feaa0c55ad015", entryFieldPackedHex, 19},
+		{"short hex", "00ff", entryFieldPackedHex, 5},
+		{"uppercase UUID", "0B0F6A3E-8F7C-4C1E-9D55-6F1C2D3E4F50", entryFieldClientMsgID, 38},
+		{"UUID without its last hyphen", "0b0f6a3e-8f7c-4c1e-9d556f1c2d3e4f50a", entryFieldClientMsgID, 38},
+		{"odd hex", "abc", entryFieldClientMsgID, 5},
+		{"uppercase hex", "9F86D081", entryFieldClientMsgID, 10},
+		{"not hex", "web-1", entryFieldClientMsgID, 7},
+		{"longest hex", strings.Repeat("ab", schemas.MaxIDBytes/2), entryFieldPackedHex, 3 + schemas.MaxIDBytes/2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &schemas.Message{ClientMsgId: tc.id, ConvId: "g", Sender: "a", Kind: schemas.Kind_KIND_MESSAGE,
+				ContentType: "text/plain", Body: []byte("hi")}
+			lead := appendEntryID(nil, tc.id)
+			if num, _, _ := protowire.ConsumeTag(lead); num != tc.field || len(lead) != tc.idBytes {
+				t.Fatalf("id field is number %d in %d bytes, want %d in %d", num, len(lead), tc.field, tc.idBytes)
+			}
+			raw, err := EncodeEntry(3, 9, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(raw, append([]byte("3:9:"), lead...)) {
+				t.Fatalf("entry %q does not start with its id field %q", raw, lead)
+			}
+			got, err := DecodeEntry(raw, "g", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got.GetMessage(), m) {
+				t.Fatalf("decoded %v, want %v", got.GetMessage(), m)
+			}
+		})
+	}
+}
+
+// The entry-only field numbers are not the Message's: a reader that does
+// not know them skips them, and a new Message field cannot take them.
+func TestEntryPackedIdFieldsAreNoFieldsOfAMessage(t *testing.T) {
+	fields := (&schemas.Message{}).ProtoReflect().Descriptor().Fields()
+	for _, num := range []protowire.Number{entryFieldPackedUUID, entryFieldPackedHex} {
+		if f := fields.ByNumber(num); f != nil {
+			t.Fatalf("Message has field %d (%s), which entries use for packed ids", num, f.Name())
+		}
+		if protowire.SizeTag(num) != 2 {
+			t.Fatalf("field %d's tag takes %d bytes, want 2", num, protowire.SizeTag(num))
+		}
+	}
+	var m schemas.Message
+	raw, err := EncodeEntry(1, 1, &schemas.Message{ClientMsgId: "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", Sender: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(raw[len("1:1:"):], &m); err != nil || m.GetSender() != "a" {
+		t.Fatalf("a plain protobuf reader fails on a packed entry: %v (sender %q)", err, m.GetSender())
+	}
+}
+
+// An entry written before ids were packed (field 1 as given) decodes too.
+func TestEntryWrittenBeforeIdsWerePackedDecodes(t *testing.T) {
+	m := &schemas.Message{ClientMsgId: "0b0f6a3e-8f7c-4c1e-9d55-6f1c2d3e4f50", ConvId: "g", Sender: "a", Body: []byte("x")}
+	got, err := DecodeEntry(legacyEntry(t, 4, 5, m), "g", 1)
+	if err != nil || !proto.Equal(got.GetMessage(), m) {
+		t.Fatalf("decoded %v (%v), want %v", got.GetMessage(), err, m)
+	}
+}
+
+// legacyEntry is the entry sequencing wrote before ids were packed.
+func legacyEntry(t *testing.T, seq uint64, writeMS int64, m *schemas.Message) []byte {
+	t.Helper()
+	raw, err := EncodeEntry(seq, writeMS, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("%d:%d:", seq, writeMS)
+	_, rest, err := unpackEntryID(raw[len(prefix):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([]byte(prefix), protowire.AppendString(protowire.AppendTag(nil, entryFieldClientMsgID, protowire.BytesType), m.GetClientMsgId())...)
+	return append(out, rest...)
 }

@@ -37,6 +37,10 @@ const (
 	// SeqRejected: the record contradicts the conversation, or the
 	// group's authority refused it (Reason says how); nothing changed.
 	SeqRejected
+	// SeqRaced: bodies are sealed and another writer kept sequencing the
+	// conversation past the bounds of retrying (Reason wraps
+	// ErrSealRaced); nothing changed for the record.
+	SeqRaced
 	// seqNotDone: an earlier record of the call was mispredicted (sealed
 	// path); the record was not looked at. Never returned by Sequence.
 	seqNotDone
@@ -50,7 +54,8 @@ type SequencedItem struct {
 	// Sequenced.
 	Seq       uint64
 	Sequenced *schemas.Sequenced
-	// Reason is set for SeqRejected: a *schemas.InvalidError.
+	// Reason is set for SeqRejected (a *schemas.InvalidError) and for
+	// SeqRaced.
 	Reason error
 }
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/internal/backoff"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -43,13 +46,20 @@ const sealedInRecordEpoch = 1
 // sealedPreviewMark starts a sealed preview (seal.SealedPreviewMark).
 const sealedPreviewMark = "\x01s1:"
 
-// maxSealMisses bounds the calls in a row that sequence nothing because
-// the conversation moved under the prediction (another writer).
-const maxSealMisses = 3
+// Bounds of sealed sequencing against another writer: calls in a row that
+// sequence nothing because the conversation moved under the prediction,
+// the time they may take, and the waits between them (jittered, so two
+// racing writers fall out of step).
+const (
+	maxSealMisses   = 8
+	sealRaceTimeout = 2 * time.Second
+	sealRaceWaitMin = 2 * time.Millisecond
+	sealRaceWaitMax = 100 * time.Millisecond
+)
 
 // ErrSealRaced: sealed sequencing kept mispredicting the conversation's
-// seqs: another writer sequences it at the same time. The batch may be
-// retried whole (what was sequenced is found as duplicates).
+// seqs past its bounds: another writer sequences it at the same time. The
+// records it gave up are SeqRaced, nothing changed for them.
 var ErrSealRaced = errors.New("conversation sequenced elsewhere while its bodies were sealed")
 
 // sequenceSealed is Sequence with sealed bodies. Lua cannot encrypt, and
@@ -66,7 +76,17 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 	items := make([]SequencedItem, len(msgs))
 	var res *SequenceResult
 	misses := 0
+	var racing time.Time // the first miss in a row
 	for start := 0; start < len(msgs); {
+		if misses > 0 {
+			if misses >= maxSealMisses || time.Since(racing) >= sealRaceTimeout {
+				s.giveUpRaced(items[start:], misses, time.Since(racing))
+				break
+			}
+			if err := (backoff.Policy{Min: sealRaceWaitMin, Max: sealRaceWaitMax}).Wait(ctx, misses, nil); err != nil {
+				return nil, fmt.Errorf("sequence %s: %w", conv, err)
+			}
+		}
 		pos, err := s.predict(ctx, conv, writeMS, misses > 0)
 		if err != nil {
 			return nil, fmt.Errorf("sequence %s: %w", conv, err)
@@ -89,9 +109,10 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 		}
 		res = r
 		if done == 0 {
-			if misses++; misses >= maxSealMisses {
-				return nil, fmt.Errorf("sequence %s: %w", conv, ErrSealRaced)
+			if misses == 0 {
+				racing = time.Now()
 			}
+			misses++
 			continue
 		}
 		misses = 0
@@ -99,6 +120,16 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 	}
 	res.Items = items
 	return res, nil
+}
+
+// giveUpRaced marks records SeqRaced: a writer that keeps racing this one
+// would be waited for without end, and only a store that is down is
+// waited for (the caller dead-letters them with the reason).
+func (s *Store) giveUpRaced(items []SequencedItem, misses int, took time.Duration) {
+	why := fmt.Errorf("%w: %d tries in %s", ErrSealRaced, misses, took.Round(time.Millisecond))
+	for i := range items {
+		items[i] = SequencedItem{Status: SeqRaced, Reason: why}
+	}
 }
 
 // sealBatch seals each message body and preview for the seq it is
@@ -166,9 +197,15 @@ func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh b
 	if err != nil && err != redis.Nil {
 		return Position{}, fmt.Errorf("read counter: %w", err)
 	}
+	// as the script reads meta: an epoch of its own, or the write time
 	p := Position{Epoch: uint64(writeMS)}
-	if len(m) == 2 && m[1] != nil {
-		p = Position{Epoch: readReplyUint(m[1]), Seq: readReplyUint(m[0])}
+	if len(m) == 2 {
+		if m[1] != nil {
+			p.Epoch = readReplyUint(m[1])
+		}
+		if m[0] != nil {
+			p.Seq = readReplyUint(m[0])
+		}
 	}
 	return p, nil
 }

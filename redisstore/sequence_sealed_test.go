@@ -3,6 +3,9 @@ package redisstore
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
@@ -170,5 +173,78 @@ func TestSealedSequencingReseals_WhenAnotherWriterMovedTheCounter(t *testing.T) 
 		if got[seq] != body {
 			t.Fatalf("seq %d opens to %q, want %q (all: %v)", seq, got[seq], body, got)
 		}
+	}
+}
+
+// racingSealer seals as its Sealer does, and before each body it seals
+// lets another writer sequence one message of the conversation, as a
+// second fanout process handling it at the same time would: the
+// prediction the body is sealed for is then stale.
+type racingSealer struct {
+	Sealer
+	t     *testing.T
+	other *Store
+	races int // seals that still race; -1: every one
+	raced int
+}
+
+func (r *racingSealer) SealBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error) {
+	if r.races != 0 {
+		r.races--
+		r.raced++
+		other := directMsg(conv, fmt.Sprint("other-", r.raced), "bob", "alice")
+		if _, err := r.other.Sequence(ctx, conv, []*schemas.Message{other}, nil, seqTestNow); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return r.Sealer.SealBody(ctx, conv, epoch, seq, m)
+}
+
+// Sealed sequencing retries a conversation another writer keeps moving a
+// bounded number of times, then gives the records up as raced (nothing
+// of them stored) instead of failing the call, which would be retried
+// without end; a race that ends is sequenced.
+func TestSealedSequencingGivesUpOnAWriterThatKeepsRacingIt(t *testing.T) {
+	cases := []struct {
+		name  string
+		races int
+		want  SeqStatus
+	}{
+		{"a race that ends after two seals", 2, SeqNew},
+		{"a writer that races every seal", -1, SeqRaced},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			stores, opener := sealedStores(t, 2)
+			ctx, conv := context.Background(), "raced"
+			racer := &racingSealer{Sealer: stores[0].cfg.Sealer, t: t, other: stores[1], races: tc.races}
+			stores[0].cfg.Sealer = racer
+			mine := []*schemas.Message{directMsg(conv, "mine-1", "alice", "bob"), directMsg(conv, "mine-2", "alice", "bob")}
+			res, err := stores[0].Sequence(ctx, conv, mine, nil, seqTestNow)
+			if err != nil {
+				t.Fatalf("Sequence failed (%v): a race is not a store that is down", err)
+			}
+			for i, it := range res.Items {
+				if it.Status != tc.want {
+					t.Fatalf("record %d: status %d, want %d", i, it.Status, tc.want)
+				}
+				if tc.want == SeqRaced && (!errors.Is(it.Reason, ErrSealRaced) || it.Sequenced != nil) {
+					t.Fatalf("record %d: reason %v, sequenced %v; want ErrSealRaced and nothing", i, it.Reason, it.Sequenced)
+				}
+			}
+			if tc.races < 0 && (racer.raced < 2 || racer.raced > maxSealMisses*len(mine)) {
+				t.Fatalf("the other writer raced %d seals; want the tries bounded by %d calls", racer.raced, maxSealMisses)
+			}
+			stored := openTimeline(t, stores[1], opener, conv, nil)
+			ours := 0
+			for _, body := range stored {
+				if strings.HasPrefix(body, "hello mine-") {
+					ours++
+				}
+			}
+			if want := map[SeqStatus]int{SeqNew: 2, SeqRaced: 0}[tc.want]; ours != want || len(stored) != racer.raced+want {
+				t.Fatalf("timeline holds %d of ours and %d in all; want %d of ours and the other's %d", ours, len(stored), want, racer.raced)
+			}
+		})
 	}
 }

@@ -155,6 +155,16 @@ type sealingCost struct {
 	ClearRedisBytesPerBodyByte float64 `json:"clear_redis_bytes_per_body_byte"`
 	SealedRedisBytesPerBody    float64 `json:"sealed_redis_bytes_per_body_byte"`
 	RedisBytesPerMessage       float64 `json:"sealed_extra_redis_bytes_per_message"`
+	// Kinds: the memory of each kind of key in both runs, largest first.
+	Kinds []kindCost `json:"memory_by_kind"`
+}
+
+// kindCost is one kind of key's memory in the clear and sealed runs.
+type kindCost struct {
+	Kind        string  `json:"kind"`
+	ClearBytes  int64   `json:"clear_bytes"`
+	SealedBytes int64   `json:"sealed_bytes"`
+	PerMessage  float64 `json:"sealed_extra_bytes_per_message"`
 }
 
 func sealingCostOf(clear, sealed *result) *sealingCost {
@@ -166,5 +176,32 @@ func sealingCostOf(clear, sealed *result) *sealingCost {
 		ClearPipelineDrainMS: clear.PipelineDrainMS, SealedPipelineDrainMS: sealed.PipelineDrainMS,
 		ClearRedisBytesPerBodyByte: clear.RedisBytesPerBodyByte, SealedRedisBytesPerBody: sealed.RedisBytesPerBodyByte,
 		RedisBytesPerMessage: harness.Round(harness.Ratio(float64(sealed.RedisBytes-clear.RedisBytes), float64(sealed.Messages)), 1),
+		Kinds:                kindCosts(clear.Memory, sealed.Memory, sealed.Messages),
 	}
+}
+
+// kindCosts pairs the kinds of key of two censuses, in the sealed run's
+// order (largest first), kinds only one run has included.
+func kindCosts(clear, sealed harness.Census, messages int) []kindCost {
+	byKind := map[string]*kindCost{}
+	var out []*kindCost
+	add := func(kind string) *kindCost {
+		if byKind[kind] == nil {
+			byKind[kind] = &kindCost{Kind: kind}
+			out = append(out, byKind[kind])
+		}
+		return byKind[kind]
+	}
+	for _, k := range sealed.Kinds {
+		add(k.Kind).SealedBytes = k.Bytes
+	}
+	for _, k := range clear.Kinds {
+		add(k.Kind).ClearBytes = k.Bytes
+	}
+	res := make([]kindCost, len(out))
+	for i, k := range out {
+		k.PerMessage = harness.Round(harness.Ratio(float64(k.SealedBytes-k.ClearBytes), float64(messages)), 2)
+		res[i] = *k
+	}
+	return res
 }

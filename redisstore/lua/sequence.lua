@@ -6,7 +6,8 @@
 -- Dedupe: an id is looked up by its digest in the dedupe buckets of every
 -- day of the window (dedupe_lib.lua, prepended). A digest found names a
 -- seq; it is the record's own only if the entry at that seq starts with the
--- same client_msg_id (Go encodes it first, see entryBody): otherwise two
+-- same client_msg_id (Go encodes it first, packed or as given, see
+-- entryBody; the record's own body shows which): otherwise two
 -- ids share the digest, and the newer one is kept in full in the day's
 -- exact map. An entry below the floor has expired: the record is an old
 -- replay (the dedupe window outlives the timeline's).
@@ -99,11 +100,32 @@ do
 end
 
 -- idField is the protobuf field 1 (client_msg_id) an entry body starts
--- with; ids are at most 128 bytes, so the length takes one or two bytes.
+-- with when its id is not packed; ids are at most 128 bytes, so the
+-- length takes one or two bytes. Entries written before ids were packed
+-- all start with it.
 local function idField(cmid)
   local n = #cmid
   if n < 128 then return '\10' .. string.char(n) .. cmid end
   return '\10' .. string.char(n % 128 + 128, math.floor(n / 128)) .. cmid
+end
+
+-- leadField is the field an entry body starts with: its id, as given or
+-- packed (Go decides, see appendEntryID), so the record's own body says
+-- what its stored entry starts with. Tag and length are varints.
+local function leadField(body)
+  local i = 1
+  while (string.byte(body, i) or 0) >= 128 do i = i + 1 end
+  i = i + 1
+  local len, scale = 0, 1
+  while true do
+    local b = string.byte(body, i)
+    if not b then return body end
+    i = i + 1
+    len = len + (b % 128) * scale
+    if b < 128 then break end
+    scale = scale * 128
+  end
+  return string.sub(body, 1, i - 1 + len)
 end
 
 -- holds reports whether the entry "SEQ:WRITE_MS:" .. body is of the id.
@@ -113,15 +135,16 @@ local function holds(e, field)
   return b ~= nil and string.sub(e, b + 1, b + #field) == field
 end
 
--- lookup returns the seq a record's id already has, or nil.
-local function lookup(cmid, dig)
-  local field = idField(cmid)
+-- lookup returns the seq a record's id already has, or nil; body is the
+-- record's entry body.
+local function lookup(cmid, dig, body)
+  local field, given = leadField(body), idField(cmid)
   for _, d in ipairs(days) do
     local s = dd_find(d, dig)
     if s then
       if s < first then return s end
       local e = redis.call('LINDEX', tl, s - first)
-      if not e or holds(e, field) then return s end
+      if not e or holds(e, field) or holds(e, given) then return s end
     end
   end
   for _, d in ipairs(days) do
@@ -307,7 +330,7 @@ for i = 0, n - 1 do
   local sender, users = ARGV[a + 6], split(ARGV[a + 7])
   local rl, auth = ARGV[a + 10], ARGV[a + 11]
   local dup = false
-  if not stopped then dup = lookup(cmid, dig) end
+  if not stopped then dup = lookup(cmid, dig, ARGV[a + 9]) end
   if stopped then
     out[#out + 1] = {3, seq, ''}
   elseif dup then
