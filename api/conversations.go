@@ -70,7 +70,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	}
 	out := conversationListJSON{Conversations: make([]conversationJSON, len(page.Items))}
 	for i, it := range page.Items {
-		c := conversationJSON{ConvID: it.Conv, Kind: it.Kind, Large: it.Large, Unread: it.Unread, LastSeq: it.LastSeq,
+		c := conversationJSON{ConvID: it.Conv, Kind: schemas.ConvTypeName(it.Type), Large: it.Large, Unread: it.Unread, LastSeq: it.LastSeq,
 			ReadSeq: it.ReadSeq, LastActiveMS: it.Activity, Mentions: it.Mentions, AckedSeq: it.Acked, Left: it.Left}
 		if p := it.Preview; p != nil {
 			text, err := s.openPreview(r.Context(), it.Conv, p.Text)
@@ -84,7 +84,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	if page.Next != nil {
 		out.Next = formatListCursor(*page.Next)
 	}
-	if err := s.addPeerReceipts(r.Context(), id.User, out.Conversations); err != nil {
+	if err := s.addPeerReceipts(r.Context(), id.User, page.Items, out.Conversations); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, out, nil

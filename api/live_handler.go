@@ -244,7 +244,7 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 	m := &schemas.Message{ClientMsgId: "e-" + newConnID(), ConvId: f.ConvID, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
 		Sender: c.user, Qos: schemas.QoS_QOS_AT_MOST_ONCE, Kind: schemas.Kind_KIND_MESSAGE, ContentType: ct, Body: f.Body,
 		SendTimeMs: s.cfg.Clock().UnixMilli()}
-	if a.Type == 'd' {
+	if a.Type == schemas.ConvType_CONV_TYPE_DIRECT {
 		peer, err := s.peerOf(ctx, f.ConvID, c.user)
 		if err != nil {
 			return err

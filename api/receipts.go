@@ -82,7 +82,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 	case n.Delivered > 0:
 		out.State = StateDelivered
 	}
-	if a.Type == 'd' {
+	if a.Type == schemas.ConvType_CONV_TYPE_DIRECT {
 		peer, err := s.peerOf(r.Context(), conv, id.User)
 		if err != nil {
 			return 0, nil, err
@@ -169,24 +169,24 @@ func (s *Server) afterReads(ctx context.Context, user string, items []seqItem, a
 }
 
 // peerCursors reads the peer's cursors of the direct conversations among
-// convs (kind per conversation).
-func (s *Server) peerCursors(ctx context.Context, user string, kinds map[string]string) (map[string]redisstore.MemberReceipts, error) {
+// convs (type per conversation).
+func (s *Server) peerCursors(ctx context.Context, user string, types map[string]schemas.ConvType) (map[string]redisstore.MemberReceipts, error) {
 	var direct []string
-	for conv, kind := range kinds {
-		if kind == redisstore.KindDirect {
+	for conv, t := range types {
+		if t == schemas.ConvType_CONV_TYPE_DIRECT {
 			direct = append(direct, conv)
 		}
 	}
 	return s.router.Main().PeerReceipts(ctx, user, direct)
 }
 
-// addPeerReceipts fills the conversation list's peer cursors.
-func (s *Server) addPeerReceipts(ctx context.Context, user string, list []conversationJSON) error {
-	kinds := map[string]string{}
-	for _, c := range list {
-		kinds[c.ConvID] = c.Kind
+// addPeerReceipts fills the peer cursors of list, the JSON of items.
+func (s *Server) addPeerReceipts(ctx context.Context, user string, items []redisstore.ConvItem, list []conversationJSON) error {
+	types := make(map[string]schemas.ConvType, len(items))
+	for _, it := range items {
+		types[it.Conv] = it.Type
 	}
-	peers, err := s.peerCursors(ctx, user, kinds)
+	peers, err := s.peerCursors(ctx, user, types)
 	if err != nil {
 		return err
 	}

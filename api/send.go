@@ -120,11 +120,7 @@ func mayPost(m *schemas.Message, a redisstore.ConvAccess) error {
 	if !a.Exists {
 		return nil
 	}
-	want := byte('g')
-	if m.ConvType == schemas.ConvType_CONV_TYPE_DIRECT {
-		want = 'd'
-	}
-	if a.Type != 0 && a.Type != want {
+	if a.Type != schemas.ConvType_CONV_TYPE_UNSPECIFIED && a.Type != m.ConvType {
 		return badRequest("conv_type", "does not match the conversation")
 	}
 	if !a.Member {

@@ -151,11 +151,11 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	kinds := map[string]string{}
+	types := make(map[string]schemas.ConvType, len(res.Convs))
 	for _, c := range res.Convs {
-		kinds[c.Conv] = c.Kind
+		types[c.Conv] = c.Type
 	}
-	if sz.peers, err = s.peerCursors(r.Context(), id.User, kinds); err != nil {
+	if sz.peers, err = s.peerCursors(r.Context(), id.User, types); err != nil {
 		return 0, nil, err
 	}
 	out, err := sz.encode(res)
@@ -343,7 +343,7 @@ func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
 	if msgs == nil {
 		msgs = []json.RawMessage{}
 	}
-	out := syncConvJSON{ConvID: c.Conv, Kind: c.Kind, Large: c.Large, Epoch: c.Epoch, MaxSeq: c.MaxSeq, Unread: c.Unread,
+	out := syncConvJSON{ConvID: c.Conv, Kind: schemas.ConvTypeName(c.Type), Large: c.Large, Epoch: c.Epoch, MaxSeq: c.MaxSeq, Unread: c.Unread,
 		HasMore: c.HasMore, Rebase: c.Rebase, RebaseReason: c.RebaseReason, Incomplete: c.Incomplete, Left: c.Left, Messages: msgs}
 	if c.Gap != nil {
 		out.Gap = &gapJSON{From: c.Gap.From, To: c.Gap.To}
@@ -352,7 +352,7 @@ func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
 }
 
 func summaryOf(s redisstore.SyncSummary) summaryJSON {
-	return summaryJSON{ConvID: s.Conv, Kind: s.Kind, Large: s.Large, Epoch: s.Epoch, MaxSeq: s.MaxSeq, Unread: s.Unread, Mentions: s.Mentions}
+	return summaryJSON{ConvID: s.Conv, Kind: schemas.ConvTypeName(s.Type), Large: s.Large, Epoch: s.Epoch, MaxSeq: s.MaxSeq, Unread: s.Unread, Mentions: s.Mentions}
 }
 
 // sortedKeys is for deterministic iteration in tests and logs.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 var (
@@ -20,12 +22,6 @@ var (
 // errListUnindexed: the user's list indexes are not complete yet.
 const errListUnindexed = "OBINDEX"
 
-// Conversation kinds as the read path names them.
-const (
-	KindDirect = "direct"
-	KindGroup  = "group"
-)
-
 // ListCursor marks where a page of the conversation list ended: the next
 // page starts after this conversation. The zero value starts at the top.
 type ListCursor struct {
@@ -36,7 +32,7 @@ type ListCursor struct {
 // ConvItem is one row of the conversation list.
 type ConvItem struct {
 	Conv  string
-	Kind  string // KindDirect or KindGroup
+	Type  schemas.ConvType
 	Large bool
 	// Unread counts messages from others above the user's read seq.
 	Unread uint64
@@ -160,7 +156,8 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 		it.Activity, _ = strconv.ParseInt(readReplyString(r[1]), 10, 64)
 		it.LastSeq, it.Unread, it.ReadSeq = readReplyUint(r[2]), readReplyUint(r[3]), readReplyUint(r[4])
 		joined := readReplyUint(r[5])
-		it.Kind, it.Large = kindOfInboxType(readReplyString(r[6]))
+		form := inboxFormOf(readReplyString(r[6]))
+		it.Type, it.Large = form.Type(), form.Large()
 		if pv := readReplyString(r[7]); pv != "" {
 			var p Preview
 			if json.Unmarshal([]byte(pv), &p) == nil {
@@ -173,7 +170,7 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 			small = append(small, it)
 			continue
 		}
-		it.Kind, it.Large = KindGroup, true
+		it.Type, it.Large = schemas.ConvType_CONV_TYPE_GROUP, true
 		// Until fillLargeGroups derives them, LastSeq holds the join seq.
 		it.LastSeq = joined
 		large = append(large, it)
@@ -227,17 +224,6 @@ func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
 	return nil
 }
 
-// kindOfInboxType maps the inbox's C:t to the read path's kind.
-func kindOfInboxType(t string) (kind string, large bool) {
-	switch t {
-	case "d":
-		return KindDirect, false
-	case "L":
-		return KindGroup, true
-	}
-	return KindGroup, false
-}
-
 // subFloor is a − b, never below 0.
 func subFloor(a, b uint64) uint64 {
 	if a < b {
@@ -255,7 +241,7 @@ func subFloor(a, b uint64) uint64 {
 func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) error {
 	var groups []int
 	for i, it := range items {
-		if it.Kind == KindGroup && !it.Large {
+		if it.Type == schemas.ConvType_CONV_TYPE_GROUP && !it.Large {
 			groups = append(groups, i)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // ConvAccess is what the read path needs to know about one conversation to
@@ -24,8 +26,8 @@ type ConvAccess struct {
 	// Spans are the stretches the user belonged to, oldest first; while
 	// they are a member the last one is the current (Left 0).
 	Spans []MemberSpan
-	// Type is 'd' (direct) or 'g' (group) as recorded in meta; 0 if absent.
-	Type  byte
+	// Type as recorded in meta; UNSPECIFIED when absent.
+	Type  schemas.ConvType
 	Large bool
 	Seq   uint64
 	Epoch uint64
@@ -86,9 +88,7 @@ func convAccessOf(conv string, v []any) ConvAccess {
 	if a.First == 0 {
 		a.First = a.Seq + 1
 	}
-	if t, _ := v[3].(string); len(t) > 0 {
-		a.Type = t[0]
-	}
+	a.Type = convTypeOfCode(readReplyString(v[3]))
 	a.Large = readReplyUint(v[4]) == 1
 	return a
 }

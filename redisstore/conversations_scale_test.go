@@ -236,9 +236,9 @@ func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEv
 			if next%mentionEvery == 0 {
 				wantMentions = 1
 			}
-			if it.Conv != want(next) || it.Unread != 1 || it.Mentions != wantMentions || it.Kind != KindDirect {
+			if it.Conv != want(next) || it.Unread != 1 || it.Mentions != wantMentions || it.Type != schemas.ConvType_CONV_TYPE_DIRECT {
 				t.Fatalf("page %d listed %s unread=%d mentions=%d kind=%s, want %s unread=1 mentions=%d direct",
-					page, it.Conv, it.Unread, it.Mentions, it.Kind, want(next), wantMentions)
+					page, it.Conv, it.Unread, it.Mentions, schemas.ConvTypeName(it.Type), want(next), wantMentions)
 			}
 			next--
 		}

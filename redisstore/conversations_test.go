@@ -77,7 +77,7 @@ func TestListConversationsShowsCountersPreviewsMentionsAndLargeGroups(t *testing
 			pv = fmt.Sprintf("%s:%q@%d", it.Preview.Sender, it.Preview.Text, it.Preview.Seq)
 		}
 		got += fmt.Sprintf("%s %s large=%v unread=%d last=%d mentions=%d acked=%d preview=%s\n",
-			it.Conv, it.Kind, it.Large, it.Unread, it.LastSeq, it.Mentions, it.Acked, pv)
+			it.Conv, schemas.ConvTypeName(it.Type), it.Large, it.Unread, it.LastSeq, it.Mentions, it.Acked, pv)
 	}
 	want := fmt.Sprintf(`dm direct large=false unread=0 last=1 mentions=0 acked=0 preview=-
 big group large=true unread=1 last=2 mentions=0 acked=0 preview=cid:"big news"@2

@@ -78,7 +78,7 @@ func (s *Store) ExpireConversationFor(ctx context.Context, conv string, now time
 	}
 	vals := fields.Val()
 	epoch, first := hashString(vals[0]), hashString(vals[1])
-	ctype := convTypeOfMeta(hashString(vals[2]))
+	ctype := convTypeOfCode(hashString(vals[2]))
 	r := pick(ConvRetention{Conv: conv, Type: ctype, Tag: hashString(vals[3])})
 	if len(head.Val()) == 1 {
 		latest := now.Add(-r.shortestWindow(ctype)).UnixMilli()

@@ -171,17 +171,6 @@ func (s *Store) ConvRetentionInfo(ctx context.Context, conv string) (info ConvRe
 	if err != nil {
 		return info, false, fmt.Errorf("read retention fields of %s: %w", conv, err)
 	}
-	info = ConvRetention{Conv: conv, Type: convTypeOfMeta(hashString(vals[1])), Tag: hashString(vals[2])}
+	info = ConvRetention{Conv: conv, Type: convTypeOfCode(hashString(vals[1])), Tag: hashString(vals[2])}
 	return info, hashString(vals[0]) != "", nil
-}
-
-// convTypeOfMeta maps the meta `type` field to a conversation type.
-func convTypeOfMeta(v string) schemas.ConvType {
-	switch v {
-	case "d":
-		return schemas.ConvType_CONV_TYPE_DIRECT
-	case "g":
-		return schemas.ConvType_CONV_TYPE_GROUP
-	}
-	return schemas.ConvType_CONV_TYPE_UNSPECIFIED
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // The instance fence (lua/fence_lib.lua): the scripts of the sequencing
@@ -290,11 +292,8 @@ func keySlot(tag string) int {
 // its timeline continues at seq first in the given epoch (a restore whose
 // changelog no longer holds the conversation's start). It reports whether
 // it wrote; an existing meta is left alone.
-func (s *Store) SeedHead(ctx context.Context, conv string, epoch, first uint64, direct bool) (bool, error) {
-	typ := "g"
-	if direct {
-		typ = "d"
-	}
+func (s *Store) SeedHead(ctx context.Context, conv string, epoch, first uint64, t schemas.ConvType) (bool, error) {
+	typ := typeCode(t)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	n, err := restoreSeedScript.Run(ctx, s.rdb, []string{s.keys.ConvMeta(conv)}, epoch, first, typ, s.fenceArg()).Int()

@@ -57,7 +57,7 @@ func TestFencedWritesRunOnlyOnVerifiedInstances(t *testing.T) {
 		}},
 		{"mark large converted", func() error { return s.MarkLargeConverted(ctx, "g") }},
 		{"raise the changelog fence", func() error { return s.RaiseFence(ctx, map[int32]int64{0: 5}) }},
-		{"seed a head", func() error { _, err := s.SeedHead(ctx, "h", 7, 3, false); return err }},
+		{"seed a head", func() error { _, err := s.SeedHead(ctx, "h", 7, 3, schemas.ConvType_CONV_TYPE_GROUP); return err }},
 	}
 	ins, err := s.Instances(ctx)
 	if err != nil || len(ins) != 1 || len(ins[0].RunID) != 40 {

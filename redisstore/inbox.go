@@ -45,18 +45,6 @@ type InboxEvent struct {
 	WriteMS int64
 }
 
-// InboxForm is how a conversation is kept in a user's inbox (the `C:t`
-// field of schemas/redis-keys.md).
-type InboxForm byte
-
-// Inbox forms.
-const (
-	InboxDirect InboxForm = 'd'
-	InboxGroup  InboxForm = 'g'
-	// InboxLarge: unread and order are derived at read time.
-	InboxLarge InboxForm = 'L'
-)
-
 // InboxUpdate is one merge batch of one conversation for one user: events in
 // ascending seq order, all of one epoch.
 type InboxUpdate struct {

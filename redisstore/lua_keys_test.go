@@ -266,7 +266,7 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	// The restore's steps: the changelog fence, a head seeded, a large
 	// group's conversion noted.
 	must("raise the changelog fence", s.RaiseFence(ctx, map[int32]int64{0: 7, 3: 2}))
-	_, err = s.SeedHead(ctx, "seeded", 11, 5, false)
+	_, err = s.SeedHead(ctx, "seeded", 11, 5, schemas.ConvType_CONV_TYPE_GROUP)
 	must("seed a head", err)
 	must("mark large", s.MarkLargeConverted(ctx, "g"))
 

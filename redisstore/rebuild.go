@@ -200,7 +200,7 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 			p.note(e)
 		}
 	}
-	if t := convTypeOfMeta(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
+	if t := convTypeOfCode(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 		p.ctype = t
 	}
 	res.Seq, res.First, res.Hole, res.Epoch = top, p.first, p.hole, curEpoch
@@ -272,7 +272,7 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 		return res, err
 	}
 	res.Entries, res.Dedupe = st.entries, st.dedupe
-	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, convTypeCode(p.ctype), st.entries}
+	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, typeCode(p.ctype), st.entries}
 	if mr != nil {
 		args = append(args, "1", len(mr.members), mr.mver, mr.lgs)
 	} else {

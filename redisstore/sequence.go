@@ -185,7 +185,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
 		}
-		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), convTypeCode(m.GetConvType()), kindCode(m.GetKind()),
+		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), typeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
 			preview, body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
 	}
@@ -195,13 +195,6 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 		args = append(args, m.GetTag())
 	}
 	return append(args, s.fenceArg()), nil
-}
-
-func convTypeCode(t schemas.ConvType) string {
-	if t == schemas.ConvType_CONV_TYPE_DIRECT {
-		return "d"
-	}
-	return "g"
 }
 
 func kindCode(k schemas.Kind) string {

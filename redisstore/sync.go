@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // syncUser is a snapshot of the user's slot as sync needs it.
@@ -30,16 +32,16 @@ type mentionRef struct {
 
 // syncHead is what sync reads of one conversation before slicing it.
 type syncHead struct {
-	member   bool         // the user is or was a member
-	left     bool         // was, and is not now
-	joined   uint64       // the join seq of the oldest span the user belonged to
-	spans    []MemberSpan // every span the user belonged to, the current one last (Left 0)
-	seq      uint64
-	epoch    uint64
-	first    uint64
-	lts      int64
-	metaType string
-	alls     []mentionRef
+	member bool         // the user is or was a member
+	left   bool         // was, and is not now
+	joined uint64       // the join seq of the oldest span the user belonged to
+	spans  []MemberSpan // every span the user belonged to, the current one last (Left 0)
+	seq    uint64
+	epoch  uint64
+	first  uint64
+	lts    int64
+	ctype  schemas.ConvType
+	alls   []mentionRef
 	// notices: the join and leave seqs above the inbox's read seq
 	// (noticesAbove): of a large group all, of a small one up to its last
 	// delivered seq
@@ -183,7 +185,7 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 				// Counted before the counter is read (see fillLargeGroups).
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), "+inf")
 			} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > reads[i] &&
-				us.inbox[InboxField(c, FieldType)] == "g" {
+				us.inbox[InboxField(c, FieldType)] == string(InboxGroup) {
 				// the notices the small group's stored unread counted
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), strconv.FormatUint(last, 10))
 			}
@@ -228,7 +230,7 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 			h.first = h.seq + 1
 		}
 		h.lts = int64(readReplyUint(m[3]))
-		h.metaType = readReplyString(m[4])
+		h.ctype = convTypeOfCode(readReplyString(m[4]))
 		if notices[i] != nil {
 			h.notices, h.noticesAbove = uint64(notices[i].Val()), reads[i]
 		}

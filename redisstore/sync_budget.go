@@ -81,7 +81,7 @@ func (r SyncRequest) groupCap(p convPlan) int {
 	if c == 0 {
 		c = r.MaxBytes / groupSliceShare
 	}
-	if p.kind == KindDirect || c >= r.MaxBytes {
+	if p.direct() || c >= r.MaxBytes {
 		return 0
 	}
 	return c

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // fairSeed is the founding scenario scaled down: a noisy group whose
@@ -35,7 +37,7 @@ func fairSeed(t *testing.T) *Store {
 func directMessages(res *SyncResult) int {
 	n := 0
 	for _, c := range res.Convs {
-		if c.Kind == KindDirect {
+		if c.Type == schemas.ConvType_CONV_TYPE_DIRECT {
 			n += len(c.Messages)
 		}
 	}
@@ -100,7 +102,7 @@ func TestSyncExtendsCappedGroupsWithWhatIsLeft(t *testing.T) {
 				t.Fatal(err)
 			}
 			noisy := res.Convs[0]
-			first := newestThatFit(sizesOf(req, noisy), req.groupCap(convPlan{kind: KindGroup})-req.Sizer.Conv(&noisy))
+			first := newestThatFit(sizesOf(req, noisy), req.groupCap(convPlan{ctype: schemas.ConvType_CONV_TYPE_GROUP})-req.Sizer.Conv(&noisy))
 			if noisy.Conv != "noisy" || len(noisy.Messages) <= first || len(noisy.Messages) > tc.limit || res.Bytes > tc.budget {
 				t.Fatalf("noisy holds %d messages (first pass %d, limit %d), %d bytes of %d:\n%s",
 					len(noisy.Messages), first, tc.limit, res.Bytes, tc.budget, render(res))

@@ -156,7 +156,7 @@ func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *sy
 		return placeGone, false
 	}
 	c := SyncConv{
-		Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: sl.epoch, MaxSeq: sl.seq, Unread: p.unread,
+		Conv: p.conv, Type: p.ctype, Large: p.large, Epoch: sl.epoch, MaxSeq: sl.seq, Unread: p.unread,
 		Rebase: p.rebase != "", RebaseReason: p.rebase, Incomplete: p.incomplete, Left: p.left,
 	}
 	if len(sl.entries) == 0 && !c.Rebase {
@@ -236,7 +236,7 @@ func finishSlice(c *SyncConv, p convPlan, sl timelineSlice) {
 }
 
 func summaryOf(p convPlan) SyncSummary {
-	return SyncSummary{Conv: p.conv, Kind: p.kind, Large: p.large, Epoch: p.epoch, MaxSeq: p.maxSeq, Unread: p.unread, Mentions: p.mentions}
+	return SyncSummary{Conv: p.conv, Type: p.ctype, Large: p.large, Epoch: p.epoch, MaxSeq: p.maxSeq, Unread: p.unread, Mentions: p.mentions}
 }
 
 // summarise lists a conversation that did not fit, if its summary fits.

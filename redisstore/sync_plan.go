@@ -2,13 +2,15 @@ package redisstore
 
 import (
 	"sort"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // convPlan is how one conversation will be answered, decided before any
 // message is read.
 type convPlan struct {
 	conv     string
-	kind     string
+	ctype    schemas.ConvType
 	large    bool
 	activity int64
 	epoch    uint64
@@ -71,12 +73,13 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
 	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, activity: us.activity[conv], left: h.left, spans: h.spans}
 	read = max(readReplyUint(us.inbox[InboxField(conv, FieldRead)]), h.joined)
-	p.kind, p.large = kindOfInboxType(us.inbox[InboxField(conv, FieldType)])
+	form := inboxFormOf(us.inbox[InboxField(conv, FieldType)])
+	p.ctype, p.large = form.Type(), form.Large()
 	if us.large[conv] {
 		p.large, p.activity = true, h.lts
 	}
-	if h.metaType == "d" {
-		p.kind = KindDirect
+	if h.ctype == schemas.ConvType_CONV_TYPE_DIRECT {
+		p.ctype = h.ctype
 	}
 	if p.large {
 		p.unread = subFloor(h.seq, read)
@@ -117,14 +120,16 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	return p, floor, read
 }
 
+func (p convPlan) direct() bool { return p.ctype == schemas.ConvType_CONV_TYPE_DIRECT }
+
 // before orders conversations by priority: those with pending mentions,
 // then direct ones, then by last activity, newest first.
 func (p convPlan) before(q convPlan) bool {
 	if (p.mentions > 0) != (q.mentions > 0) {
 		return p.mentions > 0
 	}
-	if (p.kind == KindDirect) != (q.kind == KindDirect) {
-		return p.kind == KindDirect
+	if p.direct() != q.direct() {
+		return p.direct()
 	}
 	if p.activity != q.activity {
 		return p.activity > q.activity

@@ -42,7 +42,7 @@ func render(r *SyncResult) string {
 	}
 	for _, c := range r.Convs {
 		fmt.Fprintf(&b, "conv %s %s large=%v max=%d unread=%d more=%v gap=%v rebase=%q incomplete=%v seqs=%v\n",
-			c.Conv, c.Kind, c.Large, c.MaxSeq, c.Unread, c.HasMore, c.Gap, c.RebaseReason, c.Incomplete, seqsOf(c.Messages))
+			c.Conv, schemas.ConvTypeName(c.Type), c.Large, c.MaxSeq, c.Unread, c.HasMore, c.Gap, c.RebaseReason, c.Incomplete, seqsOf(c.Messages))
 	}
 	for _, s := range r.Summaries {
 		fmt.Fprintf(&b, "summary %s max=%d unread=%d mentions=%d\n", s.Conv, s.MaxSeq, s.Unread, s.Mentions)

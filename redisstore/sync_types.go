@@ -74,7 +74,7 @@ type SeqRange struct {
 // SyncConv is one conversation's slice of the answer.
 type SyncConv struct {
 	Conv   string
-	Kind   string // KindDirect or KindGroup
+	Type   schemas.ConvType
 	Large  bool
 	Epoch  uint64
 	MaxSeq uint64
@@ -102,7 +102,7 @@ type SyncConv struct {
 // budget: ask again.
 type SyncSummary struct {
 	Conv     string
-	Kind     string
+	Type     schemas.ConvType
 	Large    bool
 	Epoch    uint64
 	MaxSeq   uint64

@@ -67,7 +67,7 @@ func (s *Store) CheckTimeline(ctx context.Context, conv string, from uint64, cou
 type ConvHead struct {
 	Exists            bool
 	Seq, First, Epoch uint64
-	Type              string
+	Type              schemas.ConvType
 	// Members is the member hash's size and NMem the meta's count of it.
 	Members, NMem int64
 	// Large: the meta's `large` flag (read by ConvHeads only).
@@ -105,7 +105,7 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 	out := make(map[string]ConvHead, len(convs))
 	for i, c := range convs {
 		v := metas[i].Val()
-		h := ConvHead{Exists: v[0] != nil, Type: hashString(v[3]), Members: mems[i].Val()}
+		h := ConvHead{Exists: v[0] != nil, Type: convTypeOfCode(hashString(v[3])), Members: mems[i].Val()}
 		h.Seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
 		h.First, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
 		h.Epoch, _ = strconv.ParseUint(hashString(v[2]), 10, 64)

@@ -15,9 +15,9 @@ type InboxEntry struct {
 	// Epoch is the conversation epoch Last, Read and Joined count in (0:
 	// written before inboxes kept it).
 	Epoch uint64
-	// Form is the `C:t` field: 'd', 'g' or 'L' (the user is in the large
-	// group: its unread is derived from the group's seq).
-	Form byte
+	// Form is the `C:t` field (0 when absent); InboxLarge: the user is in
+	// the large group, its unread is derived from the group's seq.
+	Form InboxForm
 }
 
 // UserInbox is a user's inbox index as the checker reads it.
@@ -58,7 +58,7 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 		e := out.Convs[conv]
 		if field == FieldType {
 			if len(v) == 1 {
-				e.Form = v[0]
+				e.Form = InboxForm(v[0])
 			}
 			out.Convs[conv] = e
 			continue

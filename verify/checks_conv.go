@@ -36,7 +36,7 @@ func (r *run) checkConv(ctx context.Context, conv string) error {
 	if head.Members != head.NMem {
 		r.problem(KindMembers, conv, "", "meta counts %d members, the member set holds %d", head.NMem, head.Members)
 	}
-	if head.Type == "g" {
+	if head.Type == schemas.ConvType_CONV_TYPE_GROUP {
 		if err := r.checkRoles(ctx, conv, head); err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func (r *run) checkInbox(ctx context.Context, st *redisstore.Store, user string)
 }
 
 func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstore.InboxEntry, head redisstore.ConvHead) error {
-	large := e.Form == byte(redisstore.InboxLarge)
+	large := e.Form == redisstore.InboxLarge
 	switch {
 	case !head.Exists:
 		r.problem(KindInbox, conv, user, "the inbox names a conversation that does not exist")
@@ -69,7 +69,7 @@ func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstor
 	} else if want := sub(e.Last, e.Read); e.Unread != want {
 		r.problem(KindUnread, conv, user, "unread %d, but last delivered %d - read %d = %d", e.Unread, e.Last, e.Read, want)
 		return nil
-	} else if e.Last > e.Read && e.Form != byte(redisstore.InboxDirect) {
+	} else if e.Last > e.Read && e.Form != redisstore.InboxDirect {
 		// The inbox counts every seq delivered; readers leave out the
 		// join and leave notices among them, as in large groups.
 		notices, err := r.main.NoticesIn(ctx, conv, e.Read, e.Last)

@@ -256,7 +256,7 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	}
 	if !head.Exists {
 		if _, err := f.store.SeedHead(ctx, conv, first.GetEpoch(), first.GetSeq(),
-			first.GetMessage().GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT); err != nil {
+			first.GetMessage().GetConvType()); err != nil {
 			return err
 		}
 		head = redisstore.ConvHead{Exists: true, Epoch: first.GetEpoch(), Seq: first.GetSeq() - 1}
