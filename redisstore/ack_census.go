@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -103,19 +102,6 @@ func (s *Store) CensusStep(ctx context.Context, node ScanNode, cursor uint64, co
 		}
 	}
 	return c, next, nil
-}
-
-// censusMatch is the SCAN pattern of the users' inbox keys.
-func (k Keys) censusMatch() string {
-	var b strings.Builder
-	for _, r := range k.Prefix {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteString("{u:*}:ib")
-	return b.String()
 }
 
 // UserStores lists the stores that hold users' keys: the main store, and

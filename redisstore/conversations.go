@@ -196,7 +196,7 @@ func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
 			// read, never a message hidden.
 			seen := max(it.ReadSeq, it.LastSeq)
 			notices[i] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(seen+1, 10), "+inf")
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), "seq", "lts", "lsender", "lprev", "epoch")
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaSeq, MetaLastTime, MetaLastSender, MetaLastPreview, MetaEpoch)
 			alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
 		}
 		return nil

@@ -45,7 +45,7 @@ func (s *Store) ConversationAccess(ctx context.Context, user string, convs []str
 	pasts := make([]*redis.StringCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "type", "large")
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLarge)
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
 			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
 		}

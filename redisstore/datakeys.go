@@ -15,14 +15,6 @@ var (
 	dataKeySwapScript = redis.NewScript(dataKeySwapLua)
 )
 
-// DataKey is the conversation's wrapped data key (package seal).
-func (k Keys) DataKey(conv string) string { return k.conv(conv, "dk") }
-
-// MasterCanaries maps each master key id that ever wrapped a data key to
-// a canary it wrapped, so a start with a wrong or missing master key
-// fails at once instead of at the first read.
-func (k Keys) MasterCanaries() string { return k.Prefix + "{seal}:masters" }
-
 // DataKey returns conv's wrapped data key ("" when it has none).
 func (s *Store) DataKey(ctx context.Context, conv string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -75,7 +67,7 @@ func (s *Store) EachDataKey(ctx context.Context, fn func(conv, wrapped string) e
 	for _, node := range nodes {
 		for cursor := uint64(0); ; {
 			cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-			keys, next, err := node.client.Scan(cctx, cursor, s.keys.Prefix+"{c:*}:dk", 500).Result()
+			keys, next, err := node.client.Scan(cctx, cursor, s.keys.dataKeyMatch(), 500).Result()
 			cancel()
 			if err != nil {
 				return fmt.Errorf("scan data keys of %s: %w", node.Name, err)

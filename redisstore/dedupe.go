@@ -34,18 +34,6 @@ func dedupeDigest(cmid string) string {
 	return string(sum[:DedupeDigestBytes])
 }
 
-// DedupeBucket is bucket b of a day's dedupe digests; bucket 0 is Dedupe.
-func (k Keys) DedupeBucket(conv string, day int64, b int) string {
-	if b == 0 {
-		return k.Dedupe(conv, day)
-	}
-	return k.Dedupe(conv, day) + ":" + strconv.Itoa(b)
-}
-
-// DedupeExact maps in full the client_msg_ids of a day whose digest the
-// day already held for another id.
-func (k Keys) DedupeExact(conv string, day int64) string { return k.Dedupe(conv, day) + ":x" }
-
 // dedupeExpireAt is when every dedupe key of a day expires (unix seconds):
 // once the dedupe window, in whole days, has passed after the day ended.
 func (s *Store) dedupeExpireAt(day int64) int64 { return (day + 1 + s.dedupeDays()) * 86_400 }
@@ -94,7 +82,7 @@ func (s *Store) readDedupeDays(ctx context.Context, conv string, days []int64) (
 // digests and, when adds, adding them (with every split that may follow)
 // can touch: the scripts must be given them in KEYS. dd_missing in
 // lua/dedupe_lib.lua checks the same list against the day as it is then.
-func (k Keys) dedupeKeys(conv string, d dedupeDay, digs []string, adds bool) []string {
+func dedupeKeys(k Keys, conv string, d dedupeDay, digs []string, adds bool) []string {
 	seen := map[int]bool{0: true}
 	var out []string
 	add := func(b int) {
@@ -192,7 +180,7 @@ func (s *Store) restoreDedupe(ctx context.Context, conv string, ids []dedupeRest
 			keys = append(keys, s.keys.Dedupe(conv, d))
 		}
 		for _, st := range state {
-			keys = append(keys, s.keys.dedupeKeys(conv, st, digs[st.day], true)...)
+			keys = append(keys, dedupeKeys(s.keys, conv, st, digs[st.day], true)...)
 		}
 		if n, err = dedupeRestoreScript.Run(ctx, s.rdb, keys, args...).Int(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
 			break

@@ -68,7 +68,7 @@ func (s *Store) ExpireConversationFor(ctx context.Context, conv string, now time
 	var head *redis.StringSliceCmd
 	var oldest *redis.ZSliceCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HMGet(ctx, meta, "epoch", "first", "type", "tag")
+		fields = p.HMGet(ctx, meta, MetaEpoch, MetaFirst, MetaType, MetaTag)
 		head = p.LRange(ctx, tl, 0, 0)
 		oldest = p.ZRangeWithScores(ctx, ma, 0, 0)
 		return nil

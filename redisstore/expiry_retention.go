@@ -167,7 +167,7 @@ type RetentionFor func(ConvRetention) Retention
 func (s *Store) ConvRetentionInfo(ctx context.Context, conv string) (info ConvRetention, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	vals, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), "epoch", "type", "tag").Result()
+	vals, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), MetaEpoch, MetaType, MetaTag).Result()
 	if err != nil {
 		return info, false, fmt.Errorf("read retention fields of %s: %w", conv, err)
 	}

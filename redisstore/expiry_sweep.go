@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,68 +20,6 @@ var (
 	expirySweepAdvanceLua    string
 	expirySweepAdvanceScript = redis.NewScript(expirySweepAdvanceLua)
 )
-
-// KeyRef is a key of the data model taken apart. Exactly one of Conv and
-// User is set.
-type KeyRef struct {
-	Conv string
-	User string
-	// Part is what follows the hash tag: "meta", "tl", "dd:DAY", "mn",
-	// "cur:DEVICE", ...
-	Part string
-}
-
-// ParseKey takes apart a key of this store's prefix; ok is false for any
-// other key.
-func (k Keys) ParseKey(key string) (ref KeyRef, ok bool) {
-	rest, ok := strings.CutPrefix(key, k.Prefix)
-	if !ok || len(rest) < 4 || rest[0] != '{' || rest[2] != ':' {
-		return KeyRef{}, false
-	}
-	scope := rest[1]
-	id, part, ok := strings.Cut(rest[3:], "}:")
-	if !ok || id == "" || part == "" {
-		return KeyRef{}, false
-	}
-	switch scope {
-	case 'c':
-		return KeyRef{Conv: id, Part: part}, true
-	case 'u':
-		return KeyRef{User: id, Part: part}, true
-	}
-	return KeyRef{}, false
-}
-
-// DedupeDay returns the day of a dedupe key's Part ("dd:DAY", or
-// "dd:DAY:BUCKET" and "dd:DAY:x" of the same day).
-func (r KeyRef) DedupeDay() (int64, bool) {
-	d, ok := strings.CutPrefix(r.Part, "dd:")
-	if !ok || r.Conv == "" {
-		return 0, false
-	}
-	d, _, _ = strings.Cut(d, ":")
-	day, err := strconv.ParseInt(d, 10, 64)
-	return day, err == nil
-}
-
-// scanMatch is the SCAN pattern of every conversation and user key.
-func (k Keys) scanMatch() string {
-	var b strings.Builder
-	for _, r := range k.Prefix {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteString("{[cu]:*")
-	return b.String()
-}
-
-// ExpirySweep is the state of the expiry sweeps (see expiry_sweep_acquire.lua).
-func (k Keys) ExpirySweep() string { return k.Prefix + "{expiry}:sweep" }
-
-// ExpiryLease is the lease on one sweep job.
-func (k Keys) ExpiryLease(job string) string { return k.Prefix + "{expiry}:lease:" + job }
 
 // ScanNode is one Redis server holding a share of the keys: the standalone
 // server, or one master of a cluster.

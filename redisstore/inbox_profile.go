@@ -13,9 +13,9 @@ func (s *Store) SetReceiveOnly(ctx context.Context, user string, on bool) error 
 	defer cancel()
 	var err error
 	if on {
-		err = s.rdb.HSet(ctx, s.keys.Profile(user), "ro", "1").Err()
+		err = s.rdb.HSet(ctx, s.keys.Profile(user), ProfileReceiveOnly, "1").Err()
 	} else {
-		err = s.rdb.HDel(ctx, s.keys.Profile(user), "ro").Err()
+		err = s.rdb.HDel(ctx, s.keys.Profile(user), ProfileReceiveOnly).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("set receive-only of %s to %v: %w", user, on, err)

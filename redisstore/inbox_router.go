@@ -11,13 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// HotUsers is the set of users whose `{u:…}` keys live on the hot store.
-// It is kept on the main store, so every process finds it.
-func (k Keys) HotUsers() string { return k.Prefix + "{hot}:users" }
-
-// InboxMoveLock is held while a user's keys are moved to the hot store.
-func (k Keys) InboxMoveLock(user string) string { return k.user(user, "mvlock") }
-
 // ErrMoveBusy: another process is moving this user right now.
 var ErrMoveBusy = errors.New("user is being moved by another process")
 
@@ -146,7 +139,7 @@ func (r *InboxRouter) MoveToHot(ctx context.Context, user string) error {
 
 func (r *InboxRouter) moveKeys(ctx context.Context, user string) error {
 	m, h := r.main.rdb, r.hot.rdb
-	if err := m.HSet(ctx, r.main.keys.Profile(user), "loc", "hot").Err(); err != nil {
+	if err := m.HSet(ctx, r.main.keys.Profile(user), ProfileLocation, ProfileOnHot).Err(); err != nil {
 		return fmt.Errorf("mark moved: %w", err)
 	}
 	from, err := inboxMoveKeys(ctx, m, r.main.keys, user)
@@ -175,7 +168,7 @@ func (r *InboxRouter) moveKeys(ctx context.Context, user string) error {
 		}
 		moved = append(moved, key)
 	}
-	if err := h.HDel(ctx, r.hot.keys.Profile(user), "loc").Err(); err != nil {
+	if err := h.HDel(ctx, r.hot.keys.Profile(user), ProfileLocation).Err(); err != nil {
 		return fmt.Errorf("unmark on hot: %w", err)
 	}
 	if err := m.SAdd(ctx, r.main.keys.HotUsers(), user).Err(); err != nil {

@@ -1,6 +1,9 @@
 package redisstore
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // DefaultPrefix starts every key unless configured otherwise.
 const DefaultPrefix = "ob:"
@@ -84,6 +87,33 @@ const (
 	InboxIndexed = ":ix"
 )
 
+// Fields of a conversation's meta hash (see schemas/redis-keys.md).
+const (
+	MetaSeq            = "seq"
+	MetaEpoch          = "epoch"
+	MetaFirst          = "first"
+	MetaType           = "type" // see convtype.go
+	MetaLarge          = "large"
+	MetaLargeFrom      = "lgs"
+	MetaLargeConverted = "lgc"
+	MetaMemberCount    = "nmem"
+	MetaMemberVersion  = "mver"
+	MetaLastSender     = "lsender"
+	MetaLastTime       = "lts"
+	MetaLastPreview    = "lprev"
+	MetaTag            = "tag"
+)
+
+// Fields of a user's profile hash.
+const (
+	// ProfileReceiveOnly is "1" for a receive-only account.
+	ProfileReceiveOnly = "ro"
+	// ProfileLocation is ProfileOnHot once the user's keys moved to the hot
+	// store (the scripts answer OBMOVED then).
+	ProfileLocation = "loc"
+	ProfileOnHot    = "hot"
+)
+
 // Inbox counters (see schemas/redis-keys.md).
 const (
 	FieldLast   = 'l'
@@ -129,3 +159,110 @@ func (k Keys) ConvChannel(conv string) string { return k.Prefix + "live:{c:" + c
 // cluster has a copy on every master, n chosen so that its slot is one
 // the master owns; a single server has copy 0.
 func (k Keys) Applied(n int) string { return k.Prefix + "{fence:" + strconv.Itoa(n) + "}:applied" }
+
+// RebuildTimeline is where a rebuild stages the timeline before it
+// replaces the live one.
+func (k Keys) RebuildTimeline(conv string) string { return k.conv(conv, "tl:rebuild") }
+
+// RebuildMembers is where a rebuild stages the member set.
+func (k Keys) RebuildMembers(conv string) string { return k.conv(conv, "mem:rebuild") }
+
+// RebuildRoles is where a rebuild stages the group's roles.
+func (k Keys) RebuildRoles(conv string) string { return k.conv(conv, "role:rebuild") }
+
+// RebuildPastMembers is where a rebuild stages the former members' spans.
+func (k Keys) RebuildPastMembers(conv string) string { return k.conv(conv, "past:rebuild") }
+
+// DataKey is the conversation's wrapped data key (package seal).
+func (k Keys) DataKey(conv string) string { return k.conv(conv, "dk") }
+
+// MasterCanaries maps each master key id that ever wrapped a data key to
+// a canary it wrapped, so a start with a wrong or missing master key
+// fails at once instead of at the first read.
+func (k Keys) MasterCanaries() string { return k.Prefix + "{seal}:masters" }
+
+// HotUsers is the set of users whose `{u:…}` keys live on the hot store.
+// It is kept on the main store, so every process finds it.
+func (k Keys) HotUsers() string { return k.Prefix + "{hot}:users" }
+
+// InboxMoveLock is held while a user's keys are moved to the hot store.
+func (k Keys) InboxMoveLock(user string) string { return k.user(user, "mvlock") }
+
+// DedupeBucket is bucket b of a day's dedupe digests; bucket 0 is Dedupe.
+func (k Keys) DedupeBucket(conv string, day int64, b int) string {
+	if b == 0 {
+		return k.Dedupe(conv, day)
+	}
+	return k.Dedupe(conv, day) + ":" + strconv.Itoa(b)
+}
+
+// DedupeExact maps in full the client_msg_ids of a day whose digest the
+// day already held for another id.
+func (k Keys) DedupeExact(conv string, day int64) string { return k.Dedupe(conv, day) + ":x" }
+
+// ExpirySweep is the state of the expiry sweeps (see expiry_sweep_acquire.lua).
+func (k Keys) ExpirySweep() string { return k.Prefix + "{expiry}:sweep" }
+
+// ExpiryLease is the lease on one sweep job.
+func (k Keys) ExpiryLease(job string) string { return k.Prefix + "{expiry}:lease:" + job }
+
+// KeyRef is a key of the data model taken apart. Exactly one of Conv and
+// User is set.
+type KeyRef struct {
+	Conv string
+	User string
+	// Part is what follows the hash tag: "meta", "tl", "dd:DAY", "mn",
+	// "cur:DEVICE", ...
+	Part string
+}
+
+// ParseKey takes apart a key of this store's prefix; ok is false for any
+// other key.
+func (k Keys) ParseKey(key string) (ref KeyRef, ok bool) {
+	rest, ok := strings.CutPrefix(key, k.Prefix)
+	if !ok || len(rest) < 4 || rest[0] != '{' || rest[2] != ':' {
+		return KeyRef{}, false
+	}
+	scope := rest[1]
+	id, part, ok := strings.Cut(rest[3:], "}:")
+	if !ok || id == "" || part == "" {
+		return KeyRef{}, false
+	}
+	switch scope {
+	case 'c':
+		return KeyRef{Conv: id, Part: part}, true
+	case 'u':
+		return KeyRef{User: id, Part: part}, true
+	}
+	return KeyRef{}, false
+}
+
+// DedupeDay returns the day of a dedupe key's Part ("dd:DAY", or
+// "dd:DAY:BUCKET" and "dd:DAY:x" of the same day).
+func (r KeyRef) DedupeDay() (int64, bool) {
+	d, ok := strings.CutPrefix(r.Part, "dd:")
+	if !ok || r.Conv == "" {
+		return 0, false
+	}
+	d, _, _ = strings.Cut(d, ":")
+	day, err := strconv.ParseInt(d, 10, 64)
+	return day, err == nil
+}
+
+// The SCAN patterns of the scans over the data model: the prefix escaped,
+// then the keys' shape.
+func (k Keys) scanMatch() string    { return k.match("{[cu]:*") }
+func (k Keys) censusMatch() string  { return k.match("{u:*}:ib") }
+func (k Keys) dataKeyMatch() string { return k.match("{c:*}:dk") }
+
+func (k Keys) match(shape string) string {
+	var b strings.Builder
+	for _, r := range k.Prefix {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteString(shape)
+	return b.String()
+}

@@ -137,7 +137,7 @@ func (s *Store) previewTargets(ctx context.Context, latest []*schemas.Sequenced)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, sq := range latest {
 			c := sq.GetMessage().GetConvId()
-			larges[i] = p.HGet(ctx, s.keys.ConvMeta(c), "large")
+			larges[i] = p.HGet(ctx, s.keys.ConvMeta(c), MetaLarge)
 			mems[i] = p.HGetAll(ctx, s.keys.Members(c))
 		}
 		return nil

@@ -125,19 +125,6 @@ type RebuildResult struct {
 	Hole uint64
 }
 
-// RebuildTimeline is where a rebuild stages the timeline before it
-// replaces the live one.
-func (k Keys) RebuildTimeline(conv string) string { return k.conv(conv, "tl:rebuild") }
-
-// RebuildMembers is where a rebuild stages the member set.
-func (k Keys) RebuildMembers(conv string) string { return k.conv(conv, "mem:rebuild") }
-
-// RebuildRoles is where a rebuild stages the group's roles.
-func (k Keys) RebuildRoles(conv string) string { return k.conv(conv, "role:rebuild") }
-
-// RebuildPastMembers is where a rebuild stages the former members' spans.
-func (k Keys) RebuildPastMembers(conv string) string { return k.conv(conv, "past:rebuild") }
-
 // rebuildMeta is the conversation's meta as the rebuild found it.
 type rebuildMeta struct {
 	seq, epoch, first, ctype, lgs string
@@ -319,7 +306,7 @@ func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, 
 	var fields *redis.SliceCmd
 	var members *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), "seq", "epoch", "first", "type", "lgs")
+		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLargeFrom)
 		members = p.Exists(ctx, s.keys.Members(conv))
 		return nil
 	})

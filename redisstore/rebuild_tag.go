@@ -29,7 +29,7 @@ func (s *Store) restoreTag(ctx context.Context, src HistorySource, conv string) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.rdb.HSetNX(ctx, s.keys.ConvMeta(conv), "tag", tags[conv]).Err(); err != nil {
+	if err := s.rdb.HSetNX(ctx, s.keys.ConvMeta(conv), MetaTag, tags[conv]).Err(); err != nil {
 		return fmt.Errorf("rebuild %s: restore its tag: %w", conv, err)
 	}
 	return nil

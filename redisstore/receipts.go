@@ -277,7 +277,7 @@ func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]P
 	cmds := make([]*redis.SliceCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
-			cmds[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "large", "mver")
+			cmds[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaLarge, MetaMemberVersion)
 		}
 		return nil
 	})

@@ -162,7 +162,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 		return nil, err
 	}
 	for i, st := range state {
-		keys = append(keys, k.dedupeKeys(conv, st, digs, i == 0)...)
+		keys = append(keys, dedupeKeys(k, conv, st, digs, i == 0)...)
 	}
 	keys = append(keys, k.Notices(conv))
 	return keys, nil

@@ -193,7 +193,7 @@ func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh b
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	m, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), "seq", "epoch").Result()
+	m, err := s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch).Result()
 	if err != nil && err != redis.Nil {
 		return Position{}, fmt.Errorf("read counter: %w", err)
 	}

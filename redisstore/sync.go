@@ -108,7 +108,7 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int
 		mn = p.ZRangeWithScores(ctx, s.keys.Mentions(user), 0, -1)
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
-		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		if nowMS > 0 {
 			p.ZAddXX(ctx, s.keys.Devices(user), redis.Z{Score: float64(nowMS), Member: device})
 		}
@@ -117,7 +117,7 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("sync %s: read inbox: %w", user, err)
 	}
-	if loc.Val() == "hot" {
+	if loc.Val() == ProfileOnHot {
 		return nil, fmt.Errorf("sync %s: %w", user, ErrUserMoved)
 	}
 	us := &syncUser{
@@ -189,7 +189,7 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 				// the notices the small group's stored unread counted
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), strconv.FormatUint(last, 10))
 			}
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "epoch", "first", "lts", "type")
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaLastTime, MetaType)
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
 			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
 			if us.large[c] {

@@ -94,7 +94,7 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 	mems := make([]*redis.IntCmd, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), "seq", "first", "epoch", "type", "nmem", "large")
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaFirst, MetaEpoch, MetaType, MetaMemberCount, MetaLarge)
 			mems[i] = p.HLen(ctx, s.keys.Members(c))
 		}
 		return nil

@@ -38,13 +38,13 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 	var loc *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		ib = p.HGetAll(ctx, s.keys.Inbox(user))
-		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return UserInbox{}, fmt.Errorf("read inbox of %s: %w", user, err)
 	}
-	out := UserInbox{Moved: loc.Val() == "hot", Convs: map[string]InboxEntry{}}
+	out := UserInbox{Moved: loc.Val() == ProfileOnHot, Convs: map[string]InboxEntry{}}
 	for f, v := range ib.Val() {
 		if strings.HasPrefix(f, ":") {
 			continue // the list indexes' fields (InboxLargeGroups, InboxIndexed)
@@ -93,13 +93,13 @@ func (s *Store) ReadMentionLane(ctx context.Context, user string) (moved bool, r
 	var loc *redis.StringCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		mn = p.ZRange(ctx, s.keys.Mentions(user), 0, -1)
-		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return false, nil, fmt.Errorf("read mention lane of %s: %w", user, err)
 	}
-	return loc.Val() == "hot", mn.Val(), nil
+	return loc.Val() == ProfileOnHot, mn.Val(), nil
 }
 
 // DeviceState is one device's cursor as the checker reads it.
@@ -124,13 +124,13 @@ func (s *Store) ReadDevice(ctx context.Context, user, device string) (DeviceStat
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		score = p.ZScore(ctx, s.keys.Devices(user), device)
 		n = p.ZCard(ctx, s.keys.Devices(user))
-		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return DeviceState{}, fmt.Errorf("read device %s of %s: %w", device, user, err)
 	}
-	return DeviceState{Moved: loc.Val() == "hot", Registered: score.Err() == nil, Devices: n.Val(),
+	return DeviceState{Moved: loc.Val() == ProfileOnHot, Registered: score.Err() == nil, Devices: n.Val(),
 		Cursors: deviceCursors(cur.Val())}, nil
 }
 
@@ -142,13 +142,13 @@ func (s *Store) ReadDeviceSet(ctx context.Context, user string) (moved bool, dev
 	var loc *redis.StringCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		dv = p.ZRange(ctx, s.keys.Devices(user), 0, -1)
-		loc = p.HGet(ctx, s.keys.Profile(user), "loc")
+		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return false, nil, fmt.Errorf("read devices of %s: %w", user, err)
 	}
-	return loc.Val() == "hot", dv.Val(), nil
+	return loc.Val() == ProfileOnHot, dv.Val(), nil
 }
 
 // ListIndexState is a user's list indexes beside what they index, read in
@@ -177,14 +177,14 @@ func (s *Store) ReadListIndex(ctx context.Context, user string) (ListIndexState,
 		ib = p.HGetAll(ctx, k.Inbox(user))
 		mx = p.ZRange(ctx, k.MentionIndex(user), 0, -1)
 		mn = p.ZRange(ctx, k.Mentions(user), 0, -1)
-		loc = p.HGet(ctx, k.Profile(user), "loc")
+		loc = p.HGet(ctx, k.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return ListIndexState{}, fmt.Errorf("read list index of %s: %w", user, err)
 	}
 	h := ib.Val()
-	out := ListIndexState{Moved: loc.Val() == "hot", Built: h[InboxIndexed] == "1",
+	out := ListIndexState{Moved: loc.Val() == ProfileOnHot, Built: h[InboxIndexed] == "1",
 		Large: strings.Fields(h[InboxLargeGroups]), Index: mx.Val(), Lane: mn.Val()}
 	for f, v := range h {
 		if conv, ok := strings.CutSuffix(f, ":"+string(rune(FieldType))); ok && v == string(InboxLarge) {
