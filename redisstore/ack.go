@@ -97,7 +97,7 @@ func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func
 	stop := n - 1
 	if n < 0 {
 		stop = -1
-		if err := fn(nil, nil); !redis.HasErrorPrefix(err, "OBDEVICES") {
+		if err := fn(nil, nil); !redis.HasErrorPrefix(err, refusalDevices) {
 			return err
 		}
 	}
@@ -111,7 +111,7 @@ func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func
 		for i, d := range devs {
 			cursors[i] = s.keys.Cursor(user, d)
 		}
-		if err = fn(devs, cursors); !redis.HasErrorPrefix(err, "OBDEVICES") {
+		if err = fn(devs, cursors); !redis.HasErrorPrefix(err, refusalDevices) {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func (s *Store) AckDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, 
 		case cerr == nil:
 			vals, _ := cmds[i].Slice()
 			res[i] = ackResultOf(vals)
-		case redis.HasErrorPrefix(cerr, "OBDEVICES"):
+		case redis.HasErrorPrefix(cerr, refusalDevices):
 			res[i], errs[i] = s.AckDevice(ctx, a.User, a.Device, a.Items, a.NowMS)
 		default:
 			errs[i] = fmt.Errorf("ack %d conversations for %s/%s: %w", len(a.Items), a.User, a.Device, asUserMoved(cerr))

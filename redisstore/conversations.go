@@ -19,9 +19,6 @@ var (
 	conversationsPageScript = redis.NewScript(conversationsPageLua)
 )
 
-// errListUnindexed: the user's list indexes are not complete yet.
-const errListUnindexed = "OBINDEX"
-
 // ListCursor marks where a page of the conversation list ended: the next
 // page starts after this conversation. The zero value starts at the top.
 type ListCursor struct {
@@ -82,7 +79,7 @@ func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, d
 		score, afterConv = strconv.FormatInt(after.Activity, 10), after.Conv
 	}
 	vals, err := users.listPage(ctx, user, device, score, afterConv, limit+1)
-	if redis.HasErrorPrefix(err, errListUnindexed) {
+	if redis.HasErrorPrefix(err, refusalUnindexed) {
 		if err = users.BuildListIndex(ctx, user); err == nil {
 			vals, err = users.listPage(ctx, user, device, score, afterConv, limit+1)
 		}

@@ -182,7 +182,7 @@ func (s *Store) restoreDedupe(ctx context.Context, conv string, ids []dedupeRest
 		for _, st := range state {
 			keys = append(keys, dedupeKeys(s.keys, conv, st, digs[st.day], true)...)
 		}
-		if n, err = dedupeRestoreScript.Run(ctx, s.rdb, keys, args...).Int(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
+		if n, err = dedupeRestoreScript.Run(ctx, s.rdb, keys, args...).Int(); !redis.HasErrorPrefix(err, refusalDedupe) {
 			break
 		}
 	}

@@ -86,14 +86,6 @@ func (s *Store) fenceArg() string {
 	return *s.cfg.Fence.arg.Load()
 }
 
-// fenced maps a script's OBFENCED refusal to ErrFenced.
-func fenced(err error) error {
-	if redis.HasErrorPrefix(err, "OBFENCED") {
-		return fmt.Errorf("%w: %s", ErrFenced, strings.TrimPrefix(err.Error(), "OBFENCED "))
-	}
-	return err
-}
-
 // Instance is one redis-server process: its address and run_id.
 type Instance struct {
 	Addr  string

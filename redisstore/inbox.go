@@ -85,32 +85,29 @@ func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]Inbo
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	calls := s.inboxCalls(updates)
-	cmds := s.pipelineInboxes(ctx, updates, calls)
-	var lost [][]int
-	var at []int
-	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			lost, at = append(lost, calls[i]), append(at, i)
+	groups := s.inboxCalls(updates)
+	calls := make([]scriptCall, len(groups))
+	fence := s.fenceArg()
+	for k, g := range groups {
+		keys := make([]string, 0, 5*len(g))
+		var args []any
+		for _, i := range g {
+			keys = s.appendInboxKeys(keys, updates[i].User)
+			args = appendInboxArgs(args, updates[i])
 		}
+		calls[k] = scriptCall{keys: keys, args: append(args, fence)}
 	}
-	if len(lost) > 0 {
-		// The server lost its script cache (restart, failover): those
-		// calls changed nothing, so running them again is safe.
-		if err := applyInboxesScript.Load(ctx, s.rdb).Err(); err != nil {
-			for _, call := range lost {
-				for _, i := range call {
-					errs[i] = fmt.Errorf("inbox %s of %s: load script: %w", updates[i].Conv, updates[i].User, err)
-				}
-			}
-			lost = nil
-		}
-		for k, c := range s.pipelineInboxes(ctx, updates, lost) {
-			cmds[at[k]] = c
-		}
-	}
+	// Each call's codes are its updates' own; the pipeline's error adds
+	// only why a lost script could not be loaded again.
+	cmds, err := s.evalPiped(ctx, applyInboxesScript, calls)
 	for k, c := range cmds {
-		inboxOutcomes(c, updates, calls[k], outs, errs)
+		if anyNoScript(cmds[k:k+1]) && err != nil {
+			for _, i := range groups[k] {
+				errs[i] = fmt.Errorf("inbox %s of %s: %w", updates[i].Conv, updates[i].User, err)
+			}
+			continue
+		}
+		inboxOutcomes(c, updates, groups[k], outs, errs)
 	}
 	return outs, errs
 }
@@ -148,37 +145,6 @@ func keyHashSlot(key string) int {
 	return keySlot(key)
 }
 
-// pipelineInboxes sends the given calls in one pipeline.
-func (s *Store) pipelineInboxes(ctx context.Context, updates []InboxUpdate, calls [][]int) []*redis.Cmd {
-	cmds := make([]*redis.Cmd, len(calls))
-	if len(calls) == 0 {
-		return cmds
-	}
-	fence := s.fenceArg()
-	// Errors are per command; Pipelined's own error is the first of them.
-	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for k, call := range calls {
-			keys := make([]string, 0, 5*len(call))
-			var args []any
-			for _, i := range call {
-				keys = s.appendInboxKeys(keys, updates[i].User)
-				args = appendInboxArgs(args, updates[i])
-			}
-			cmds[k] = applyInboxesScript.EvalSha(ctx, p, keys, append(args, fence)...)
-		}
-		return nil
-	})
-	return cmds
-}
-
-// Codes apply_inboxes.lua answers per update.
-const (
-	inboxCodeApplied     = 1
-	inboxCodeReplayed    = 0
-	inboxCodeReceiveOnly = -1
-	inboxCodeMoved       = -2
-)
-
 // inboxOutcomes sets the outcome or error of every update of one call.
 func inboxOutcomes(c *redis.Cmd, updates []InboxUpdate, call []int, outs []InboxOutcome, errs []error) {
 	fail := func(err error) {
@@ -200,13 +166,13 @@ func inboxOutcomes(c *redis.Cmd, updates []InboxUpdate, call []int, outs []Inbox
 	for k, i := range call {
 		u := updates[i]
 		switch codes[k] {
-		case inboxCodeApplied:
+		case inboxStatusApplied:
 			outs[i] = InboxApplied
-		case inboxCodeReplayed:
+		case inboxStatusReplayed:
 			outs[i] = InboxReplayed
-		case inboxCodeReceiveOnly:
+		case inboxStatusReceiveOnly:
 			outs[i] = InboxReceiveOnly
-		case inboxCodeMoved:
+		case inboxStatusMoved:
 			errs[i] = fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, ErrUserMoved)
 		default:
 			errs[i] = fmt.Errorf("inbox %s of %s: unknown code %d", u.Conv, u.User, codes[k])

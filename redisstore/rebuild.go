@@ -285,16 +285,16 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	done, err := rebuildCommitScript.Run(cctx, s.rdb, keys, args...).Int()
-	if err != nil || done != 1 {
+	if err != nil || done != commitStatusDone {
 		// Best effort: the staging keys also expire on their own.
 		s.rdb.Del(cctx, k.RebuildTimeline(conv), k.RebuildMembers(conv), k.RebuildRoles(conv), k.RebuildPastMembers(conv))
 	}
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("rebuild %s: commit: %w", conv, err)
-	case done == 0:
+	case done == commitStatusRaced:
 		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRebuildRaced)
-	case done < 0:
+	case done == commitStatusShortened:
 		return res, fmt.Errorf("rebuild %s: the staged timeline lost entries (staging expired); run again", conv)
 	}
 	return res, s.restoreTag(ctx, src, conv)

@@ -146,7 +146,7 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 				continue
 			}
 			if err := ack.Err(); err != nil {
-				if redis.HasErrorPrefix(err, "OBDEVICES") {
+				if redis.HasErrorPrefix(err, refusalDevices) {
 					// The raises of this pipeline ran: what they raised is
 					// kept, as the next run finds the cursors raised already.
 					if r, perr := rc.parse(marks, cmds); perr == nil {

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -121,7 +120,7 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 		if keys, err = s.sequenceKeys(ctx, conv, writeMS, digs); err != nil {
 			return nil, err
 		}
-		if raw, err = sequenceScript.Run(ctx, s.rdb, keys, args...).Slice(); !redis.HasErrorPrefix(err, "OBDEDUPE") {
+		if raw, err = sequenceScript.Run(ctx, s.rdb, keys, args...).Slice(); !redis.HasErrorPrefix(err, refusalDedupe) {
 			break
 		}
 	}
@@ -260,24 +259,24 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
 	}
 	res := &SequenceResult{
-		Epoch:          uint64(seqReplyInt(raw[0])),
-		LargeFrom:      uint64(seqReplyInt(raw[1])),
-		LargeConverted: seqReplyInt(raw[2]) == 1,
-		MemberCount:    int(seqReplyInt(raw[3])),
+		Epoch:          readReplyUint((raw[0])),
+		LargeFrom:      readReplyUint((raw[1])),
+		LargeConverted: readReplyUint(raw[2]) == 1,
+		MemberCount:    int(readReplyUint(raw[3])),
 		Items:          make([]SequencedItem, n),
 	}
 	for i := range n {
-		st, seq, data := seqReplyInt(raw[4+3*i]), seqReplyInt(raw[5+3*i]), seqReplyString(raw[6+3*i])
+		st, seq, data := readReplyUint(raw[4+3*i]), readReplyUint(raw[5+3*i]), readReplyString(raw[6+3*i])
 		it := &res.Items[i]
-		if st != 2 {
+		if st != seqStatusRejected {
 			it.Seq = uint64(seq)
 		}
 		switch st {
-		case 0:
+		case seqStatusNew:
 			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: uint64(seq)}
-		case 3:
+		case seqStatusNotDone:
 			it.Status = seqNotDone
-		case 1:
+		case seqStatusDuplicate:
 			it.Status = SeqDuplicate
 			if data != "" {
 				sq, err := DecodeEntry([]byte(data), conv, res.Epoch)
@@ -295,39 +294,16 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 	if res.LargeFrom == 0 {
 		res.Members = make(map[string]uint64, len(flat)/2)
 		for i := 0; i+1 < len(flat); i += 2 {
-			res.Members[seqReplyString(flat[i])] = uint64(seqReplyInt(flat[i+1]))
+			res.Members[readReplyString(flat[i])] = readReplyUint((flat[i+1]))
 		}
 	}
-	res.counter = uint64(seqReplyInt(raw[6+3*n]))
+	res.counter = readReplyUint((raw[6+3*n]))
 	seqs, _ := raw[5+3*n].([]any)
 	res.MemberSeqs = make(map[string]uint64, len(probes))
 	for i, u := range probes {
-		if i < len(seqs) && seqReplyString(seqs[i]) != "" {
-			res.MemberSeqs[u] = uint64(seqReplyInt(seqs[i]))
+		if i < len(seqs) && readReplyString(seqs[i]) != "" {
+			res.MemberSeqs[u] = readReplyUint((seqs[i]))
 		}
 	}
 	return res, nil
-}
-
-// seqReplyInt reads an integer or a decimal string of a script reply.
-func seqReplyInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
-// seqReplyString reads a bulk string (or an integer) of a script reply.
-func seqReplyString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
 }

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -126,22 +125,6 @@ func (sl timelineSlice) checkContiguous(q rangeQuery) error {
 	return nil
 }
 
-// readReplyUint reads an integer or decimal string of a script answer (0 when
-// absent or malformed).
-func readReplyUint(v any) uint64 {
-	switch x := v.(type) {
-	case int64:
-		if x < 0 {
-			return 0
-		}
-		return uint64(x)
-	case string:
-		n, _ := strconv.ParseUint(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
 // PageQuery asks for one page of a conversation's messages inside the Redis
 // window. With After set, the page holds the oldest messages above After;
 // otherwise the newest messages below Before (or the newest of all).
@@ -218,15 +201,4 @@ func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (P
 		Incomplete: max(rq.lo, sl.floor)+1 < sl.first,
 		Messages:   sl.entries,
 	}, nil
-}
-
-// readReplyString reads a bulk string (or an integer) of a script answer.
-func readReplyString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	}
-	return ""
 }
