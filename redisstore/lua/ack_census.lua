@@ -17,16 +17,18 @@
 -- ARGV[2] idle cutoff in ms: a last use before it is idle
 -- ARGV[3 .. 2+k] device ids
 -- Returns {counted (0: no inbox, or moved), devices, idle (0|1), drift}.
-if redis.call('HGET', KEYS[3], 'loc') == 'hot' or redis.call('EXISTS', KEYS[2]) == 0 then
+local devices, ib, prof = KEYS[1], KEYS[2], KEYS[3]
+local k_arg, idle_before = ARGV[1], ARGV[2]
+if redis.call('HGET', prof, 'loc') == 'hot' or redis.call('EXISTS', ib) == 0 then
   return {0, 0, 0, 0}
 end
-local devs = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local devs = redis.call('ZRANGE', devices, 0, -1, 'WITHSCORES')
 local last = 0
 for i = 2, #devs, 2 do
   last = math.max(last, tonumber(devs[i]))
 end
 local idle = 0
-if last < tonumber(ARGV[2]) then
+if last < tonumber(idle_before) then
   idle = 1
 end
 local n = #devs / 2
@@ -35,7 +37,7 @@ if n < 2 then
 end
 
 local cursor_of = {}
-for i = 1, tonumber(ARGV[1]) do cursor_of[ARGV[2 + i]] = KEYS[3 + i] end
+for i = 1, tonumber(k_arg) do cursor_of[ARGV[2 + i]] = KEYS[3 + i] end
 local per, convs = {}, {}
 for d = 1, #devs, 2 do
   local h = {}

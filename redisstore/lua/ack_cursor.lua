@@ -29,48 +29,51 @@
 -- the user's keys were moved to the hot store (see schemas/redis-keys.md),
 -- and with OBDEVICES, changing nothing, when a device it would evict is
 -- not among those named (the set changed since the caller read it).
-if redis.call('HGET', KEYS[4], 'loc') == 'hot' then
-  return redis.error_reply('OBMOVED user lives on the hot store')
+local REFUSAL_MOVED = 'OBMOVED'
+local REFUSAL_DEVICES = 'OBDEVICES'
+local devices, evicted, cursor, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local dev, now, most, k_arg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HGET', prof, 'loc') == 'hot' then
+  return redis.error_reply(REFUSAL_MOVED .. ' user lives on the hot store')
 end
-local dev = ARGV[1]
-local k = tonumber(ARGV[4])
+local k = tonumber(k_arg)
 local cursor_of = {}
 for i = 1, k do cursor_of[ARGV[4 + i]] = KEYS[4 + i] end
 
 -- The devices to evict: the least recently used beyond the most kept,
 -- never the acking one (its use is now).
-local card = redis.call('ZCARD', KEYS[1])
-if not redis.call('ZSCORE', KEYS[1], dev) then card = card + 1 end
-local over = card - tonumber(ARGV[3])
+local card = redis.call('ZCARD', devices)
+if not redis.call('ZSCORE', devices, dev) then card = card + 1 end
+local over = card - tonumber(most)
 local victims = {}
 if over > 0 then
-  for _, old in ipairs(redis.call('ZRANGE', KEYS[1], 0, over)) do
+  for _, old in ipairs(redis.call('ZRANGE', devices, 0, over)) do
     if old ~= dev and #victims < over then
       if not cursor_of[old] then
-        return redis.error_reply('OBDEVICES device ' .. old .. ' was not named')
+        return redis.error_reply(REFUSAL_DEVICES .. ' device ' .. old .. ' was not named')
       end
       victims[#victims + 1] = old
     end
   end
 end
 
-local was_evicted = redis.call('SREM', KEYS[2], dev)
-redis.call('ZADD', KEYS[1], ARGV[2], dev)
+local was_evicted = redis.call('SREM', evicted, dev)
+redis.call('ZADD', devices, now, dev)
 local out = {was_evicted}
 for _, old in ipairs(victims) do
-  redis.call('ZREM', KEYS[1], old)
+  redis.call('ZREM', devices, old)
   redis.call('DEL', cursor_of[old])
-  redis.call('SADD', KEYS[2], old)
+  redis.call('SADD', evicted, old)
   out[#out + 1] = old
 end
 for i = 5 + k, #ARGV, 3 do
   local conv, seq, epoch = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local cur_epoch = tonumber(redis.call('HGET', KEYS[3], conv .. ':e') or '0')
-  local cur = tonumber(redis.call('HGET', KEYS[3], conv) or '0')
+  local cur_epoch = tonumber(redis.call('HGET', cursor, conv .. ':e') or '0')
+  local cur = tonumber(redis.call('HGET', cursor, conv) or '0')
   if epoch > cur_epoch then
-    redis.call('HSET', KEYS[3], conv, seq, conv .. ':e', epoch)
+    redis.call('HSET', cursor, conv, seq, conv .. ':e', epoch)
   elseif epoch == cur_epoch and seq > cur then
-    redis.call('HSET', KEYS[3], conv, seq)
+    redis.call('HSET', cursor, conv, seq)
   end
 end
 return out

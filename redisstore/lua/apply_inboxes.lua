@@ -53,6 +53,7 @@
 -- for a receive-only account (nothing written), -2 when the user's keys
 -- were moved to the hot store (nothing written; see schemas/redis-keys.md).
 
+local STATUS_REPLAYED, STATUS_APPLIED, STATUS_RECEIVE_ONLY, STATUS_MOVED = 0, 1, -1, -2
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
 
@@ -63,8 +64,8 @@ local function apply_one(kb, a)
   local conv, form, epoch = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   local first_event, last_event = a + 4, a + 3 + 3 * tonumber(ARGV[a + 3])
   local pf = redis.call('HMGET', prof, 'ro', 'loc')
-  if pf[2] == 'hot' then return -2 end
-  if pf[1] == '1' then return -1 end
+  if pf[2] == 'hot' then return STATUS_MOVED end
+  if pf[1] == '1' then return STATUS_RECEIVE_ONLY end
 
   local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
   local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe, ':ix')
@@ -73,7 +74,7 @@ local function apply_one(kb, a)
   local fresh = not indexed and redis.call('EXISTS', ib, mn) == 0
   indexed = indexed or fresh
   local l0, r0, j0, t0, e0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4], tonumber(v[5]) or 0
-  if epoch > 0 and epoch < e0 then return 0 end
+  if epoch > 0 and epoch < e0 then return STATUS_REPLAYED end
   local l, r, j, t = l0, r0, j0, t0
   local large = form == 'L'
   local active = 0
@@ -215,8 +216,8 @@ local function apply_one(kb, a)
   if active > 0 then
     redis.call('ZADD', cl, 'GT', active, conv)
   end
-  if changed then return 1 end
-  return 0
+  if changed then return STATUS_APPLIED end
+  return STATUS_REPLAYED
 end
 
 local out = {}

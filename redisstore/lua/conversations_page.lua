@@ -30,18 +30,20 @@
 -- when absent), preview JSON (""), the device's acked seq (""), and the
 -- number of mentions of the conversation in the lane. Fails with OBMOVED
 -- when the user's keys were moved to the hot store: this copy is stale.
+local REFUSAL_MOVED = 'OBMOVED'
+local REFUSAL_UNINDEXED = 'OBINDEX'
+local cursor_arg, after, limit_arg = ARGV[1], ARGV[2], ARGV[3]
 local cl, ib, pv, mx, cur, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 if redis.call('HGET', prof, 'loc') == 'hot' then
-  return redis.error_reply('OBMOVED user lives on the hot store')
+  return redis.error_reply(REFUSAL_MOVED .. ' user lives on the hot store')
 end
 local idx = redis.call('HMGET', ib, ':ix', ':lg')
 if idx[1] ~= '1' then
   if redis.call('EXISTS', ib) == 0 then return {0} end
-  return redis.error_reply('OBINDEX the list indexes of this user are not built yet')
+  return redis.error_reply(REFUSAL_UNINDEXED .. ' the list indexes of this user are not built yet')
 end
-local limit = tonumber(ARGV[3])
-local after = ARGV[2]
-local cursor_score = tonumber(ARGV[1])
+local limit = tonumber(limit_arg)
+local cursor_score = tonumber(cursor_arg)
 
 local large = {}
 for conv in string.gmatch(idx[2] or '', '[^\n]+') do
@@ -65,7 +67,7 @@ end
 
 local offset, batch, n = 0, limit + 16, 0
 while n < limit do
-  local page = redis.call('ZREVRANGEBYSCORE', cl, ARGV[1], '-inf', 'WITHSCORES', 'LIMIT', offset, batch)
+  local page = redis.call('ZREVRANGEBYSCORE', cl, cursor_arg, '-inf', 'WITHSCORES', 'LIMIT', offset, batch)
   for i = 1, #page, 2 do
     local conv, score = page[i], page[i + 1]
     local skip = after ~= '' and tonumber(score) == cursor_score and conv >= after

@@ -12,6 +12,7 @@
 -- then 4 fields per id: day (index into KEYS), digest (8 bytes),
 --            client_msg_id, seq
 -- Returns how many ids were added.
+local REFUSAL_DEDUPE = 'OBDEDUPE'
 local k = tonumber(ARGV[1])
 local days = dd_days(1)
 local digs = {}
@@ -22,7 +23,7 @@ for a = k + 2, #ARGV, 4 do
 end
 for i = 1, k do
   local miss = dd_missing(days[i], digs[i], true)
-  if miss then return redis.error_reply('OBDEDUPE ' .. miss .. ' is not in KEYS: the day changed since it was read') end
+  if miss then return redis.error_reply(REFUSAL_DEDUPE .. ' ' .. miss .. ' is not in KEYS: the day changed since it was read') end
 end
 local added = 0
 for a = k + 2, #ARGV, 4 do

@@ -18,6 +18,9 @@
 -- Returns the number of devices evicted. Fails with OBDEVICES, changing
 -- nothing, when a device to evict is not among those named (the set
 -- changed since the caller read it).
+local REFUSAL_DEVICES = 'OBDEVICES'
+local devices, evicted = KEYS[1], KEYS[2]
+local most, cutoff = ARGV[1], ARGV[2]
 local limit = tonumber(ARGV[3])
 local k = tonumber(ARGV[4])
 local cursor_of = {}
@@ -30,26 +33,26 @@ local function choose(dev)
     victims[#victims + 1] = dev
   end
 end
-for _, dev in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, limit)) do
+for _, dev in ipairs(redis.call('ZRANGEBYSCORE', devices, '-inf', '(' .. cutoff, 'LIMIT', 0, limit)) do
   choose(dev)
 end
-local over = redis.call('ZCARD', KEYS[1]) - #victims - tonumber(ARGV[1])
+local over = redis.call('ZCARD', devices) - #victims - tonumber(most)
 if over > limit - #victims then
   over = limit - #victims
 end
 if over > 0 then
-  for _, dev in ipairs(redis.call('ZRANGE', KEYS[1], 0, #victims + over - 1)) do
+  for _, dev in ipairs(redis.call('ZRANGE', devices, 0, #victims + over - 1)) do
     choose(dev)
   end
 end
 for _, dev in ipairs(victims) do
   if not cursor_of[dev] then
-    return redis.error_reply('OBDEVICES device ' .. dev .. ' was not named')
+    return redis.error_reply(REFUSAL_DEVICES .. ' device ' .. dev .. ' was not named')
   end
 end
 for _, dev in ipairs(victims) do
   redis.call('DEL', cursor_of[dev])
-  redis.call('SADD', KEYS[2], dev)
-  redis.call('ZREM', KEYS[1], dev)
+  redis.call('SADD', evicted, dev)
+  redis.call('ZREM', devices, dev)
 end
 return #victims

@@ -14,17 +14,19 @@
 -- ARGV[3] number of head entries to remove
 -- ARGV[4] write time in ms below which an entry may be removed
 -- Returns the number of entries removed.
-local epoch = redis.call('HGET', KEYS[1], 'epoch') or ''
-local first = redis.call('HGET', KEYS[1], 'first') or ''
-if epoch ~= ARGV[1] or first ~= ARGV[2] then
+local meta, tl, notices = KEYS[1], KEYS[2], KEYS[3]
+local epoch_read, first_read, want_arg, cutoff_arg = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local epoch = redis.call('HGET', meta, 'epoch') or ''
+local first = redis.call('HGET', meta, 'first') or ''
+if epoch ~= epoch_read or first ~= first_read then
   return 0
 end
 local f = tonumber(first)
-local want = tonumber(ARGV[3])
-local cutoff = tonumber(ARGV[4])
+local want = tonumber(want_arg)
+local cutoff = tonumber(cutoff_arg)
 local n = 0
 while n < want do
-  local head = redis.call('LINDEX', KEYS[2], 0)
+  local head = redis.call('LINDEX', tl, 0)
   if not head then
     break
   end
@@ -32,11 +34,11 @@ while n < want do
   if not seq or tonumber(seq) ~= f + n or tonumber(wt) >= cutoff then
     break
   end
-  redis.call('LPOP', KEYS[2])
+  redis.call('LPOP', tl)
   n = n + 1
 end
 if n > 0 then
-  redis.call('HSET', KEYS[1], 'first', string.format('%d', f + n))
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. string.format('%d', f + n))
+  redis.call('HSET', meta, 'first', string.format('%d', f + n))
+  redis.call('ZREMRANGEBYSCORE', notices, '-inf', '(' .. string.format('%d', f + n))
 end
 return n

@@ -14,17 +14,20 @@
 -- ARGV[5] least time in ms between the end of a cycle and the start of the
 --         next (0: start now); a cycle under way is always continued
 -- Returns {held (1 or 0), cursor, cycles completed, end of the last cycle in ms}.
-local st = redis.call('HMGET', KEYS[2], ARGV[3] .. ':cursor', ARGV[3] .. ':cycle', ARGV[3] .. ':done')
+local lease, state = KEYS[1], KEYS[2]
+local token, lease_ms, job, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local pause_ms = ARGV[5]
+local st = redis.call('HMGET', state, job .. ':cursor', job .. ':cycle', job .. ':done')
 local cursor, cycle, done = st[1] or '0', st[2] or '0', st[3] or '0'
 local held = '0'
-if cursor == '0' and tonumber(done) + tonumber(ARGV[5]) > tonumber(ARGV[4])
-    and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+if cursor == '0' and tonumber(done) + tonumber(pause_ms) > tonumber(now)
+    and redis.call('GET', lease) ~= token then
   -- Swept recently enough: not due yet.
   held = '0'
-elseif redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+elseif redis.call('SET', lease, token, 'NX', 'PX', lease_ms) then
   held = '1'
-elseif redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+elseif redis.call('GET', lease) == token then
+  redis.call('PEXPIRE', lease, lease_ms)
   held = '1'
 end
 return {held, cursor, cycle, done}

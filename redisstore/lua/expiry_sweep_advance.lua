@@ -11,17 +11,20 @@
 -- ARGV[4] the next cursor ("0": the cycle is complete)
 -- ARGV[5] now in ms
 -- Returns 1 if recorded, 0 if the lease was not the caller's.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local lease, state = KEYS[1], KEYS[2]
+local token, node, from_cursor, next_cursor = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now = ARGV[5]
+if redis.call('GET', lease) ~= token then
   return 0
 end
-local field = ARGV[2] .. ':cursor'
-if (redis.call('HGET', KEYS[2], field) or '0') ~= ARGV[3] then
+local field = node .. ':cursor'
+if (redis.call('HGET', state, field) or '0') ~= from_cursor then
   return 0
 end
-redis.call('HSET', KEYS[2], field, ARGV[4])
-if ARGV[4] == '0' then
-  redis.call('HINCRBY', KEYS[2], ARGV[2] .. ':cycle', 1)
-  redis.call('HSET', KEYS[2], ARGV[2] .. ':done', ARGV[5])
-  redis.call('DEL', KEYS[1])
+redis.call('HSET', state, field, next_cursor)
+if next_cursor == '0' then
+  redis.call('HINCRBY', state, node .. ':cycle', 1)
+  redis.call('HSET', state, node .. ':done', now)
+  redis.call('DEL', lease)
 end
 return 1

@@ -14,12 +14,14 @@
 -- ARGV[3] most members examined by this call
 -- ARGV[4] offset: members below the cutoff examined earlier and kept
 -- Returns {removed, examined}.
+local mn, ib, mx = KEYS[1], KEYS[2], KEYS[3]
+local most, offset = ARGV[3], ARGV[4]
 local cd = tonumber(ARGV[1])
 local cg = tonumber(ARGV[2])
 local latest = math.max(cd, cg)
 local earliest = math.min(cd, cg)
-local cand = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', latest),
-  'WITHSCORES', 'LIMIT', tonumber(ARGV[4]), tonumber(ARGV[3]))
+local cand = redis.call('ZRANGEBYSCORE', mn, '-inf', '(' .. string.format('%d', latest),
+  'WITHSCORES', 'LIMIT', tonumber(offset), tonumber(most))
 local removed = 0
 for i = 1, #cand, 2 do
   local member = cand[i]
@@ -27,7 +29,7 @@ for i = 1, #cand, 2 do
   local cut = earliest
   local conv = string.match(member, '^(.*):%d+$')
   if conv then
-    local t = redis.call('HGET', KEYS[2], conv .. ':t')
+    local t = redis.call('HGET', ib, conv .. ':t')
     if t == 'd' then
       cut = cd
     elseif t == 'g' or t == 'L' then
@@ -35,8 +37,8 @@ for i = 1, #cand, 2 do
     end
   end
   if score < cut then
-    removed = removed + redis.call('ZREM', KEYS[1], member)
-    redis.call('ZREM', KEYS[3], member)
+    removed = removed + redis.call('ZREM', mn, member)
+    redis.call('ZREM', mx, member)
   end
 end
 return {removed, #cand / 2}

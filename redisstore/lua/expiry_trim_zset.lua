@@ -6,8 +6,10 @@
 -- ARGV[1] cutoff: members scored below it go
 -- ARGV[2] most members removed by this call
 -- Returns the number of members removed.
-local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local zset = KEYS[1]
+local cutoff, most = ARGV[1], ARGV[2]
+local old = redis.call('ZRANGEBYSCORE', zset, '-inf', '(' .. cutoff, 'LIMIT', 0, tonumber(most))
 if #old == 0 then
   return 0
 end
-return redis.call('ZREM', KEYS[1], unpack(old))
+return redis.call('ZREM', zset, unpack(old))

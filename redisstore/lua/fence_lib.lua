@@ -11,9 +11,10 @@
 
 -- fence_refusal returns the error reply to give when this instance is not
 -- among the verified ones, or nil when the script may go on.
+local REFUSAL_FENCED = 'OBFENCED'
 local function fence_refusal(verified)
   if verified == nil or verified == '' then return nil end
   local id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
   if id and string.find(verified, ',' .. id .. ',', 1, true) then return nil end
-  return redis.error_reply('OBFENCED run_id ' .. tostring(id))
+  return redis.error_reply(REFUSAL_FENCED .. ' run_id ' .. tostring(id))
 end

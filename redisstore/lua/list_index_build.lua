@@ -18,10 +18,11 @@
 -- Returns 1 once the indexes are complete (or there is no inbox to index),
 -- 0 while steps remain. Fails with OBMOVED when the user's keys were moved
 -- to the hot store.
+local REFUSAL_MOVED = 'OBMOVED'
 local ib, mn, mx, prof = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local count = tonumber(ARGV[1])
 if redis.call('HGET', prof, 'loc') == 'hot' then
-  return redis.error_reply('OBMOVED user lives on the hot store')
+  return redis.error_reply(REFUSAL_MOVED .. ' user lives on the hot store')
 end
 if redis.call('EXISTS', ib) == 0 then return 1 end
 local st = redis.call('HMGET', ib, ':ix', ':ixh', ':ixz', ':lg')

@@ -7,6 +7,7 @@
 -- ARGV[2] connection id
 -- ARGV[3] now, ms
 -- Returns 1 when the entry was this connection's, else 0.
+local now = ARGV[3]
 local key = KEYS[1]
 local dev, conn = ARGV[1], ARGV[2]
 local v = redis.call('HGET', key, dev)
@@ -17,5 +18,5 @@ local c = string.match(v, '^[^|]*|([^|]*)|')
 if c ~= conn then
   return 0
 end
-redis.call('HSET', key, dev, '-|' .. conn .. '|' .. ARGV[3])
+redis.call('HSET', key, dev, '-|' .. conn .. '|' .. now)
 return 1

@@ -7,6 +7,7 @@
 -- ARGV[3] key lifetime, ms
 -- ARGV[4..] pairs: device, connection id
 -- Returns how many entries were extended.
+local lifetime = ARGV[3]
 local key, node, exp = KEYS[1], ARGV[1], ARGV[2]
 local n = 0
 for i = 4, #ARGV, 2 do
@@ -18,6 +19,6 @@ for i = 4, #ARGV, 2 do
   end
 end
 if n > 0 then
-  redis.call('PEXPIRE', key, ARGV[3])
+  redis.call('PEXPIRE', key, lifetime)
 end
 return n

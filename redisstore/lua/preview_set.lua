@@ -13,23 +13,26 @@
 -- ARGV[4] preview JSON (carries the same epoch and seq)
 -- Returns 1 when the preview was written, 0 when it was not newer (or the
 -- account is receive-only). Fails with OBMOVED when the user moved.
-local pf = redis.call('HMGET', KEYS[2], 'ro', 'loc')
+local REFUSAL_MOVED = 'OBMOVED'
+local pv, prof = KEYS[1], KEYS[2]
+local conv, epoch_arg, seq_arg, preview = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local pf = redis.call('HMGET', prof, 'ro', 'loc')
 if pf[2] == 'hot' then
-  return redis.error_reply('OBMOVED user lives on the hot store')
+  return redis.error_reply(REFUSAL_MOVED .. ' user lives on the hot store')
 end
 if pf[1] == '1' then
   return 0
 end
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
+local cur = redis.call('HGET', pv, conv)
 if cur then
   local ok, p = pcall(cjson.decode, cur)
   if ok and type(p) == 'table' then
     local e, s = tonumber(p.epoch) or 0, tonumber(p.seq) or 0
-    local ne, ns = tonumber(ARGV[2]), tonumber(ARGV[3])
+    local ne, ns = tonumber(epoch_arg), tonumber(seq_arg)
     if e > ne or (e == ne and s >= ns) then
       return 0
     end
   end
 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[4])
+redis.call('HSET', pv, conv, preview)
 return 1

@@ -15,27 +15,29 @@
 -- ARGV pairs: conversation, read seq
 -- Returns the number of conversations whose read seq rose. Fails with
 -- OBMOVED when the user's keys were moved to the hot store.
-if redis.call('HGET', KEYS[3], 'loc') == 'hot' then
-  return redis.error_reply('OBMOVED user lives on the hot store')
+local REFUSAL_MOVED = 'OBMOVED'
+local ib, mn, prof, mx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if redis.call('HGET', prof, 'loc') == 'hot' then
+  return redis.error_reply(REFUSAL_MOVED .. ' user lives on the hot store')
 end
 local raised = 0
 local reads = {}
 for i = 1, #ARGV, 2 do
   local conv, r = ARGV[i], tonumber(ARGV[i + 1])
-  local cur = tonumber(redis.call('HGET', KEYS[1], conv .. ':r') or '0')
+  local cur = tonumber(redis.call('HGET', ib, conv .. ':r') or '0')
   if r > cur then
-    redis.call('HSET', KEYS[1], conv .. ':r', r)
+    redis.call('HSET', ib, conv .. ':r', r)
     raised = raised + 1
   else
     r = cur
   end
-  local last = redis.call('HGET', KEYS[1], conv .. ':l')
+  local last = redis.call('HGET', ib, conv .. ':l')
   if last then
     local unread = tonumber(last) - r
     if unread < 0 then
       unread = 0
     end
-    redis.call('HSET', KEYS[1], conv .. ':u', unread)
+    redis.call('HSET', ib, conv .. ':u', unread)
   end
   reads[conv] = r
 end
@@ -46,15 +48,15 @@ local function consider(m)
     drop[#drop + 1] = m
   end
 end
-if redis.call('HGET', KEYS[1], ':ix') == '1' then
+if redis.call('HGET', ib, ':ix') == '1' then
   for conv in pairs(reads) do
-    for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[4], '[' .. conv .. ':', '(' .. conv .. ';')) do consider(m) end
+    for _, m in ipairs(redis.call('ZRANGEBYLEX', mx, '[' .. conv .. ':', '(' .. conv .. ';')) do consider(m) end
   end
 else
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do consider(m) end
+  for _, m in ipairs(redis.call('ZRANGE', mn, 0, -1)) do consider(m) end
 end
 for i = 1, #drop, 500 do
-  redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 499, #drop)))
-  redis.call('ZREM', KEYS[4], unpack(drop, i, math.min(i + 499, #drop)))
+  redis.call('ZREM', mn, unpack(drop, i, math.min(i + 499, #drop)))
+  redis.call('ZREM', mx, unpack(drop, i, math.min(i + 499, #drop)))
 end
 return raised

@@ -24,21 +24,29 @@
 -- ARGV[15] the restored join and leave seqs, comma-separated
 -- ARGV[16..] @all references: pairs of write time, seq
 -- Returns 1 when done, 0 when the meta moved, -1 when staging is short.
-local m = redis.call('HMGET', KEYS[1], 'seq', 'epoch')
-if (m[1] or '') ~= ARGV[1] or (m[2] or '') ~= ARGV[2] then
-  return 0
+local STATUS_DONE, STATUS_RACED, STATUS_SHORTENED = 1, 0, -1
+local meta, tl, staged_tl, mem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local staged_mem, ma, role, staged_role = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local past, staged_past, notices = KEYS[9], KEYS[10], KEYS[11]
+local seq_read, epoch_read, seq, first = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local epoch, ctype, staged_n, with_members = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local nmem, mver, lgs, lsender = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local lts, lprev, notice_seqs = ARGV[13], ARGV[14], ARGV[15]
+local m = redis.call('HMGET', meta, 'seq', 'epoch')
+if (m[1] or '') ~= seq_read or (m[2] or '') ~= epoch_read then
+  return STATUS_RACED
 end
-local n = tonumber(ARGV[7])
-if redis.call('LLEN', KEYS[3]) ~= n then
-  return -1
+local n = tonumber(staged_n)
+if redis.call('LLEN', staged_tl) ~= n then
+  return STATUS_SHORTENED
 end
 if n > 0 then
-  redis.call('RENAME', KEYS[3], KEYS[2])
-  redis.call('PERSIST', KEYS[2])
+  redis.call('RENAME', staged_tl, tl)
+  redis.call('PERSIST', tl)
 else
-  redis.call('DEL', KEYS[2])
+  redis.call('DEL', tl)
 end
-redis.call('HSET', KEYS[1], 'seq', ARGV[3], 'first', ARGV[4], 'epoch', ARGV[5], 'type', ARGV[6])
+redis.call('HSET', meta, 'seq', seq, 'first', first, 'epoch', epoch, 'type', ctype)
 -- replace puts a staged hash in place of the live one (none staged: the
 -- replay found it empty).
 local function replace(live, staged)
@@ -49,31 +57,31 @@ local function replace(live, staged)
     redis.call('DEL', live)
   end
 end
-if ARGV[8] == '1' then
-  replace(KEYS[4], KEYS[5])
-  replace(KEYS[7], KEYS[8])
-  replace(KEYS[9], KEYS[10])
-  redis.call('HSET', KEYS[1], 'nmem', ARGV[9], 'mver', ARGV[10])
-  if ARGV[11] ~= '0' then
-    redis.call('HSET', KEYS[1], 'lgs', ARGV[11], 'large', 1)
+if with_members == '1' then
+  replace(mem, staged_mem)
+  replace(role, staged_role)
+  replace(past, staged_past)
+  redis.call('HSET', meta, 'nmem', nmem, 'mver', mver)
+  if lgs ~= '0' then
+    redis.call('HSET', meta, 'lgs', lgs, 'large', 1)
   end
 end
-if ARGV[13] ~= '' then
-  redis.call('HSET', KEYS[1], 'lsender', ARGV[12], 'lts', ARGV[13], 'lprev', ARGV[14])
+if lts ~= '' then
+  redis.call('HSET', meta, 'lsender', lsender, 'lts', lts, 'lprev', lprev)
 end
-redis.call('DEL', KEYS[6])
-redis.call('DEL', KEYS[11])
+redis.call('DEL', ma)
+redis.call('DEL', notices)
 local ns = {}
-for s in string.gmatch(ARGV[15], '%d+') do
+for s in string.gmatch(notice_seqs, '%d+') do
   ns[#ns + 1] = s
   ns[#ns + 1] = s
   if #ns >= 1000 then
-    redis.call('ZADD', KEYS[11], unpack(ns))
+    redis.call('ZADD', notices, unpack(ns))
     ns = {}
   end
 end
-if #ns > 0 then redis.call('ZADD', KEYS[11], unpack(ns)) end
+if #ns > 0 then redis.call('ZADD', notices, unpack(ns)) end
 for i = 16, #ARGV, 2 do
-  redis.call('ZADD', KEYS[6], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', ma, ARGV[i], ARGV[i + 1])
 end
-return 1
+return STATUS_DONE

@@ -10,23 +10,25 @@
 -- ARGV[1] seq
 -- ARGV[2] sender of that seq ('' when unknown)
 -- Returns {epoch, max seq, delivered, read, others}.
+local meta, delivered, read, sets_epoch = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local mem = KEYS[5]
 local seq, sender = ARGV[1], ARGV[2]
-local m = redis.call('HMGET', KEYS[1], 'epoch', 'seq')
+local m = redis.call('HMGET', meta, 'epoch', 'seq')
 local epoch = m[1] or '0'
-local members = redis.call('HLEN', KEYS[5])
+local members = redis.call('HLEN', mem)
 local others = members
-if sender ~= '' and redis.call('HEXISTS', KEYS[5], sender) == 1 then
+if sender ~= '' and redis.call('HEXISTS', mem, sender) == 1 then
   others = others - 1
 end
-if redis.call('GET', KEYS[4]) ~= epoch then
+if redis.call('GET', sets_epoch) ~= epoch then
   return {epoch, m[2] or '0', 0, 0, others}
 end
-local d = redis.call('ZCOUNT', KEYS[2], seq, '+inf')
-local r = redis.call('ZCOUNT', KEYS[3], seq, '+inf')
+local d = redis.call('ZCOUNT', delivered, seq, '+inf')
+local r = redis.call('ZCOUNT', read, seq, '+inf')
 if sender ~= '' then
-  local sd = tonumber(redis.call('ZSCORE', KEYS[2], sender) or '0')
+  local sd = tonumber(redis.call('ZSCORE', delivered, sender) or '0')
   if sd >= tonumber(seq) then d = d - 1 end
-  local sr = tonumber(redis.call('ZSCORE', KEYS[3], sender) or '0')
+  local sr = tonumber(redis.call('ZSCORE', read, sender) or '0')
   if sr >= tonumber(seq) then r = r - 1 end
 end
 return {epoch, m[2] or '0', d, r, others}

@@ -16,8 +16,10 @@
 -- ARGV[2] 'd' (delivered) or 'r' (read; a read message was delivered too)
 -- ARGV[3..] pairs: member, seq
 -- Returns {raised?, previous seq} per pair ({-1, 0} for a stale epoch).
+local meta, delivered, read, sets_epoch = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local which = ARGV[2]
 local epoch = ARGV[1]
-local cur = redis.call('HGET', KEYS[1], 'epoch')
+local cur = redis.call('HGET', meta, 'epoch')
 local out = {}
 if cur ~= epoch then
   for i = 3, #ARGV, 2 do
@@ -25,23 +27,23 @@ if cur ~= epoch then
   end
   return out
 end
-if redis.call('GET', KEYS[4]) ~= epoch then
-  redis.call('DEL', KEYS[2], KEYS[3])
-  redis.call('SET', KEYS[4], epoch)
+if redis.call('GET', sets_epoch) ~= epoch then
+  redis.call('DEL', delivered, read)
+  redis.call('SET', sets_epoch, epoch)
 end
-local target = KEYS[2]
-if ARGV[2] == 'r' then
-  target = KEYS[3]
+local target = delivered
+if which == 'r' then
+  target = read
 end
 for i = 3, #ARGV, 2 do
   local member, seq = ARGV[i], tonumber(ARGV[i + 1])
   local prev = tonumber(redis.call('ZSCORE', target, member) or '0')
   if seq > prev then
     redis.call('ZADD', target, seq, member)
-    if ARGV[2] == 'r' then
-      local d = tonumber(redis.call('ZSCORE', KEYS[2], member) or '0')
+    if which == 'r' then
+      local d = tonumber(redis.call('ZSCORE', delivered, member) or '0')
       if seq > d then
-        redis.call('ZADD', KEYS[2], seq, member)
+        redis.call('ZADD', delivered, seq, member)
       end
     end
     out[#out + 1] = {1, prev}

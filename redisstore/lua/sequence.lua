@@ -62,6 +62,9 @@
 --        3 not sequenced: an earlier record stopped the batch (sealed only).
 -- The last element is the conversation's counter after the batch.
 
+local REFUSAL_DEDUPE = 'OBDEDUPE'
+local STATUS_NEW, STATUS_DUPLICATE, STATUS_REJECTED, STATUS_NOT_DONE = 0, 1, 2, 3
+local dd_expire_at = ARGV[3]
 local meta, tl, mem, ma, role, past = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
@@ -95,7 +98,7 @@ do
   for i = 0, n - 1 do digs[#digs + 1] = ARGV[base + i * 11 + 2] end
   for i, d in ipairs(days) do
     local miss = dd_missing(d, digs, i == 1)
-    if miss then return redis.error_reply('OBDEDUPE ' .. miss .. ' is not in KEYS: the day changed since it was read') end
+    if miss then return redis.error_reply(REFUSAL_DEDUPE .. ' ' .. miss .. ' is not in KEYS: the day changed since it was read') end
   end
 end
 
@@ -332,20 +335,20 @@ for i = 0, n - 1 do
   local dup = false
   if not stopped then dup = lookup(cmid, dig, ARGV[a + 9]) end
   if stopped then
-    out[#out + 1] = {3, seq, ''}
+    out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
   elseif dup then
     -- below first, the entry expired (and a negative index would count
     -- from the tail)
     local e = false
     if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
-    out[#out + 1] = {1, dup, e or ''}
+    out[#out + 1] = {STATUS_DUPLICATE, dup, e or ''}
   else
     local why = reject(typ, kind, sender, users, rl, auth)
     if why then
-      out[#out + 1] = {2, 0, why}
+      out[#out + 1] = {STATUS_REJECTED, 0, why}
     elseif mispredicted(i) then
       stopped = true
-      out[#out + 1] = {3, seq, ''}
+      out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
     else
       seq = seq + 1
       redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
@@ -361,7 +364,7 @@ for i = 0, n - 1 do
       end
       if kind == 'm' then newest = {sender, ARGV[a + 8]} end
       if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
-      out[#out + 1] = {0, seq, ''}
+      out[#out + 1] = {STATUS_NEW, seq, ''}
     end
   end
 end
@@ -374,7 +377,7 @@ if seq ~= seq0 then
   if lgs ~= lgs0 then redis.call('HSET', meta, 'lgs', lgs, 'large', 1) end
   if newest then redis.call('HSET', meta, 'lsender', newest[1], 'lts', wt, 'lprev', newest[2]) end
 end
-dd_save(days[1], ARGV[3])
+dd_save(days[1], dd_expire_at)
 
 local res = {tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem}
 for _, r in ipairs(out) do

@@ -32,12 +32,15 @@
 -- member: the last seq they may read), available counts the seqs of the
 -- range the user may read inside the window (returned or not, every span)
 -- and entries are in ascending seq order.
-local joined = redis.call('HGET', KEYS[3], ARGV[1])
-local past = redis.call('HGET', KEYS[4], ARGV[1])
+local meta, tl, mem, past_mem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local user, lo_arg, hi_arg, limit = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local from_top_arg, max_bytes_arg = ARGV[5], ARGV[6]
+local joined = redis.call('HGET', mem, user)
+local past = redis.call('HGET', past_mem, user)
 if not joined and not past then
   return {0}
 end
-local m = redis.call('HMGET', KEYS[1], 'seq', 'epoch', 'first')
+local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first')
 local seq = tonumber(m[1]) or 0
 local epoch = m[2] or '0'
 local first = tonumber(m[3]) or (seq + 1)
@@ -54,13 +57,13 @@ elseif #spans > 0 then
   top = spans[#spans][2]
 end
 
-local lo_asked = tonumber(ARGV[2])
+local lo_asked = tonumber(lo_arg)
 local lo = math.max(lo_asked, first - 1)
-local hi = tonumber(ARGV[3])
+local hi = tonumber(hi_arg)
 if hi == 0 or hi > seq + 1 then
   hi = seq + 1
 end
-local from_top = ARGV[5] == '1'
+local from_top = from_top_arg == '1'
 local available, pick, low = 0, nil, nil
 for _, sp in ipairs(spans) do
   local a, b = math.max(sp[1], lo + 1), math.min(sp[2], hi - 1)
@@ -75,7 +78,7 @@ local out = {1, (low or hi) - 1, top, epoch, first, available}
 if not pick then
   return out
 end
-local n = math.min(pick[2] - pick[1] + 1, tonumber(ARGV[4]))
+local n = math.min(pick[2] - pick[1] + 1, tonumber(limit))
 if n <= 0 then
   return out
 end
@@ -88,9 +91,9 @@ end
 -- cut is reached: a capped slice keeps a few of up to `limit` entries, and
 -- copying the others into Lua (and interning them) was most of what a sync
 -- cost Redis.
-local max_bytes = tonumber(ARGV[6])
+local max_bytes = tonumber(max_bytes_arg)
 if max_bytes <= 0 then
-  local entries = redis.call('LRANGE', KEYS[2], a - first, b - first)
+  local entries = redis.call('LRANGE', tl, a - first, b - first)
   for i = 1, #entries do
     out[#out + 1] = entries[i]
   end
@@ -110,7 +113,7 @@ while not full and next_a <= next_b do
     ca, cb = next_a, math.min(next_b, next_a + chunk - 1)
     next_a = cb + 1
   end
-  local entries = redis.call('LRANGE', KEYS[2], ca - first, cb - first)
+  local entries = redis.call('LRANGE', tl, ca - first, cb - first)
   local from, to, step = 1, #entries, 1
   if from_top then
     from, to, step = #entries, 1, -1

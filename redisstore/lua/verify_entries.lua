@@ -7,13 +7,15 @@
 -- ARGV[1] first seq wanted
 -- ARGV[2] last seq wanted
 -- Returns {seq, first, epoch, entry...}; seq is '' when there is no meta.
-local m = redis.call('HMGET', KEYS[1], 'seq', 'first', 'epoch')
+local meta, tl = KEYS[1], KEYS[2]
+local from_arg, to_arg = ARGV[1], ARGV[2]
+local m = redis.call('HMGET', meta, 'seq', 'first', 'epoch')
 local first = tonumber(m[2]) or 1
 local out = {m[1] or '', string.format('%d', first), m[3] or ''}
-local from = math.max(tonumber(ARGV[1]), first)
-local to = tonumber(ARGV[2])
+local from = math.max(tonumber(from_arg), first)
+local to = tonumber(to_arg)
 if m[1] and to >= from then
-  for _, e in ipairs(redis.call('LRANGE', KEYS[2], from - first, to - first)) do
+  for _, e in ipairs(redis.call('LRANGE', tl, from - first, to - first)) do
     out[#out + 1] = e
   end
 end

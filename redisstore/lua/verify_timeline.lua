@@ -9,10 +9,12 @@
 -- ARGV[2] most entries checked
 -- Returns {seq, first, length, epoch, next seq to check, bad seq, reason}
 -- as strings; reason is '' when the chunk is sound.
-local m = redis.call('HMGET', KEYS[1], 'seq', 'first', 'epoch')
+local meta, tl = KEYS[1], KEYS[2]
+local from_arg, most = ARGV[1], ARGV[2]
+local m = redis.call('HMGET', meta, 'seq', 'first', 'epoch')
 local seq = tonumber(m[1]) or 0
 local first = tonumber(m[2]) or 1
-local len = redis.call('LLEN', KEYS[2])
+local len = redis.call('LLEN', tl)
 local function out(nxt, bad, why)
   return {string.format('%d', seq), string.format('%d', first), string.format('%d', len),
     m[3] or '', string.format('%d', nxt), string.format('%d', bad), why}
@@ -23,12 +25,12 @@ end
 if first + len - 1 ~= seq then
   return out(seq + 1, first + len, 'the timeline holds ' .. len .. ' entries, the seqs ' .. first .. '..' .. seq .. ' are ' .. (seq - first + 1))
 end
-local from = math.max(tonumber(ARGV[1]), first)
+local from = math.max(tonumber(from_arg), first)
 if from > seq then
   return out(seq + 1, 0, '')
 end
 local idx = from - first
-local entries = redis.call('LRANGE', KEYS[2], idx, idx + tonumber(ARGV[2]) - 1)
+local entries = redis.call('LRANGE', tl, idx, idx + tonumber(most) - 1)
 for i, e in ipairs(entries) do
   local want = from + i - 1
   local s, w = string.match(e, '^(%d+):(%d+):')

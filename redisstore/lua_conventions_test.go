@@ -1,0 +1,119 @@
+package redisstore
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var (
+	// fixedArg is a KEYS or ARGV element named by a number; computed ones
+	// (ARGV[i], ARGV[#ARGV]) walk the variable tails of the argument lists.
+	fixedArg = regexp.MustCompile(`\b(KEYS|ARGV)\[\d+\]`)
+	luaLocal = regexp.MustCompile(`^local ([A-Z_][A-Z_, ]*) = (.+)$`)
+)
+
+// scriptHeader is how many lines open a script before its first statement
+// that is not a plain local declaration: comments, blank lines and locals
+// that call nothing.
+func scriptHeader(lines []string) int {
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "", strings.HasPrefix(l, "--"):
+		case strings.HasPrefix(l, "local ") && strings.Contains(l, " = ") && !strings.Contains(l, "redis.call") &&
+			!strings.Contains(l, "function") && !strings.HasSuffix(l, "{"):
+		default:
+			return i
+		}
+	}
+	return len(lines)
+}
+
+// scriptConstants reads the upper-case locals of a script: its status
+// codes and refusal words.
+func scriptConstants(src string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(src, "\n") {
+		m := luaLocal.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		names, vals := strings.Split(m[1], ","), strings.Split(m[2], ",")
+		for i := range min(len(names), len(vals)) {
+			out[strings.TrimSpace(names[i])] = strings.Trim(strings.TrimSpace(vals[i]), "'")
+		}
+	}
+	return out
+}
+
+func readScripts(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in lua/: %v", err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = string(b)
+	}
+	return out
+}
+
+func TestEveryScriptNamesItsKeysAndArgumentsAtItsTop(t *testing.T) {
+	for name, src := range readScripts(t) {
+		lines := strings.Split(src, "\n")
+		for i := scriptHeader(lines); i < len(lines); i++ {
+			code, _, _ := strings.Cut(lines[i], "--")
+			if ref := fixedArg.FindString(code); ref != "" {
+				t.Errorf("%s:%d uses %s below the locals at its top: %s", name, i+1, ref, strings.TrimSpace(lines[i]))
+			}
+		}
+	}
+}
+
+func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
+	status := map[string]map[string]int{
+		"sequence.lua": {"STATUS_NEW": seqStatusNew, "STATUS_DUPLICATE": seqStatusDuplicate,
+			"STATUS_REJECTED": seqStatusRejected, "STATUS_NOT_DONE": seqStatusNotDone},
+		"apply_inboxes.lua": {"STATUS_REPLAYED": inboxStatusReplayed, "STATUS_APPLIED": inboxStatusApplied,
+			"STATUS_RECEIVE_ONLY": inboxStatusReceiveOnly, "STATUS_MOVED": inboxStatusMoved},
+		"rebuild_commit.lua": {"STATUS_DONE": commitStatusDone, "STATUS_RACED": commitStatusRaced,
+			"STATUS_SHORTENED": commitStatusShortened},
+	}
+	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
+		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed}
+	unspelled := regexp.MustCompile(`error_reply\('OB`)
+	scripts := readScripts(t)
+	for name, src := range scripts {
+		consts := scriptConstants(src)
+		for lua, want := range status[name] {
+			if got, err := strconv.Atoi(consts[lua]); err != nil || got != want {
+				t.Errorf("%s names %s = %q, the Go side %d", name, lua, consts[lua], want)
+			}
+		}
+		for lua, v := range consts {
+			if !strings.HasPrefix(lua, "REFUSAL_") {
+				continue
+			}
+			if want, ok := refusals[lua]; !ok || v != want {
+				t.Errorf("%s names %s = %q, the Go side %q", name, lua, v, want)
+			}
+		}
+		if loc := unspelled.FindStringIndex(src); loc != nil {
+			t.Errorf("%s refuses with a word it does not name as a REFUSAL_ local: %s", name, src[loc[0]:min(loc[1]+20, len(src))])
+		}
+	}
+	for name := range status {
+		if _, ok := scripts[name]; !ok {
+			t.Errorf("no script %s", name)
+		}
+	}
+}
