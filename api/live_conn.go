@@ -33,7 +33,7 @@ type liveConn struct {
 	acked   map[string]cursorAt  // conv → what the device acked
 	known   map[string]knownConv // conv → what this connection learnt of it
 	pending map[pushKey]*pendingPush
-	groups  map[string]bool // large groups this connection listens to
+	groups  map[string]bool // conversations this connection listens to
 }
 
 type queued struct {

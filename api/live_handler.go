@@ -202,7 +202,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	case "ack":
 		s.live.metrics.acks.Inc()
 		var items []seqItem
-		if items, err = s.parseSeqItems(f.Acks, "acks"); err == nil {
+		if items, err = s.checkedSeqItems(f.Acks, "acks"); err == nil {
 			var res ackResponse
 			res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items), true)
 			if err == nil && (f.Reply || res.Resync || len(res.EvictedDevices) > 0) {
@@ -268,7 +268,7 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 // notice builds the pull-before notice: every conversation with something
 // this device has not acked. A device back within the offline threshold
 // that missed at most ReplayMax messages gets them on the socket instead
-// (replay). It also makes the connection listen to the user's large groups.
+// (replay). It also makes the connection listen to the user's conversations.
 func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presence, had bool) (noticeFrame, []*schemas.Sequenced, error) {
 	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
@@ -293,26 +293,44 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
-	var large, news []string
+	var listened, news []string
 	byConv := map[string]redisstore.ConvItem{}
 	for _, it := range items {
-		if it.Large {
-			large = append(large, it.Conv)
+		if !it.Left {
+			listened = append(listened, it.Conv)
 		}
 		if it.LastSeq > it.Acked {
 			news = append(news, it.Conv)
 			byConv[it.Conv] = it
 		}
 	}
-	if len(large) > 0 {
-		if err := s.live.listen(ctx, c, large...); err != nil {
+	if len(listened) > 0 {
+		if err := s.live.listen(ctx, c, listened...); err != nil {
 			return out, nil, err
 		}
 	}
+	// Read after listening: what was pushed on a channel before this
+	// connection listened to it is sequenced already, so it is here.
+	check := listened
+	for _, it := range items {
+		if it.Left && it.LastSeq > it.Acked {
+			check = append(check, it.Conv)
+		}
+	}
 	access := map[string]redisstore.ConvAccess{}
-	if len(news) > 0 {
-		if access, err = s.router.Main().ConversationAccess(ctx, c.user, news); err != nil {
+	if len(check) > 0 {
+		if access, err = s.router.Main().ConversationAccess(ctx, c.user, check); err != nil {
 			return out, nil, err
+		}
+	}
+	for _, it := range items {
+		if _, ok := byConv[it.Conv]; ok || it.Left {
+			continue
+		}
+		if a := access[it.Conv]; a.Member && a.Seq > it.LastSeq && a.Seq > it.Acked {
+			it.LastSeq = a.Seq // sequenced after the list was read
+			news = append(news, it.Conv)
+			byConv[it.Conv] = it
 		}
 	}
 	c.mu.Lock()

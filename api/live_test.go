@@ -225,3 +225,37 @@ func TestLiveMetricsCountConnectionsPushesAndAcks(t *testing.T) {
 		}
 	}
 }
+
+// TestMembersOnlineBeforeTheirConversationExistedArePushedItsMessages:
+// a device connected before a group or a direct conversation it is in was
+// created learns of it from the first record, listens to its channel, and
+// is pushed what follows (which the push stage sends once per
+// conversation, not per member); the node stops a member who left from
+// listening.
+func TestMembersOnlineBeforeTheirConversationExistedArePushedItsMessages(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	carol := le.device(1, "carol", "phone")
+	dave := le.device(0, "dave", "phone")
+	carol.connect()
+	dave.connect()
+	le.produce(founding("crew", "erin", "carol", "dave"))
+	for i := 1; i <= 3; i++ {
+		le.produce(textMsg("crew", fmt.Sprintf("crew-%d", i), "erin"))
+		le.produce(textMsg("dm-erin-carol", fmt.Sprintf("dm-%d", i), "erin", toPeer("carol")))
+	}
+	for _, want := range []string{"crew-1", "crew-2", "crew-3", "dm-1", "dm-2", "dm-3"} {
+		carol.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == want })
+	}
+	for _, want := range []string{"crew-1", "crew-2", "crew-3"} {
+		dave.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == want })
+	}
+	le.produce(&schemas.Message{ClientMsgId: "crew-dave-leaves", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "dave", Kind: schemas.Kind_KIND_MEMBER_LEAVE, Recipients: []string{"dave"}})
+	le.produce(textMsg("crew", "crew-4", "erin"))
+	carol.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == "crew-4" })
+	for _, f := range dave.quiet(time.Second, "ping") {
+		if f.Type == "message" && f.Message.ClientMsgID == "crew-4" {
+			t.Fatalf("dave, who left, was pushed %s", f.Raw)
+		}
+	}
+}
