@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 type liveConn struct {
 	hub    *liveHub
 	ws     *websocket.Conn
+	cork   *corkConn // the socket under ws (nil: every frame is a write of its own)
 	user   string
 	device string
 	id     string
@@ -167,7 +170,9 @@ func (c *liveConn) kickLocked() {
 	}
 }
 
-// flush writes queued frames until none is left, then ends.
+// flush writes queued frames until none is left, then ends. What is
+// queued when it looks goes out in one write syscall (up to
+// maxCorkBytes): under load a connection's frames arrive in bursts.
 func (c *liveConn) flush() {
 	for {
 		c.mu.Lock()
@@ -177,24 +182,58 @@ func (c *liveConn) flush() {
 			c.mu.Unlock()
 			return
 		}
-		q := c.queue[0]
-		c.queue[0] = queued{}
-		c.queue = c.queue[1:]
+		batch, size := c.takeLocked()
 		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), c.hub.cfg.WriteTimeout)
-		err := c.ws.Write(ctx, websocket.MessageText, q.data)
-		cancel()
+		err := c.write(batch)
 		c.mu.Lock()
-		c.bytes -= len(q.data)
+		c.bytes -= size
 		c.mu.Unlock()
 		if err != nil {
-			if ctx.Err() != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 				c.hub.metrics.slowCloses.Inc()
 			}
 			c.close(CloseSlowConsumer, "write failed or timed out")
 			return
 		}
 	}
+}
+
+// takeLocked takes the frames at the head of the queue that fit in one
+// write (at least one).
+func (c *liveConn) takeLocked() ([]queued, int) {
+	n, size := 0, 0
+	for n < len(c.queue) && (n == 0 || size+len(c.queue[n].data) <= maxCorkBytes) {
+		size += len(c.queue[n].data)
+		n++
+	}
+	batch := make([]queued, n)
+	copy(batch, c.queue[:n])
+	clear(c.queue[:n])
+	c.queue = c.queue[n:]
+	return batch, size
+}
+
+// write sends frames, in one syscall when the socket is corked.
+func (c *liveConn) write(batch []queued) error {
+	timeout := c.hub.cfg.WriteTimeout
+	if c.cork != nil && len(batch) > 1 {
+		c.cork.cork()
+	}
+	for _, q := range batch {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := c.ws.Write(ctx, websocket.MessageText, q.data)
+		cancel()
+		if err != nil {
+			if c.cork != nil {
+				_ = c.cork.uncork(timeout)
+			}
+			return err
+		}
+	}
+	if c.cork != nil {
+		return c.cork.uncork(timeout)
+	}
+	return nil
 }
 
 // close ends the connection with code (once).

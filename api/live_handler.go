@@ -67,7 +67,8 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
+	bw := &smallBuffers{ResponseWriter: w}
+	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
 		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
 	if err != nil {
 		return http.StatusBadRequest, 0
@@ -77,11 +78,11 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 	// small stack: this one, deep in the HTTP server, returns (the
 	// connection is hijacked), so an idle connection costs one small
 	// goroutine, not the request's.
-	go s.liveConnection(ws, tok, id, r.URL.Query().Get("device_id"))
+	go s.liveConnection(ws, bw.cork, tok, id, r.URL.Query().Get("device_id"))
 	return http.StatusSwitchingProtocols, 0
 }
 
-func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity, named string) {
+func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, id auth.Identity, named string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if tok == "" {
@@ -97,7 +98,7 @@ func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity
 		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
 		return
 	}
-	s.runLive(ctx, ws, id.User, dev)
+	s.runLive(ctx, ws, cork, id.User, dev)
 }
 
 // subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
@@ -134,9 +135,10 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev string) {
+func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) {
 	h := s.live
 	c := newLiveConn(h, ws, user, dev, newConnID())
+	c.cork = cork
 	prev, had, err := h.register(ctx, c)
 	defer h.unregister(c)
 	if err != nil {

@@ -243,19 +243,29 @@ func TestMembersOnlineBeforeTheirConversationExistedArePushedItsMessages(t *test
 		le.produce(textMsg("crew", fmt.Sprintf("crew-%d", i), "erin"))
 		le.produce(textMsg("dm-erin-carol", fmt.Sprintf("dm-%d", i), "erin", toPeer("carol")))
 	}
-	for _, want := range []string{"crew-1", "crew-2", "crew-3", "dm-1", "dm-2", "dm-3"} {
-		carol.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == want })
-	}
-	for _, want := range []string{"crew-1", "crew-2", "crew-3"} {
-		dave.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == want })
-	}
+	carol.pushedAll("crew-1", "crew-2", "crew-3", "dm-1", "dm-2", "dm-3")
+	dave.pushedAll("crew-1", "crew-2", "crew-3")
 	le.produce(&schemas.Message{ClientMsgId: "crew-dave-leaves", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
 		Sender: "dave", Kind: schemas.Kind_KIND_MEMBER_LEAVE, Recipients: []string{"dave"}})
 	le.produce(textMsg("crew", "crew-4", "erin"))
-	carol.until("message", func(f obclient.Frame) bool { return f.Message != nil && f.Message.ClientMsgID == "crew-4" })
+	carol.pushedAll("crew-4")
 	for _, f := range dave.quiet(time.Second, "ping") {
 		if f.Type == "message" && f.Message.ClientMsgID == "crew-4" {
 			t.Fatalf("dave, who left, was pushed %s", f.Raw)
 		}
+	}
+}
+
+// pushedAll reads frames until every message named came (in any order:
+// conversations are pushed apart).
+func (d *device) pushedAll(ids ...string) {
+	d.t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for len(want) > 0 {
+		f := d.until("message", func(f obclient.Frame) bool { return f.Message != nil && want[f.Message.ClientMsgID] })
+		delete(want, f.Message.ClientMsgID)
 	}
 }
