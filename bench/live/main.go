@@ -134,7 +134,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		defer c.stop()
 		b.servers = append(b.servers, c)
 	}
-	log.Printf("servers: %s (pid %d, with the push stage), %s (pid %d); redis-server pid %d",
+	log.Printf("servers: %s (pid %d, with the push stage), %s (pid %d); redis-server pid %d; profiles at /debug/pprof/profile",
 		b.servers[0].URL, b.servers[0].Pid, b.servers[1].URL, b.servers[1].Pid, b.redisPid)
 	seeded, err := b.seed(ctx)
 	if err != nil {
