@@ -104,7 +104,7 @@ func printTable(r *result) []harness.Row {
 func notes() []string {
 	return []string{
 		"latency: from the produce call (a timestamp in the body) to the device's receipt of the frame (push) or of the sync answer (poll); every process on the same 2 shared cores as the devices, kfake and fanout",
-		"server CPU: the two API processes (the first runs the push stage too) and redis-server, over the phase; fanout is the same in both designs and not counted; push includes the devices' acks (batched every second) and the receipts to senders",
+		"server CPU: the two API processes (the first runs the push stage too) and redis-server, over the phase; the fanout process is the same in both designs and not counted, but its scripts run in redis-server and are (see pipeline); push includes the devices' acks (batched every second) and the receipts to senders",
 		"memory per idle connection: resident memory of the API processes, the slope between half and all of the devices connected and idle, after collections",
 		"conversation channels: a node listens once to each conversation its connections are in; a message is one publish on its conversation's channel (push_stage publishes channel=conv, channel=group for the large group), no presence lookup; presence is read only for members of a membership the push stage had not seen (push_stage presence_lookups) and for senders' receipts",
 		"poll delivered may exceed expected: a sync answered before the previous poll's ack landed returns a message again",
