@@ -36,7 +36,10 @@ type liveConn struct {
 	acked   map[string]cursorAt  // conv → what the device acked
 	known   map[string]knownConv // conv → what this connection learnt of it
 	pending map[pushKey]*pendingPush
-	groups  map[string]bool // conversations this connection listens to
+	// groups are the conversations this connection listens to, each
+	// with the seq its user joined at: what the channel carries up to it
+	// is not theirs (the push stage may lag behind a join).
+	groups map[string]uint64
 }
 
 type queued struct {
@@ -75,7 +78,7 @@ type pendingPush struct {
 
 func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveConn {
 	c := &liveConn{hub: h, ws: ws, user: user, device: device, id: id,
-		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]bool{}}
+		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]uint64{}}
 	c.lastSeen.Store(time.Now().UnixMilli())
 	return c
 }
@@ -353,4 +356,27 @@ func (c *liveConn) hasPending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending) > 0
+}
+
+// unknownJoin stands for a join not read yet: no record of the channel
+// is pushed meanwhile (what is sequenced before the read is in the notice).
+const unknownJoin = ^uint64(0)
+
+// joinedAt records the seq the user joined conv at: the channel's records
+// up to it are not pushed to this connection.
+func (c *liveConn) joinedAt(conv string, joined uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.groups[conv]; ok {
+		c.groups[conv] = joined
+	}
+}
+
+// listensAt reports whether a record of seq on conv's channel is this
+// connection's.
+func (c *liveConn) listensAt(conv string, seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	joined, ok := c.groups[conv]
+	return ok && seq > joined
 }

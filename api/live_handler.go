@@ -307,7 +307,9 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 		}
 	}
 	if len(listened) > 0 {
-		if err := s.live.listen(ctx, c, listened...); err != nil {
+		// Nothing on these channels is pushed to c until its join is
+		// read below: a record of before it may still be on its way.
+		if err := s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
 			return out, nil, err
 		}
 	}
@@ -323,6 +325,13 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if len(check) > 0 {
 		if access, err = s.router.Main().ConversationAccess(ctx, c.user, check); err != nil {
 			return out, nil, err
+		}
+	}
+	for _, conv := range listened {
+		if a := access[conv]; a.Member {
+			c.joinedAt(conv, a.Joined)
+		} else {
+			s.live.unlisten(c, conv) // left since the list was read
 		}
 	}
 	for _, it := range items {

@@ -203,19 +203,23 @@ func (h *liveHub) unregister(c *liveConn) {
 // listen makes c receive what is pushed on the conversations' channels;
 // a connection listens to at most NoticeConversations of them (the rest
 // reach it by pull).
-func (h *liveHub) listen(ctx context.Context, c *liveConn, convs ...string) error {
+//
+// joined is the seq up to which the channel's records are not c's (see
+// liveConn.groups): 0 when told by a push, unknownJoin until the notice
+// read the member's join.
+func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) error {
 	var fresh []string
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
-		if c.groups[g] {
+		if _, ok := c.groups[g]; ok {
 			continue
 		}
 		if len(c.groups) >= h.cfg.NoticeConversations {
 			h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
 			break
 		}
-		c.groups[g] = true
+		c.groups[g] = joined
 		set := h.groups[g]
 		if set == nil {
 			set = map[*liveConn]bool{}
@@ -307,7 +311,7 @@ func (h *liveHub) dispatch(data []byte) {
 			}
 		case live.KindListen:
 			for _, c := range h.targets(e) {
-				if err := h.listen(h.ctx, c, e.Conv); err != nil {
+				if err := h.listen(h.ctx, c, 0, e.Conv); err != nil {
 					h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
 				}
 			}
@@ -366,7 +370,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			// A push to named connections: the membership changed (or
 			// the push stage does not know who listens); from now on
 			// the connection listens to the conversation's channel.
-			if err := h.listen(h.ctx, c, e.Conv); err != nil {
+			if err := h.listen(h.ctx, c, 0, e.Conv); err != nil {
 				h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
 			}
 			c.pushFrame(sq, frame, e.Large)
@@ -382,6 +386,9 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 	for _, c := range h.groupConns(e.Conv) {
 		if leaving[c.user] {
 			h.unlisten(c, e.Conv)
+			continue
+		}
+		if !c.listensAt(e.Conv, sq.GetSeq()) {
 			continue
 		}
 		c.pushFrame(sq, frame, e.Large)

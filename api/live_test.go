@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -267,5 +269,50 @@ func (d *device) pushedAll(ids ...string) {
 	for len(want) > 0 {
 		f := d.until("message", func(f obclient.Frame) bool { return f.Message != nil && want[f.Message.ClientMsgID] })
 		delete(want, f.Message.ClientMsgID)
+	}
+}
+
+// TestAChannelRecordFromBeforeAMemberJoinedIsNotPushedToThem: a device
+// that connects after its user joined listens to the conversation from
+// its notice; the push stage, running behind, may still carry records up
+// to the join on the channel, and the node pushes none of those to it.
+func TestAChannelRecordFromBeforeAMemberJoinedIsNotPushedToThem(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	le.produce(founding("crew", "erin", "dave"))
+	le.produce(&schemas.Message{ClientMsgId: "crew-carol-joins", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "erin", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"carol"}})
+	le.produce(textMsg("crew", "crew-1", "erin"))
+	carol := le.device(1, "carol", "phone")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eventually(t, "carol's join and the message after it are sequenced", func() (bool, string) {
+		res, _, err := carol.http.Sync(ctx, obclient.SyncRequest{})
+		return err == nil && len(res.Conversations) == 1 && len(res.Conversations[0].Messages) == 1, fmt.Sprint(res, err)
+	})
+	_, notice := carol.connect()
+	if len(notice.Conversations) != 1 {
+		t.Fatalf("notice %s, want crew", notice.Raw)
+	}
+	epoch := notice.Conversations[0].Epoch
+	// What the channel would carry from a push stage behind: the join
+	// (seq 2, not carol's to read) and the message after it (seq 3).
+	for _, rec := range []*schemas.Sequenced{
+		{Seq: 2, Epoch: epoch, Message: &schemas.Message{ClientMsgId: "crew-carol-joins", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "erin", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"carol"}}},
+		{Seq: 3, Epoch: epoch, Message: textMsg("crew", "crew-1", "erin")},
+	} {
+		v, err := proto.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := live.Encode(live.Batch{Envelopes: []live.Envelope{{Kind: live.KindPush, Conv: "crew", Record: v}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		le.nodes[1].server.live.dispatch(data)
+	}
+	f := carol.next("message")
+	if f.Message.Seq != 3 {
+		t.Fatalf("carol was pushed %s, want only seq 3, after her join", f.Raw)
 	}
 }
