@@ -205,14 +205,17 @@ func (h *liveHub) unregister(c *liveConn) {
 // reach it by pull).
 //
 // joined is the seq up to which the channel's records are not c's (see
-// liveConn.groups): 0 when told by a push, unknownJoin until the notice
-// read the member's join.
+// liveConn.groups): the push stage's word, or unknownJoin until the
+// notice read the member's join.
 func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) error {
 	var fresh []string
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
-		if _, ok := c.groups[g]; ok {
+		if floor, ok := c.groups[g]; ok {
+			if floor != unknownJoin && joined != unknownJoin && joined > floor {
+				c.groups[g] = joined
+			}
 			continue
 		}
 		if len(c.groups) >= h.cfg.NoticeConversations {
@@ -310,8 +313,9 @@ func (h *liveHub) dispatch(data []byte) {
 				}
 			}
 		case live.KindListen:
-			for _, c := range h.targets(e) {
-				if err := h.listen(h.ctx, c, 0, e.Conv); err != nil {
+			conns, joined := h.targetsJoined(e)
+			for i, c := range conns {
+				if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
 					h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
 				}
 			}
@@ -340,6 +344,23 @@ func (h *liveHub) targets(e *live.Envelope) []*liveConn {
 	return out
 }
 
+// targetsJoined is targets with each one's Joined.
+func (h *liveHub) targetsJoined(e *live.Envelope) ([]*liveConn, []uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	conns := make([]*liveConn, 0, len(e.Targets))
+	joined := make([]uint64, 0, len(e.Targets))
+	for _, t := range e.Targets {
+		if c := h.conns[t.Conn]; c != nil && c.user == t.User && c.device == t.Device {
+			conns = append(conns, c)
+			joined = append(joined, t.Joined)
+		} else {
+			h.metrics.fallbacks.WithLabelValues("connection_gone").Inc()
+		}
+	}
+	return conns, joined
+}
+
 // groupConns are the connections here listening to a conversation.
 func (h *liveHub) groupConns(conv string) []*liveConn {
 	h.mu.Lock()
@@ -366,11 +387,12 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 	msg := sq.GetMessage()
 	frame := messageFrame(sq, 1)
 	if len(e.Targets) > 0 {
-		for _, c := range h.targets(e) {
+		conns, joined := h.targetsJoined(e)
+		for i, c := range conns {
 			// A push to named connections: the membership changed (or
 			// the push stage does not know who listens); from now on
 			// the connection listens to the conversation's channel.
-			if err := h.listen(h.ctx, c, 0, e.Conv); err != nil {
+			if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
 				h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
 			}
 			c.pushFrame(sq, frame, e.Large)

@@ -32,6 +32,10 @@ type Target struct {
 	User   string `json:"u"`
 	Device string `json:"d"`
 	Conn   string `json:"c"`
+	// Joined: the seq the user joined the envelope's conversation at; the
+	// connection, listening from now on, is pushed nothing of the
+	// conversation's channel up to it (a record replayed late).
+	Joined uint64 `json:"j,omitempty"`
 }
 
 // Envelope is one thing to hand to connections of one node.

@@ -78,6 +78,8 @@ type item struct {
 	// listeners are joiners not pushed this record (it is their join):
 	// their nodes start listening to the conversation's channel.
 	listeners []string
+	// joined: user → the seq they joined at (for the targets' floors).
+	joined map[string]uint64
 	// exceptUser is left out (the sender of a QoS 0 record).
 	exceptUser string
 	rejected   *live.Rejected
@@ -183,6 +185,10 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 			it.channel, it.large = true, true
 			if it.msg.GetKind() == schemas.Kind_KIND_MEMBER_JOIN {
 				it.users = it.msg.GetRecipients() // their nodes subscribe on this push
+				it.joined = map[string]uint64{}
+				for _, u := range it.users {
+					it.joined[u] = it.seq
+				}
 			}
 			continue
 		}
@@ -199,6 +205,7 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 			it.channel = true
 			continue
 		}
+		it.joined = mem
 		for u, joined := range mem {
 			// Records of seq s go to members who joined before s; a
 			// joiner's nodes start listening with its join.
@@ -297,7 +304,7 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 		for _, u := range it.users {
 			for _, d := range pres[u] {
 				if d.Online(now) {
-					targets[d.Node] = append(targets[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn})
+					targets[d.Node] = append(targets[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn, Joined: it.joined[u]})
 				}
 			}
 		}
@@ -318,7 +325,7 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 		for _, u := range it.listeners {
 			for _, d := range pres[u] {
 				if d.Online(now) {
-					listen[d.Node] = append(listen[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn})
+					listen[d.Node] = append(listen[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn, Joined: it.joined[u]})
 				}
 			}
 		}
