@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -52,13 +53,26 @@ func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem,
 	if len(raws) > s.cfg.MaxCursors {
 		return nil, badRequest(field, "holds %d items, more than %d", len(raws), s.cfg.MaxCursors)
 	}
-	items := make([]seqItem, len(raws))
+	decoded := make([]seqItemJSON, len(raws))
 	for i, raw := range raws {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		var it seqItemJSON
-		if err := decodeJSON(raw, &it, f); err != nil {
+		if err := decodeJSON(raw, &decoded[i], fmt.Sprintf("%s[%d]", field, i)); err != nil {
 			return nil, err
 		}
+	}
+	return s.checkedSeqItems(decoded, field)
+}
+
+// checkedSeqItems checks decoded (conv_id, seq[, epoch]) objects.
+func (s *Server) checkedSeqItems(decoded []seqItemJSON, field string) ([]seqItem, error) {
+	if len(decoded) == 0 {
+		return nil, badRequest(field, "is empty")
+	}
+	if len(decoded) > s.cfg.MaxCursors {
+		return nil, badRequest(field, "holds %d items, more than %d", len(decoded), s.cfg.MaxCursors)
+	}
+	items := make([]seqItem, len(decoded))
+	for i, it := range decoded {
+		f := field + "[" + strconv.Itoa(i) + "]"
 		if verr := schemas.ValidID("conv_id", it.ConvID); verr != nil {
 			return nil, invalidField(f, verr)
 		}

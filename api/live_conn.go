@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 type liveConn struct {
 	hub    *liveHub
 	ws     *websocket.Conn
+	cork   *corkConn // the socket under ws (nil: every frame is a write of its own)
 	user   string
 	device string
 	id     string
@@ -33,7 +36,10 @@ type liveConn struct {
 	acked   map[string]cursorAt  // conv → what the device acked
 	known   map[string]knownConv // conv → what this connection learnt of it
 	pending map[pushKey]*pendingPush
-	groups  map[string]bool // large groups this connection listens to
+	// groups are the conversations this connection listens to, each
+	// with the seq its user joined at: what the channel carries up to it
+	// is not theirs (the push stage may lag behind a join).
+	groups map[string]uint64
 }
 
 type queued struct {
@@ -72,7 +78,7 @@ type pendingPush struct {
 
 func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveConn {
 	c := &liveConn{hub: h, ws: ws, user: user, device: device, id: id,
-		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]bool{}}
+		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]uint64{}}
 	c.lastSeen.Store(time.Now().UnixMilli())
 	return c
 }
@@ -167,7 +173,9 @@ func (c *liveConn) kickLocked() {
 	}
 }
 
-// flush writes queued frames until none is left, then ends.
+// flush writes queued frames until none is left, then ends. What is
+// queued when it looks goes out in one write syscall (up to
+// maxCorkBytes): under load a connection's frames arrive in bursts.
 func (c *liveConn) flush() {
 	for {
 		c.mu.Lock()
@@ -177,24 +185,58 @@ func (c *liveConn) flush() {
 			c.mu.Unlock()
 			return
 		}
-		q := c.queue[0]
-		c.queue[0] = queued{}
-		c.queue = c.queue[1:]
+		batch, size := c.takeLocked()
 		c.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), c.hub.cfg.WriteTimeout)
-		err := c.ws.Write(ctx, websocket.MessageText, q.data)
-		cancel()
+		err := c.write(batch)
 		c.mu.Lock()
-		c.bytes -= len(q.data)
+		c.bytes -= size
 		c.mu.Unlock()
 		if err != nil {
-			if ctx.Err() != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 				c.hub.metrics.slowCloses.Inc()
 			}
 			c.close(CloseSlowConsumer, "write failed or timed out")
 			return
 		}
 	}
+}
+
+// takeLocked takes the frames at the head of the queue that fit in one
+// write (at least one).
+func (c *liveConn) takeLocked() ([]queued, int) {
+	n, size := 0, 0
+	for n < len(c.queue) && (n == 0 || size+len(c.queue[n].data) <= maxCorkBytes) {
+		size += len(c.queue[n].data)
+		n++
+	}
+	batch := make([]queued, n)
+	copy(batch, c.queue[:n])
+	clear(c.queue[:n])
+	c.queue = c.queue[n:]
+	return batch, size
+}
+
+// write sends frames, in one syscall when the socket is corked.
+func (c *liveConn) write(batch []queued) error {
+	timeout := c.hub.cfg.WriteTimeout
+	if c.cork != nil && len(batch) > 1 {
+		c.cork.cork()
+	}
+	for _, q := range batch {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := c.ws.Write(ctx, websocket.MessageText, q.data)
+		cancel()
+		if err != nil {
+			if c.cork != nil {
+				_ = c.cork.uncork(timeout)
+			}
+			return err
+		}
+	}
+	if c.cork != nil {
+		return c.cork.uncork(timeout)
+	}
+	return nil
 }
 
 // close ends the connection with code (once).
@@ -314,4 +356,27 @@ func (c *liveConn) hasPending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending) > 0
+}
+
+// unknownJoin stands for a join not read yet: no record of the channel
+// is pushed meanwhile (what is sequenced before the read is in the notice).
+const unknownJoin = ^uint64(0)
+
+// joinedAt records the seq the user joined conv at: the channel's records
+// up to it are not pushed to this connection.
+func (c *liveConn) joinedAt(conv string, joined uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.groups[conv]; ok {
+		c.groups[conv] = joined
+	}
+}
+
+// listensAt reports whether a record of seq on conv's channel is this
+// connection's.
+func (c *liveConn) listensAt(conv string, seq uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	joined, ok := c.groups[conv]
+	return ok && seq > joined
 }

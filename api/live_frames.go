@@ -133,8 +133,9 @@ type clientFrame struct {
 	Type string `json:"type"` // ack | typing | ping | pong | auth
 	// ack; Reply asks for an acked frame (one comes anyway when the
 	// device was evicted or evicted others)
-	Acks  []json.RawMessage `json:"acks,omitempty"`
-	Reply bool              `json:"reply,omitempty"`
+	// (decoded with the frame: one strict pass, not one per item)
+	Acks  []seqItemJSON `json:"acks,omitempty"`
+	Reply bool          `json:"reply,omitempty"`
 	// typing (and other QoS 0 records)
 	ConvID      string `json:"conv_id,omitempty"`
 	ContentType string `json:"content_type,omitempty"`

@@ -67,7 +67,8 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
+	bw := &smallBuffers{ResponseWriter: w}
+	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
 		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
 	if err != nil {
 		return http.StatusBadRequest, 0
@@ -77,11 +78,11 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 	// small stack: this one, deep in the HTTP server, returns (the
 	// connection is hijacked), so an idle connection costs one small
 	// goroutine, not the request's.
-	go s.liveConnection(ws, tok, id, r.URL.Query().Get("device_id"))
+	go s.liveConnection(ws, bw.cork, tok, id, r.URL.Query().Get("device_id"))
 	return http.StatusSwitchingProtocols, 0
 }
 
-func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity, named string) {
+func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, id auth.Identity, named string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if tok == "" {
@@ -97,7 +98,7 @@ func (s *Server) liveConnection(ws *websocket.Conn, tok string, id auth.Identity
 		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
 		return
 	}
-	s.runLive(ctx, ws, id.User, dev)
+	s.runLive(ctx, ws, cork, id.User, dev)
 }
 
 // subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
@@ -134,9 +135,10 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, user, dev string) {
+func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) {
 	h := s.live
 	c := newLiveConn(h, ws, user, dev, newConnID())
+	c.cork = cork
 	prev, had, err := h.register(ctx, c)
 	defer h.unregister(c)
 	if err != nil {
@@ -202,7 +204,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	case "ack":
 		s.live.metrics.acks.Inc()
 		var items []seqItem
-		if items, err = s.parseSeqItems(f.Acks, "acks"); err == nil {
+		if items, err = s.checkedSeqItems(f.Acks, "acks"); err == nil {
 			var res ackResponse
 			res, err = s.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items), true)
 			if err == nil && (f.Reply || res.Resync || len(res.EvictedDevices) > 0) {
@@ -268,7 +270,7 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 // notice builds the pull-before notice: every conversation with something
 // this device has not acked. A device back within the offline threshold
 // that missed at most ReplayMax messages gets them on the socket instead
-// (replay). It also makes the connection listen to the user's large groups.
+// (replay). It also makes the connection listen to the user's conversations.
 func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presence, had bool) (noticeFrame, []*schemas.Sequenced, error) {
 	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
@@ -293,26 +295,53 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
-	var large, news []string
+	var listened, news []string
 	byConv := map[string]redisstore.ConvItem{}
 	for _, it := range items {
-		if it.Large {
-			large = append(large, it.Conv)
+		if !it.Left {
+			listened = append(listened, it.Conv)
 		}
 		if it.LastSeq > it.Acked {
 			news = append(news, it.Conv)
 			byConv[it.Conv] = it
 		}
 	}
-	if len(large) > 0 {
-		if err := s.live.listen(ctx, c, large...); err != nil {
+	if len(listened) > 0 {
+		// Nothing on these channels is pushed to c until its join is
+		// read below: a record of before it may still be on its way.
+		if err := s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
 			return out, nil, err
 		}
 	}
+	// Read after listening: what was pushed on a channel before this
+	// connection listened to it is sequenced already, so it is here.
+	check := listened
+	for _, it := range items {
+		if it.Left && it.LastSeq > it.Acked {
+			check = append(check, it.Conv)
+		}
+	}
 	access := map[string]redisstore.ConvAccess{}
-	if len(news) > 0 {
-		if access, err = s.router.Main().ConversationAccess(ctx, c.user, news); err != nil {
+	if len(check) > 0 {
+		if access, err = s.router.Main().ConversationAccess(ctx, c.user, check); err != nil {
 			return out, nil, err
+		}
+	}
+	for _, conv := range listened {
+		if a := access[conv]; a.Member {
+			c.joinedAt(conv, a.Joined)
+		} else {
+			s.live.unlisten(c, conv) // left since the list was read
+		}
+	}
+	for _, it := range items {
+		if _, ok := byConv[it.Conv]; ok || it.Left {
+			continue
+		}
+		if a := access[it.Conv]; a.Member && a.Seq > it.LastSeq && a.Seq > it.Acked {
+			it.LastSeq = a.Seq // sequenced after the list was read
+			news = append(news, it.Conv)
+			byConv[it.Conv] = it
 		}
 	}
 	c.mu.Lock()

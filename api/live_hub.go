@@ -15,9 +15,10 @@ import (
 )
 
 // liveHub holds this node's live connections: it reads the node's channel
-// and the large groups' channels its connections need, hands pushes to
-// connections, pushes again what was not acked, keeps presence leases
-// alive and closes dead peers.
+// and the channels of the conversations its connections listen to (one
+// subscription per conversation, whatever the connections here), hands
+// pushes to connections, pushes again what was not acked, keeps presence
+// leases alive and closes dead peers.
 type liveHub struct {
 	s       *Server
 	cfg     LiveConfig
@@ -36,7 +37,7 @@ type liveHub struct {
 	mu       sync.Mutex
 	conns    map[string]*liveConn // conn id → conn
 	devices  map[devKey]*liveConn
-	groups   map[string]map[*liveConn]bool // large group → member connections here
+	groups   map[string]map[*liveConn]bool // conversation → connections here listening to it
 	withPend map[*liveConn]bool
 	perUser  map[string]int
 
@@ -191,7 +192,7 @@ func (h *liveHub) unregister(c *liveConn) {
 	defer cancel()
 	if len(drop) > 0 {
 		if err := h.sub.Remove(ctx, drop...); err != nil {
-			h.log.Warn("unsubscribe large groups", "err", err)
+			h.log.Warn("unsubscribe conversations", "err", err)
 		}
 	}
 	if err := h.store.ClearPresence(ctx, c.user, c.device, c.id, time.Now()); err != nil {
@@ -199,16 +200,29 @@ func (h *liveHub) unregister(c *liveConn) {
 	}
 }
 
-// listen makes c receive the large groups' messages.
-func (h *liveHub) listen(ctx context.Context, c *liveConn, convs ...string) error {
+// listen makes c receive what is pushed on the conversations' channels;
+// a connection listens to at most NoticeConversations of them (the rest
+// reach it by pull).
+//
+// joined is the seq up to which the channel's records are not c's (see
+// liveConn.groups): the push stage's word, or unknownJoin until the
+// notice read the member's join.
+func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) error {
 	var fresh []string
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
-		if c.groups[g] {
+		if floor, ok := c.groups[g]; ok {
+			if floor != unknownJoin && joined != unknownJoin && joined > floor {
+				c.groups[g] = joined
+			}
 			continue
 		}
-		c.groups[g] = true
+		if len(c.groups) >= h.cfg.NoticeConversations {
+			h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
+			break
+		}
+		c.groups[g] = joined
 		set := h.groups[g]
 		if set == nil {
 			set = map[*liveConn]bool{}
@@ -298,6 +312,13 @@ func (h *liveHub) dispatch(data []byte) {
 					c.send(frame, false)
 				}
 			}
+		case live.KindListen:
+			conns, joined := h.targetsJoined(e)
+			for i, c := range conns {
+				if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
+					h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
+				}
+			}
 		case live.KindKick:
 			for _, c := range h.targets(e) {
 				h.metrics.replaced.Inc()
@@ -323,7 +344,24 @@ func (h *liveHub) targets(e *live.Envelope) []*liveConn {
 	return out
 }
 
-// groupConns are the connections here listening to a large group.
+// targetsJoined is targets with each one's Joined.
+func (h *liveHub) targetsJoined(e *live.Envelope) ([]*liveConn, []uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	conns := make([]*liveConn, 0, len(e.Targets))
+	joined := make([]uint64, 0, len(e.Targets))
+	for _, t := range e.Targets {
+		if c := h.conns[t.Conn]; c != nil && c.user == t.User && c.device == t.Device {
+			conns = append(conns, c)
+			joined = append(joined, t.Joined)
+		} else {
+			h.metrics.fallbacks.WithLabelValues("connection_gone").Inc()
+		}
+	}
+	return conns, joined
+}
+
+// groupConns are the connections here listening to a conversation.
 func (h *liveHub) groupConns(conv string) []*liveConn {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -349,13 +387,13 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 	msg := sq.GetMessage()
 	frame := messageFrame(sq, 1)
 	if len(e.Targets) > 0 {
-		for _, c := range h.targets(e) {
-			if e.Large {
-				// A join of a large group: from now on this connection
-				// listens to the group's channel.
-				if err := h.listen(h.ctx, c, e.Conv); err != nil {
-					h.log.Warn("listen to a large group", "conv", e.Conv, "err", err)
-				}
+		conns, joined := h.targetsJoined(e)
+		for i, c := range conns {
+			// A push to named connections: the membership changed (or
+			// the push stage does not know who listens); from now on
+			// the connection listens to the conversation's channel.
+			if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
+				h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
 			}
 			c.pushFrame(sq, frame, e.Large)
 		}
@@ -372,7 +410,10 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		c.pushFrame(sq, frame, true)
+		if !c.listensAt(e.Conv, sq.GetSeq()) {
+			continue
+		}
+		c.pushFrame(sq, frame, e.Large)
 	}
 }
 

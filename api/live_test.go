@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -223,5 +225,94 @@ func TestLiveMetricsCountConnectionsPushesAndAcks(t *testing.T) {
 		if _, ok := got[name]; !ok {
 			t.Errorf("%s is not registered", name)
 		}
+	}
+}
+
+// TestMembersOnlineBeforeTheirConversationExistedArePushedItsMessages:
+// a device connected before a group or a direct conversation it is in was
+// created learns of it from the first record, listens to its channel, and
+// is pushed what follows (which the push stage sends once per
+// conversation, not per member); the node stops a member who left from
+// listening.
+func TestMembersOnlineBeforeTheirConversationExistedArePushedItsMessages(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	carol := le.device(1, "carol", "phone")
+	dave := le.device(0, "dave", "phone")
+	carol.connect()
+	dave.connect()
+	le.produce(founding("crew", "erin", "carol", "dave"))
+	for i := 1; i <= 3; i++ {
+		le.produce(textMsg("crew", fmt.Sprintf("crew-%d", i), "erin"))
+		le.produce(textMsg("dm-erin-carol", fmt.Sprintf("dm-%d", i), "erin", toPeer("carol")))
+	}
+	carol.pushedAll("crew-1", "crew-2", "crew-3", "dm-1", "dm-2", "dm-3")
+	dave.pushedAll("crew-1", "crew-2", "crew-3")
+	le.produce(&schemas.Message{ClientMsgId: "crew-dave-leaves", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "dave", Kind: schemas.Kind_KIND_MEMBER_LEAVE, Recipients: []string{"dave"}})
+	le.produce(textMsg("crew", "crew-4", "erin"))
+	carol.pushedAll("crew-4")
+	for _, f := range dave.quiet(time.Second, "ping") {
+		if f.Type == "message" && f.Message.ClientMsgID == "crew-4" {
+			t.Fatalf("dave, who left, was pushed %s", f.Raw)
+		}
+	}
+}
+
+// pushedAll reads frames until every message named came (in any order:
+// conversations are pushed apart).
+func (d *device) pushedAll(ids ...string) {
+	d.t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for len(want) > 0 {
+		f := d.until("message", func(f obclient.Frame) bool { return f.Message != nil && want[f.Message.ClientMsgID] })
+		delete(want, f.Message.ClientMsgID)
+	}
+}
+
+// TestAChannelRecordFromBeforeAMemberJoinedIsNotPushedToThem: a device
+// that connects after its user joined listens to the conversation from
+// its notice; the push stage, running behind, may still carry records up
+// to the join on the channel, and the node pushes none of those to it.
+func TestAChannelRecordFromBeforeAMemberJoinedIsNotPushedToThem(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	le.produce(founding("crew", "erin", "dave"))
+	le.produce(&schemas.Message{ClientMsgId: "crew-carol-joins", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "erin", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"carol"}})
+	le.produce(textMsg("crew", "crew-1", "erin"))
+	carol := le.device(1, "carol", "phone")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eventually(t, "carol's join and the message after it are sequenced", func() (bool, string) {
+		res, _, err := carol.http.Sync(ctx, obclient.SyncRequest{})
+		return err == nil && len(res.Conversations) == 1 && len(res.Conversations[0].Messages) == 1, fmt.Sprint(res, err)
+	})
+	_, notice := carol.connect()
+	if len(notice.Conversations) != 1 {
+		t.Fatalf("notice %s, want crew", notice.Raw)
+	}
+	epoch := notice.Conversations[0].Epoch
+	// What the channel would carry from a push stage behind: the join
+	// (seq 2, not carol's to read) and the message after it (seq 3).
+	for _, rec := range []*schemas.Sequenced{
+		{Seq: 2, Epoch: epoch, Message: &schemas.Message{ClientMsgId: "crew-carol-joins", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: "erin", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"carol"}}},
+		{Seq: 3, Epoch: epoch, Message: textMsg("crew", "crew-1", "erin")},
+	} {
+		v, err := proto.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := live.Encode(live.Batch{Envelopes: []live.Envelope{{Kind: live.KindPush, Conv: "crew", Record: v}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		le.nodes[1].server.live.dispatch(data)
+	}
+	f := carol.next("message")
+	if f.Message.Seq != 3 {
+		t.Fatalf("carol was pushed %s, want only seq 3, after her join", f.Raw)
 	}
 }

@@ -2,13 +2,13 @@
 // hold devices' live connections: the envelopes they exchange and the
 // Redis pub/sub they travel on.
 //
-// Every API node subscribes to its own sharded channel (Keys.NodeChannel);
-// the push stage looks a message's recipients up in the presence registry
-// (redisstore.PresenceOf), groups the online devices by the node holding
-// them, and publishes one envelope batch per node. A large group is never
-// looked up member by member: its messages go once to the group's channel
-// (Keys.ConvChannel), which the nodes holding a member subscribe to while
-// they do.
+// Every API node subscribes to its own sharded channel (Keys.NodeChannel)
+// and, once, to the channel of each conversation its connections are in
+// (Keys.ConvChannel). The push stage publishes a conversation's records
+// once on its channel, whatever the member count; only when a membership
+// is new to it does it look the members up in the presence registry
+// (redisstore.PresenceOf) and send the nodes holding them envelopes by
+// name, which make those connections listen.
 //
 // The bus only makes delivery early. Everything on it is already stored
 // (or, for QoS 0, never will be); a publish that reaches nobody costs

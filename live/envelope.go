@@ -8,7 +8,7 @@ import (
 // Envelope kinds.
 const (
 	// KindPush carries a stored message (Sequenced, protobuf) for Targets,
-	// or, on a large group's channel, for every member connection there.
+	// or, on a conversation's channel, for every member connection there.
 	KindPush = "push"
 	// KindEphemeral carries a QoS 0 record (Message, protobuf): pushed
 	// once, never stored, never pushed again.
@@ -22,6 +22,9 @@ const (
 	// KindKick closes the named connections: a newer connection of the
 	// same device opened on another node.
 	KindKick = "kick"
+	// KindListen makes the named connections listen to Conv's channel
+	// (they joined it).
+	KindListen = "listen"
 )
 
 // Target is one device connection on the node the envelope went to.
@@ -29,18 +32,21 @@ type Target struct {
 	User   string `json:"u"`
 	Device string `json:"d"`
 	Conn   string `json:"c"`
+	// Joined: the seq the user joined the envelope's conversation at; the
+	// connection, listening from now on, is pushed nothing of the
+	// conversation's channel up to it (a record replayed late).
+	Joined uint64 `json:"j,omitempty"`
 }
 
 // Envelope is one thing to hand to connections of one node.
 type Envelope struct {
 	Kind string `json:"k"`
 	Conv string `json:"conv,omitempty"`
-	// Targets: the connections meant. Empty on a large group's channel:
-	// every connection there of a member of Conv.
+	// Targets: the connections meant. Empty on a conversation's channel:
+	// every connection there that listens to Conv.
 	Targets []Target `json:"t,omitempty"`
-	// Large: Conv is a large group (its messages come on its channel; a
-	// targeted push of a large group is a join: the connection starts
-	// listening to the channel).
+	// Large: Conv is a large group. A targeted push of a conversation
+	// (its membership changed) makes the connection listen to its channel.
 	Large bool `json:"lg,omitempty"`
 	// Record is the protobuf record (Sequenced for push, Message for
 	// ephemeral).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -196,6 +197,8 @@ func runChild() error {
 		runtime.ReadMemStats(&ms)
 		fmt.Fprintf(w, `{"heap_inuse":%d,"stack_inuse":%d,"sys":%d,"goroutines":%d}`, ms.HeapInuse, ms.StackInuse, ms.Sys, runtime.NumGoroutine())
 	})
+	// A phase's profile: go tool pprof http://ADDR/debug/pprof/profile?seconds=10
+	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
 	mux.Handle("/", srv.Handler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()

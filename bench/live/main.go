@@ -52,6 +52,7 @@ type options struct {
 	pollEvery   time.Duration
 	partitions  int
 	skipPolling bool
+	pipeline    bool
 }
 
 func main() {
@@ -77,6 +78,7 @@ func main() {
 		fs.DurationVar(&o.pollEvery, "poll-every", time.Second, "polling interval of the pull-only design")
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.BoolVar(&o.skipPolling, "skip-polling", false, "measure the live channel only")
+		fs.BoolVar(&o.pipeline, "pipeline-phase", true, "first measure the servers' CPU for the same stream with no device online")
 	})
 	o.devices = f.Scaled(o.devices, 20)
 	o.groupRate, o.directRate = o.groupRate*f.Scale, o.directRate*f.Scale
@@ -96,6 +98,8 @@ type bench struct {
 	users    []string
 	groups   [][]string
 	bodies   *harness.Bodies
+	fan      *harness.Fanout
+	records  int64 // produced so far (seed and streams)
 }
 
 func run(ctx context.Context, f *harness.Flags, o options) error {
@@ -120,6 +124,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		return err
 	}
 	defer fan.Stop()
+	b.fan = fan
 	for i, node := range []string{"node-a", "node-b"} {
 		c, err := startChild(ctx, childConfig{Redis: st.RedisAddr, Brokers: strings.Join(st.Brokers, ","), Prefix: f.Prefix,
 			Node: node, Push: i == 0, Threshold: o.threshold})
@@ -129,18 +134,24 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		defer c.stop()
 		b.servers = append(b.servers, c)
 	}
-	log.Printf("servers: %s (pid %d, with the push stage), %s (pid %d); redis-server pid %d",
+	log.Printf("servers: %s (pid %d, with the push stage), %s (pid %d); redis-server pid %d; profiles at /debug/pprof/profile",
 		b.servers[0].URL, b.servers[0].Pid, b.servers[1].URL, b.servers[1].Pid, b.redisPid)
 	seeded, err := b.seed(ctx)
 	if err != nil {
 		return err
 	}
+	b.records = int64(seeded)
 	if err := fan.WaitHandled(ctx, int64(seeded), "seed", log); err != nil {
 		return err
 	}
 	res := &result{Benchmark: "live", Scale: f.Scale, Notes: notes(), Machine: harness.ThisMachine(), Devices: o.devices, Groups: len(b.groups),
 		GroupSize: o.groupSize, BodyBytes: o.bodyBytes, Seconds: o.seconds, Embedded: st.Embedded,
 		LargeThreshold: o.threshold}
+	if o.pipeline {
+		if err := b.measurePipeline(ctx, res); err != nil {
+			return err
+		}
+	}
 	if err := b.measurePush(ctx, res); err != nil {
 		return err
 	}
@@ -264,6 +275,7 @@ func (b *bench) stream(ctx context.Context, d time.Duration, tag string) (int64,
 				ContentType: "application/octet-stream", Body: b.body()})
 			expected += int64(len(b.users))
 		}
+		b.records += int64(len(recs))
 		for _, r := range recs {
 			b.prod.Produce(ctx, r, func(_ *kgo.Record, err error) {
 				if err != nil {

@@ -17,6 +17,31 @@ import (
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
+// measurePipeline streams with no device online: what the servers spend
+// on the stream whoever listens (fanout's scripts in redis-server, the
+// push stage reading conversations), in both designs.
+func (b *bench) measurePipeline(ctx context.Context, res *result) error {
+	resetCommandStats(ctx, b.st.Redis)
+	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
+	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "pipeline")
+	if err != nil {
+		return err
+	}
+	if err := b.fan.WaitHandled(ctx, b.records, "pipeline", b.log); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // the push stage reads what fanout produced last
+	p := phase{Expected: expected, Seconds: harness.Round(time.Since(t0).Seconds(), 2), CPUSeconds: harness.Round((b.cpu() - cpu0).Seconds(), 2),
+		CPUByProcess: map[string]float64{}}
+	for k, v := range b.cpuParts() {
+		p.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
+	}
+	p.RedisCommands = commandStats(ctx, b.st.Redis, 12)
+	res.Pipeline = &p
+	b.log.Printf("pipeline: %.2f s of server CPU for the stream with nobody online", p.CPUSeconds)
+	return nil
+}
+
 // measurePush connects every device, measures idle memory, then streams.
 func (b *bench) measurePush(ctx context.Context, res *result) error {
 	var cur atomic.Pointer[stats]
@@ -82,6 +107,7 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 
 	st := &stats{}
 	cur.Store(st)
+	resetCommandStats(ctx, b.st.Redis)
 	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
 	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "push")
 	if err != nil {
@@ -95,6 +121,7 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 	for k, v := range b.cpuParts() {
 		res.Push.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
 	}
+	res.Push.RedisCommands = commandStats(ctx, b.st.Redis, 12)
 	res.Repushes = st.repushes.Load()
 	res.Duplicates = st.dups.Load()
 	if m, err := scrape(b.servers[0].URL); err == nil {
@@ -175,6 +202,7 @@ func (b *bench) measurePoll(ctx context.Context, res *result) error {
 	b.log.Printf("poll: %d devices polling POST /v1/sync every %s", len(b.users), b.o.pollEvery)
 	time.Sleep(2 * b.o.pollEvery) // every device caught up once
 	st = resetStats(st)
+	resetCommandStats(ctx, b.st.Redis)
 	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
 	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "poll")
 	if err != nil {
@@ -186,6 +214,7 @@ func (b *bench) measurePoll(ctx context.Context, res *result) error {
 	stop()
 	wg.Wait()
 	res.Poll = phaseOf(st, expected, end.Sub(t0), cpu)
+	res.Poll.RedisCommands = commandStats(ctx, b.st.Redis, 12)
 	res.Poll.CPUByProcess = map[string]float64{}
 	for k, v := range b.cpuParts() {
 		res.Poll.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)

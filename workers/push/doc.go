@@ -6,10 +6,12 @@
 //
 // Per batch of a partition: the conversations' large flag and membership
 // version (one pipelined read), members for the small ones (cached by
-// version), the presence of every recipient (one pipelined read), then one
-// publish per API node with every push meant for its devices. A large
-// group costs one publish per message, whatever its size, on the group's
-// own channel; the nodes holding members subscribe to it.
+// version), then one publish per conversation on its channel, which the
+// nodes with a member connection listen to: no per-member Redis work,
+// whatever the size. A membership this stage has not seen (a join, a new
+// direct conversation, a restart) is pushed to the members' nodes by name
+// instead, from one pipelined presence read, so that they start
+// listening.
 //
 // It also consumes im.messages for the QoS 0 records fanout drops (typing,
 // presence): pushed once to online members, never stored; and

@@ -17,10 +17,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_push_records_total", Help: "Records the push stage handed to API nodes, by kind (push, ephemeral, rejected).",
 		}, []string{"kind"}),
 		targets: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_targets_total", Help: "Device connections named in envelopes, by kind; large-group pushes name none.",
+			Name: "offlinebox_push_targets_total", Help: "Device connections named in envelopes, by kind; pushes on a conversation's channel name none.",
 		}, []string{"kind"}),
 		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_publishes_total", Help: "Pub/sub publishes, by channel kind (node, group).",
+			Name: "offlinebox_push_publishes_total", Help: "Pub/sub publishes, by channel kind (node; conv: a small conversation's channel; group: a large group's).",
 		}, []string{"channel"}),
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_push_presence_lookups_total", Help: "Users whose presence was read.",

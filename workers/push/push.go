@@ -65,9 +65,21 @@ type item struct {
 	seq    uint64 // 0 for ephemeral records
 	msg    *schemas.Message
 	record []byte
-	// users meant (small conversations); empty with group set.
+	// users meant, looked up in the presence registry (a conversation's
+	// members when its membership changed, a large group's joiners, a
+	// rejected record's sender); their nodes start listening to the
+	// conversation's channel.
 	users []string
-	group bool
+	// channel: published once on the conversation's channel, to the nodes
+	// whose connections listen to it; large: the conversation is a large
+	// group.
+	channel bool
+	large   bool
+	// listeners are joiners not pushed this record (it is their join):
+	// their nodes start listening to the conversation's channel.
+	listeners []string
+	// joined: user → the seq they joined at (for the targets' floors).
+	joined map[string]uint64
 	// exceptUser is left out (the sender of a QoS 0 record).
 	exceptUser string
 	rejected   *live.Rejected
@@ -157,9 +169,10 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		return err
 	}
 	members := map[string]map[string]uint64{}
+	changed := map[string]bool{}
 	for _, c := range convs {
 		if a := aud[c]; !a.Large {
-			if members[c], err = p.membersOf(ctx, c, a.Version); err != nil {
+			if members[c], changed[c], err = p.membersOf(ctx, c, a.Version); err != nil {
 				return err
 			}
 		}
@@ -169,9 +182,13 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 			continue
 		}
 		if aud[it.conv].Large {
-			it.group = true
+			it.channel, it.large = true, true
 			if it.msg.GetKind() == schemas.Kind_KIND_MEMBER_JOIN {
 				it.users = it.msg.GetRecipients() // their nodes subscribe on this push
+				it.joined = map[string]uint64{}
+				for _, u := range it.users {
+					it.joined[u] = it.seq
+				}
 			}
 			continue
 		}
@@ -182,13 +199,27 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 				continue
 			}
 		}
+		if !changed[it.conv] || it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+			// The members are the ones the nodes listen for already (a
+			// leave: the nodes stop the leavers listening as it passes).
+			it.channel = true
+			continue
+		}
+		it.joined = mem
 		for u, joined := range mem {
-			// Records of seq s go to members who joined before s.
-			if (it.seq == 0 || joined < it.seq) && u != it.exceptUser {
-				it.users = append(it.users, u)
+			// Records of seq s go to members who joined before s; a
+			// joiner's nodes start listening with its join.
+			switch {
+			case it.seq == 0 || joined < it.seq:
+				if u != it.exceptUser {
+					it.users = append(it.users, u)
+				}
+			case joined == it.seq:
+				it.listeners = append(it.listeners, u)
 			}
 		}
 		sort.Strings(it.users)
+		sort.Strings(it.listeners)
 	}
 	for _, it := range items {
 		if it.kind == live.KindPush && it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
@@ -201,17 +232,19 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 }
 
 // membersOf reads a conversation's members, from the cache while its
-// membership version is the same.
-func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (map[string]uint64, error) {
+// membership version is the same; changed reports that this stage had not
+// seen that version yet (the members may include some whose nodes do not
+// listen to the conversation's channel).
+func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (_ map[string]uint64, changed bool, _ error) {
 	p.mu.Lock()
 	e, ok := p.members[conv]
 	p.mu.Unlock()
 	if ok && e.version == version && version != 0 {
-		return e.members, nil
+		return e.members, false, nil
 	}
 	mem, err := p.store.Members(ctx, conv)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.metrics.memberRead.Inc()
 	p.mu.Lock()
@@ -225,16 +258,17 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (ma
 	}
 	p.members[conv] = memberEntry{version: version, members: mem}
 	p.mu.Unlock()
-	return mem, nil
+	return mem, true, nil
 }
 
-// publish looks up the presence of every user meant and sends one batch
-// per node, and one per large group.
+// publish sends each conversation's records once on its channel, and
+// looks up the presence of the users named (membership changes, rejected
+// records) to send them one batch per node.
 func (p *Pusher) publish(ctx context.Context, items []*item) error {
 	var users []string
 	seen := map[string]bool{}
 	for _, it := range items {
-		for _, u := range it.users {
+		for _, u := range append(it.users, it.listeners...) {
 			if !seen[u] {
 				seen[u] = true
 				users = append(users, u)
@@ -250,12 +284,18 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 	keys := p.store.Keys()
 	byNode := map[string]*live.Batch{}
 	groups := map[string]*live.Batch{}
+	var convPublishes, groupPublishes int
 	for _, it := range items {
-		env := live.Envelope{Kind: it.kind, Conv: it.conv, Large: it.group, Record: it.record, Rejected: it.rejected, SentMS: now.UnixMilli()}
-		if it.group {
+		env := live.Envelope{Kind: it.kind, Conv: it.conv, Large: it.large, Record: it.record, Rejected: it.rejected, SentMS: now.UnixMilli()}
+		if it.channel {
 			ch := keys.ConvChannel(it.conv)
 			if groups[ch] == nil {
 				groups[ch] = &live.Batch{}
+				if it.large {
+					groupPublishes++
+				} else {
+					convPublishes++
+				}
 			}
 			groups[ch].Envelopes = append(groups[ch].Envelopes, env)
 			p.metrics.pushes.WithLabelValues(it.kind).Inc()
@@ -264,11 +304,11 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 		for _, u := range it.users {
 			for _, d := range pres[u] {
 				if d.Online(now) {
-					targets[d.Node] = append(targets[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn})
+					targets[d.Node] = append(targets[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn, Joined: it.joined[u]})
 				}
 			}
 		}
-		if !it.group && len(targets) > 0 {
+		if !it.channel && len(targets) > 0 {
 			p.metrics.pushes.WithLabelValues(it.kind).Inc()
 		}
 		for node, ts := range targets {
@@ -280,6 +320,21 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 			e.Targets = ts
 			byNode[ch].Envelopes = append(byNode[ch].Envelopes, e)
 			p.metrics.targets.WithLabelValues(it.kind).Add(float64(len(ts)))
+		}
+		listen := map[string][]live.Target{}
+		for _, u := range it.listeners {
+			for _, d := range pres[u] {
+				if d.Online(now) {
+					listen[d.Node] = append(listen[d.Node], live.Target{User: u, Device: d.Device, Conn: d.Conn, Joined: it.joined[u]})
+				}
+			}
+		}
+		for node, ts := range listen {
+			ch := keys.NodeChannel(node)
+			if byNode[ch] == nil {
+				byNode[ch] = &live.Batch{}
+			}
+			byNode[ch].Envelopes = append(byNode[ch].Envelopes, live.Envelope{Kind: live.KindListen, Conv: it.conv, Targets: ts})
 		}
 	}
 	out := make(map[string][]byte, len(byNode)+len(groups))
@@ -301,6 +356,7 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 		return err
 	}
 	p.metrics.publishes.WithLabelValues("node").Add(float64(len(byNode)))
-	p.metrics.publishes.WithLabelValues("group").Add(float64(len(groups)))
+	p.metrics.publishes.WithLabelValues("conv").Add(float64(convPublishes))
+	p.metrics.publishes.WithLabelValues("group").Add(float64(groupPublishes))
 	return nil
 }

@@ -181,3 +181,75 @@ func TestExpiredAndClosedPresenceIsNotPushedTo(t *testing.T) {
 		t.Fatalf("pushed %+v to devices that are not online", envs)
 	}
 }
+
+func TestSmallConversationWithTheSameMembersIsOnePublishOnItsChannel(t *testing.T) {
+	f := newFixture(t)
+	if err := f.sub.Add(context.Background(), f.store.Keys().ConvChannel("team")); err != nil {
+		t.Fatal(err)
+	}
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	first := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	f.online("bob", "phone", "a")
+	ctx := context.Background()
+	// The first record of a membership the stage has not seen goes to
+	// the members' nodes, which start listening to the channel.
+	if _, err := f.p.Handle(ctx, []*kgo.Record{first}); err != nil {
+		t.Fatal(err)
+	}
+	if envs := f.published(300 * time.Millisecond); len(envs) != 1 || len(envs[0].Targets) != 1 {
+		t.Fatalf("first push %+v, want one envelope naming bob's phone", envs)
+	}
+	var recs []*kgo.Record
+	for i := 0; i < 3; i++ {
+		m := group("team", "bob", schemas.Kind_KIND_MESSAGE)
+		m.ClientMsgId += string(rune('a' + i))
+		recs = append(recs, f.sequence(m))
+	}
+	lookups := testutil.ToFloat64(f.p.metrics.lookups)
+	if _, err := f.p.Handle(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	envs := f.published(300 * time.Millisecond)
+	if len(envs) != 3 {
+		t.Fatalf("%d envelopes, want the 3 messages", len(envs))
+	}
+	for _, e := range envs {
+		if len(e.Targets) != 0 || e.Conv != "team" || e.Large {
+			t.Errorf("envelope %+v, want a targetless push on the conversation's channel", e)
+		}
+	}
+	if n := testutil.ToFloat64(f.p.metrics.lookups) - lookups; n != 0 {
+		t.Errorf("%v presence lookups with the membership unchanged, want 0", n)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.publishes.WithLabelValues("conv")); n != 1 {
+		t.Errorf("%v conversation publishes for one batch, want 1", n)
+	}
+}
+
+func TestAJoinerOfASmallGroupIsToldToListenNotPushedItsJoin(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	hello := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	if _, err := f.p.Handle(ctx, []*kgo.Record{hello}); err != nil {
+		t.Fatal(err)
+	}
+	f.published(200 * time.Millisecond)
+	join := group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "carol")
+	join.ClientMsgId += "-carol"
+	rec := f.sequence(join)
+	f.online("carol", "phone", "a")
+	f.online("bob", "phone", "b")
+	if _, err := f.p.Handle(ctx, []*kgo.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range f.published(300 * time.Millisecond) {
+		for _, tg := range e.Targets {
+			got[tg.User] = e.Kind
+		}
+	}
+	if got["carol"] != live.KindListen || got["bob"] != live.KindPush || len(got) != 2 {
+		t.Fatalf("envelopes by user %v, want carol told to listen and bob pushed the join", got)
+	}
+}
