@@ -13,6 +13,11 @@ const (
 	targetFirstSyncP99MS   = 200
 	targetConvListP99MS    = 20
 	targetBytesPerBodyByte = 2
+	// targetCatchupPerBodyByte and targetResponses: the full catch-up
+	// moves no more bytes on the wire than the bodies hold, in at most 60
+	// answers.
+	targetCatchupPerBodyByte = 1.0
+	targetResponses          = 60
 )
 
 type result struct {
@@ -21,25 +26,30 @@ type result struct {
 	Machine   harness.Machine `json:"machine"`
 	Bodies    string          `json:"bodies"`
 
-	Messages                        int     `json:"messages"`
-	MentionsExpected                int     `json:"mentions_expected"`
-	MentionsInFirstResponse         int     `json:"mentions_in_first_response"`
-	DirectExpected                  int     `json:"direct_expected"`
-	DirectInFirstResponse           int     `json:"direct_in_first_response"`
-	Lost                            int     `json:"lost"`
-	Duplicates                      int     `json:"duplicates"`
-	Redelivered                     int     `json:"redelivered"`
-	IncompleteRanges                int     `json:"incomplete_ranges"`
-	FirstResponseBytes              int     `json:"first_response_bytes"`
-	MaxResponseBytes                int     `json:"max_response_bytes"`
-	Responses                       int     `json:"responses"`
-	PageResponses                   int     `json:"page_responses"`
-	ConvListP50MS                   float64 `json:"conv_list_p50_ms"`
-	ConvListP99MS                   float64 `json:"conv_list_p99_ms"`
-	FirstSyncP50MS                  float64 `json:"first_sync_p50_ms"`
-	FirstSyncP99MS                  float64 `json:"first_sync_p99_ms"`
-	FullCatchupMS                   float64 `json:"full_catchup_ms"`
-	FullCatchupBytes                int64   `json:"full_catchup_bytes"`
+	Messages                int     `json:"messages"`
+	MentionsExpected        int     `json:"mentions_expected"`
+	MentionsInFirstResponse int     `json:"mentions_in_first_response"`
+	DirectExpected          int     `json:"direct_expected"`
+	DirectInFirstResponse   int     `json:"direct_in_first_response"`
+	Lost                    int     `json:"lost"`
+	Duplicates              int     `json:"duplicates"`
+	Redelivered             int     `json:"redelivered"`
+	IncompleteRanges        int     `json:"incomplete_ranges"`
+	FirstResponseBytes      int     `json:"first_response_bytes"`
+	MaxResponseBytes        int     `json:"max_response_bytes"`
+	Responses               int     `json:"responses"`
+	PageResponses           int     `json:"page_responses"`
+	ConvListP50MS           float64 `json:"conv_list_p50_ms"`
+	ConvListP99MS           float64 `json:"conv_list_p99_ms"`
+	FirstSyncP50MS          float64 `json:"first_sync_p50_ms"`
+	FirstSyncP99MS          float64 `json:"first_sync_p99_ms"`
+	FullCatchupMS           float64 `json:"full_catchup_ms"`
+	FullCatchupBytes        int64   `json:"full_catchup_bytes"`
+	// FullCatchupBytes is on the wire; FullCatchupDecodedBytes the same
+	// answers' JSON, as the budgets count it.
+	FullCatchupDecodedBytes         int64   `json:"full_catchup_decoded_bytes"`
+	FullCatchupPerBodyByte          float64 `json:"full_catchup_bytes_per_body_byte"`
+	FirstResponseDecodedSize        int     `json:"first_response_decoded_bytes"`
 	PipelineDrainMS                 float64 `json:"pipeline_drain_ms"`
 	BodyBytes                       int64   `json:"body_bytes"`
 	RedisBytes                      int64   `json:"redis_bytes"`
@@ -72,19 +82,26 @@ type result struct {
 // finish decides the targets and writes the notes.
 func (r *result) finish() {
 	r.Targets = map[string]bool{
-		"lost_0":                      r.Lost == 0,
-		"duplicates_0":                r.Duplicates == 0,
-		"all_mentions_first":          r.MentionsInFirstResponse == r.MentionsExpected,
-		"max_response_bytes_150000":   r.MaxResponseBytes <= targetMaxResponseBytes,
-		"first_sync_p99_200ms":        r.FirstSyncP99MS <= targetFirstSyncP99MS,
-		"conv_list_p99_20ms":          r.ConvListP99MS <= targetConvListP99MS,
-		"redis_bytes_per_body_byte_2": r.RedisBytesPerBodyByte <= targetBytesPerBodyByte,
-		"baseline_loses_mentions":     r.BaselineMentionsInFirstResponse < r.MentionsExpected,
+		"lost_0":                        r.Lost == 0,
+		"duplicates_0":                  r.Duplicates == 0,
+		"all_mentions_first":            r.MentionsInFirstResponse == r.MentionsExpected,
+		"max_response_bytes_150000":     r.MaxResponseBytes <= targetMaxResponseBytes,
+		"first_sync_p99_200ms":          r.FirstSyncP99MS <= targetFirstSyncP99MS,
+		"conv_list_p99_20ms":            r.ConvListP99MS <= targetConvListP99MS,
+		"redis_bytes_per_body_byte_2":   r.RedisBytesPerBodyByte <= targetBytesPerBodyByte,
+		"catchup_bytes_per_body_byte_1": r.FullCatchupPerBodyByte <= targetCatchupPerBodyByte,
+		"responses_60":                  r.Responses+r.PageResponses <= targetResponses,
+		"baseline_loses_mentions":       r.BaselineMentionsInFirstResponse < r.MentionsExpected,
 	}
 	r.Notes = []string{
 		"the device was up to date before the 5 days; it catches up with POST /v1/sync (API defaults: 200 per " +
 			"conversation, 128 KiB budget), acks each answer, syncs again until nothing is new, then pages every gap " +
-			"and rebased backlog with GET /v1/conversations/{conv}/messages (limit 200)",
+			"and rebased backlog with GET /v1/conversations/{conv}/messages, each page bounded by its byte budget " +
+			"(max_bytes, up to 5000 messages: 128 KiB on the wire times the decoded bytes per wire byte seen so far), " +
+			"all with Accept-Encoding: zstd, gzip",
+		"bytes are on the wire (zstd, fastest level, as the server negotiated it) unless said decoded; the budgets " +
+			"count decoded JSON; messages inside a conversation slice leave out conv_id, epoch and conv_type, and " +
+			"text bodies are JSON strings",
 		"lost: messages sent to the VIP that the device does not hold at the end; duplicates: extra copies of one " +
 			"client_msg_id under different seqs; redelivered: a seq received again (a mention in the lane and again " +
 			"in its conversation), dropped by the client",
@@ -110,12 +127,17 @@ func printTable(r *result) []harness.Row {
 		harness.Info("first response", kb(r.FirstResponseBytes), kb(r.BaselineFirstResponseBytes)),
 		harness.Check("largest response", kb(r.MaxResponseBytes), kb(r.BaselineFirstResponseBytes), "<= 150 KB",
 			r.MaxResponseBytes <= targetMaxResponseBytes),
-		harness.Info("responses (syncs + gap pages)", fmt.Sprintf("%d + %d", r.Responses, r.PageResponses), "1"),
+		harness.Info("first response, decoded", kb(r.FirstResponseDecodedSize), ""),
+		harness.Check("responses (syncs + gap pages)", fmt.Sprintf("%d + %d", r.Responses, r.PageResponses), "1", "<= 60",
+			r.Responses+r.PageResponses <= targetResponses),
 		harness.Check("conversation list P99", ms(r.ConvListP99MS), "-", "<= 20 ms", r.ConvListP99MS <= targetConvListP99MS),
 		harness.Check("first sync P99", ms(r.FirstSyncP99MS), ms(r.BaselinePullP99MS), "<= 200 ms",
 			r.FirstSyncP99MS <= targetFirstSyncP99MS),
 		harness.Info("full catch-up", ms(r.FullCatchupMS), ms(r.BaselineFullCatchupMS)+" (then lost)"),
 		harness.Info("full catch-up bytes", kb(int(r.FullCatchupBytes)), kb(r.BaselineFirstResponseBytes)),
+		harness.Info("full catch-up bytes, decoded", kb(int(r.FullCatchupDecodedBytes)), ""),
+		harness.Check("full catch-up bytes per body byte", fmt.Sprintf("%.2f", r.FullCatchupPerBodyByte), "-", "<= 1.0",
+			r.FullCatchupPerBodyByte <= targetCatchupPerBodyByte),
 		harness.Check("Redis bytes per body byte", fmt.Sprintf("%.2f", r.RedisBytesPerBodyByte),
 			fmt.Sprintf("%.0f (extrapolated)", r.BaselineBytesPerBodyByteExtrapolated), "<= 2",
 			r.RedisBytesPerBodyByte <= targetBytesPerBodyByte),
