@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -70,6 +72,9 @@ type result struct {
 	// with a run in the clear (-seal both).
 	Sealed  bool         `json:"sealed"`
 	Sealing *sealingCost `json:"sealing_cost,omitempty"`
+
+	// Before: the catch-up of an earlier result (--before), to compare.
+	Before *before `json:"before,omitempty"`
 
 	Memory   harness.Census  `json:"memory"`
 	Anatomy  *anatomy        `json:"memory_anatomy"`
@@ -143,6 +148,14 @@ func printTable(r *result) []harness.Row {
 			r.RedisBytesPerBodyByte <= targetBytesPerBodyByte),
 		harness.Info("  of which conversation keys", fmt.Sprintf("%.2f", r.ConvBytesPerBodyByte), ""),
 		harness.Info("pipeline drain (produce + fanout)", ms(r.PipelineDrainMS), ""),
+	}
+	if b := r.Before; b != nil {
+		rows = append(rows,
+			harness.Info("before: first / largest response", kb(b.FirstResponseBytes)+" / "+kb(b.MaxResponseBytes), ""),
+			harness.Info("before: responses (syncs + gap pages)", fmt.Sprintf("%d + %d", b.Responses, b.PageResponses), ""),
+			harness.Info("before: full catch-up bytes", kb(int(b.FullCatchupBytes)), ""),
+			harness.Info("before: full catch-up bytes per body byte", fmt.Sprintf("%.2f", b.perBodyByte()), ""),
+			harness.Info("before: first sync P99, full catch-up", ms(b.FirstSyncP99MS)+", "+ms(b.FullCatchupMS), ""))
 	}
 	if c := r.Sealing; c != nil {
 		rows = append(rows,
@@ -226,4 +239,41 @@ func kindCosts(clear, sealed harness.Census, messages int) []kindCost {
 		res[i] = *k
 	}
 	return res
+}
+
+// before is what an earlier result said of the catch-up.
+type before struct {
+	FirstResponseBytes int     `json:"first_response_bytes"`
+	MaxResponseBytes   int     `json:"max_response_bytes"`
+	Responses          int     `json:"responses"`
+	PageResponses      int     `json:"page_responses"`
+	FullCatchupBytes   int64   `json:"full_catchup_bytes"`
+	BodyBytes          int64   `json:"body_bytes"`
+	FirstSyncP99MS     float64 `json:"first_sync_p99_ms"`
+	FullCatchupMS      float64 `json:"full_catchup_ms"`
+}
+
+func (b *before) perBodyByte() float64 {
+	return harness.Round(harness.Ratio(float64(b.FullCatchupBytes), float64(b.BodyBytes)), 3)
+}
+
+// readBefore reads the catch-up figures of an earlier --json result; a
+// result with a before of its own gives that one's, so that a rerun
+// compares with the same earlier figures.
+func readBefore(path string) (*before, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-before: %w", err)
+	}
+	var r struct {
+		before
+		Before *before `json:"before"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("-before %s: %w", path, err)
+	}
+	if r.Before != nil {
+		return r.Before, nil
+	}
+	return &r.before, nil
 }
