@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -62,7 +63,10 @@ func (c *coders) encode(ctx context.Context, coding string, data []byte) (_ []by
 		case <-ctx.Done():
 			return nil, false
 		}
-		defer func() { c.gzip <- w }()
+		defer func() {
+			w.Reset(io.Discard) // the pool keeps no answer alive
+			c.gzip <- w
+		}()
 		var buf bytes.Buffer
 		buf.Grow(len(data) / 3)
 		if w == nil {

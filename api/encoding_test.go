@@ -146,3 +146,28 @@ func TestAPageIsBoundedByItsByteBudgetRatherThanTwoHundredMessages(t *testing.T)
 		t.Fatalf("an 8 KiB page of the newest: %d bytes, has_more %v, last %d", len(data), newest.HasMore, newest.Messages[len(newest.Messages)-1].Seq)
 	}
 }
+
+// BenchmarkAnswerCoding is the CPU a 128 KiB answer of text messages
+// costs in each coding (compare the codings in one run).
+func BenchmarkAnswerCoding(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < DefaultSyncBytes; i++ {
+		fmt.Fprintf(&sb, `{"seq":%d,"write_time_ms":17961276%05d,"client_msg_id":"%08x-1f2e-4a3b-9c8d-%012x","kind":"message",`+
+			`"sender":"u%05d","text":"the meeting moved to thursday, bring the slides %d","send_time_ms":17961276%05d},`, i, i, i*7919, i*104729, i%977, i, i)
+	}
+	data := []byte(sb.String())
+	c, err := newCoders(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, coding := range []string{codingZstd, codingGzip} {
+		b.Run(coding, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			var out []byte
+			for b.Loop() {
+				out, _ = c.encode(b.Context(), coding, data)
+			}
+			b.ReportMetric(float64(len(out))/float64(len(data)), "wire/decoded")
+		})
+	}
+}

@@ -116,6 +116,11 @@ func (r *result) finish() {
 		"baseline: the VIP's copies in a flat Redis list, pulled in one box over HTTP (JSON, base64 bodies like the " +
 			"API), newest 200 per conversation; the cursor then moves to the end, so what was cut is lost",
 	}
+	if b := r.Before; b != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("before: an earlier run's figures (--before); bytes and counts compare across "+
+			"runs, latencies only within one: the baseline's pull P99 was %.1f ms then and %.1f ms in this run",
+			b.BaselinePullP99MS, r.BaselinePullP99MS))
+	}
 }
 
 func printTable(r *result) []harness.Row {
@@ -251,6 +256,7 @@ type before struct {
 	BodyBytes          int64   `json:"body_bytes"`
 	FirstSyncP99MS     float64 `json:"first_sync_p99_ms"`
 	FullCatchupMS      float64 `json:"full_catchup_ms"`
+	BaselinePullP99MS  float64 `json:"baseline_pull_p99_ms"`
 }
 
 func (b *before) perBodyByte() float64 {
