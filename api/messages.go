@@ -126,7 +126,7 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	if len(p.Messages) > 0 {
 		out.ConvType = schemas.ConvTypeName(p.Messages[0].GetMessage().GetConvType())
 	}
-	if kept := withinBytes(msgs, pq.MaxBytes-pageEnvelopeBytes-len(conv), !pq.HasAfter); len(kept) < len(msgs) {
+	if kept := withinBytes(msgs, pq.MaxBytes-pageEnvelopeBytes-len(appendJSONString(nil, conv)), !pq.HasAfter); len(kept) < len(msgs) {
 		msgs, out.HasMore = kept, true
 	}
 	out.Messages = msgs
