@@ -131,12 +131,12 @@ func TestAPageIsBoundedByItsByteBudgetRatherThanTwoHundredMessages(t *testing.T)
 	})
 	e.callOK(http.StatusBadRequest, "GET", "/v1/conversations/team/messages?after=0&limit=201", ann, nil, nil)
 	var whole tPage
-	data := e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0&limit=5000&max_bytes=1048576", ann, nil, &whole)
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0&limit=5000&max_bytes=1048576", ann, nil, &whole)
 	if len(whole.Messages) != n+1 || whole.HasMore || whole.ConvType != "group" {
 		t.Fatalf("a 1 MiB page of %d messages: %d messages, has_more %v, conv_type %q", n+1, len(whole.Messages), whole.HasMore, whole.ConvType)
 	}
 	var cut tPage
-	data = e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0&limit=5000&max_bytes=8192", ann, nil, &cut)
+	data := e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0&limit=5000&max_bytes=8192", ann, nil, &cut)
 	if len(data) > 8192 || !cut.HasMore || len(cut.Messages) == 0 || cut.Messages[0].Seq != 1 {
 		t.Fatalf("an 8 KiB page: %d bytes, has_more %v, %d messages", len(data), cut.HasMore, len(cut.Messages))
 	}
