@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,7 +57,10 @@ func TestAnswersComeInTheNegotiatedCodingAndDecodeToTheSameJSON(t *testing.T) {
 	}
 	eventually(t, "the messages are sequenced", func() (bool, string) {
 		var p tPage
-		e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?after=0&limit=200", ann, nil, &p)
+		code, data := e.call("GET", "/v1/conversations/team/messages?after=0&limit=200", ann, nil)
+		if code != http.StatusOK || json.Unmarshal(data, &p) != nil {
+			return false, fmt.Sprintf("%d %s", code, data)
+		}
 		return len(p.Messages) == 41, fmt.Sprintf("%d messages", len(p.Messages))
 	})
 	get := func(accept string) (*http.Response, []byte) {
@@ -126,7 +130,10 @@ func TestAPageIsBoundedByItsByteBudgetRatherThanTwoHundredMessages(t *testing.T)
 	}
 	eventually(t, "the messages are sequenced", func() (bool, string) {
 		var p tPage
-		e.callOK(http.StatusOK, "GET", "/v1/conversations/team/messages?limit=1", ann, nil, &p)
+		code, data := e.call("GET", "/v1/conversations/team/messages?limit=1", ann, nil)
+		if code != http.StatusOK || json.Unmarshal(data, &p) != nil {
+			return false, fmt.Sprintf("%d %s", code, data)
+		}
 		return p.MaxSeq == n+1, fmt.Sprintf("max seq %d", p.MaxSeq)
 	})
 	e.callOK(http.StatusBadRequest, "GET", "/v1/conversations/team/messages?after=0&limit=201", ann, nil, nil)
