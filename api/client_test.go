@@ -65,8 +65,8 @@ func (c *client) store(t *testing.T, conv string, epoch uint64, ms []messageJSON
 	}
 	c.epochs[conv] = epoch
 	for i, m := range ms {
-		if m.ConvID != conv {
-			t.Fatalf("message of %s in the page of %s", m.ConvID, conv)
+		if m.ConvID != "" || m.Epoch != 0 || m.ConvType != "" {
+			t.Fatalf("a message of the slice of %s repeats what the slice says once: %+v", conv, m)
 		}
 		if i > 0 && m.Seq != ms[i-1].Seq+1 {
 			t.Fatalf("%s page not in seq order: %d after %d", conv, m.Seq, ms[i-1].Seq)

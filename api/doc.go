@@ -22,6 +22,12 @@
 // once, in redisstore/sync_budget.go. The API's part is the sizer
 // (sync.go), which measures each part of the answer as it will be encoded.
 //
+// Answers are compressed as Accept-Encoding asks (encoding.go: zstd or
+// gzip by q-value, identity for small answers and clients that ask
+// nothing, 406 when nothing is acceptable); budgets count the JSON before
+// the coding. Messages inside a conversation slice leave out what the
+// slice says once, and text bodies are JSON strings (message_json.go).
+//
 // Metrics: pull latency and response size histograms per route and sync
 // answer shapes. The users who have not pulled and the devices that
 // drifted apart are not visible on the request path; the device census

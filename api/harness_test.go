@@ -284,6 +284,7 @@ type tSyncConv struct {
 type tPage struct {
 	ConvID     string        `json:"conv_id"`
 	Epoch      uint64        `json:"epoch"`
+	ConvType   string        `json:"conv_type"`
 	MaxSeq     uint64        `json:"max_seq"`
 	FirstSeq   uint64        `json:"first_seq"`
 	HasMore    bool          `json:"has_more"`
@@ -320,4 +321,20 @@ func atAll(m *schemas.Message) { m.MentionAll = true }
 func founding(conv string, founders ...string) *schemas.Message {
 	return &schemas.Message{ClientMsgId: conv + "-create", ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
 		Sender: founders[0], Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: founders}
+}
+
+// UnmarshalJSON reads either form of a message back, the text into Body,
+// as a client holds it.
+func (m *messageJSON) UnmarshalJSON(data []byte) error {
+	type plain messageJSON
+	if err := json.Unmarshal(data, (*plain)(m)); err != nil {
+		return err
+	}
+	if m.Text != nil {
+		m.Body = []byte(*m.Text)
+		if m.ContentType == "" {
+			m.ContentType = "text/plain"
+		}
+	}
+	return nil
 }

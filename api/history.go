@@ -79,7 +79,7 @@ func (s *Server) pageHistory(r *http.Request, id auth.Identity) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	msgs, err := s.encodeMessages(r.Context(), page)
+	msgs, err := s.encodeMessages(r.Context(), page, fullForm)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -109,14 +109,14 @@ func messageFrame(sq *schemas.Sequenced, attempt int) []byte {
 	out = append(out, `{"type":"message","attempt":`...)
 	out = strconv.AppendInt(out, int64(attempt), 10)
 	out = append(out, `,"message":`...)
-	out = appendMessageJSON(out, sq)
+	out = appendMessageJSON(out, sq, fullForm)
 	return append(out, '}')
 }
 
 // ephemeralFrame is {"type":"ephemeral","message":{...}}: a QoS 0 record
 // (seq 0, never stored).
 func ephemeralFrame(m *schemas.Message) []byte {
-	return []byte(`{"type":"ephemeral","message":` + string(appendMessageJSON(nil, &schemas.Sequenced{Message: m})) + `}`)
+	return []byte(`{"type":"ephemeral","message":` + string(appendMessageJSON(nil, &schemas.Sequenced{Message: m}, fullForm)) + `}`)
 }
 
 func jsonFrame(v any) []byte {

@@ -3,57 +3,104 @@ package api
 import (
 	"encoding/base64"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// messageJSON is a sequenced message as every read answer shows it.
+// messageJSON is a sequenced message as every read answer shows it, in
+// its full form (mentions, history, the live channel). Inside a
+// conversation slice (a sync answer's conversations, a page of messages)
+// the slice form leaves out what every message of the slice shares and the
+// slice says once: conv_id, epoch and conv_type.
 type messageJSON struct {
-	ConvID      string   `json:"conv_id"`
+	ConvID      string   `json:"conv_id,omitempty"`
 	Seq         uint64   `json:"seq"`
-	Epoch       uint64   `json:"epoch"`
+	Epoch       uint64   `json:"epoch,omitempty"`
 	WriteTimeMS int64    `json:"write_time_ms"`
 	ClientMsgID string   `json:"client_msg_id"`
-	ConvType    string   `json:"conv_type"`
+	ConvType    string   `json:"conv_type,omitempty"`
 	Kind        string   `json:"kind"`
 	Sender      string   `json:"sender"`
 	Recipients  []string `json:"recipients,omitempty"`
 	Mentions    []string `json:"mentions,omitempty"`
 	MentionAll  bool     `json:"mention_all,omitempty"`
 	ContentType string   `json:"content_type,omitempty"`
-	// Body is base64, as the body is opaque bytes (it may be encrypted).
-	Body       []byte `json:"body"`
-	SendTimeMS int64  `json:"send_time_ms,omitempty"`
+	// Text is the body of a text message (content_type text/..., valid
+	// UTF-8) as a string; Body is every other body, base64, as it is
+	// opaque bytes. A message has one of the two. With Text, an absent
+	// ContentType means text/plain, the type of most messages.
+	Text       *string `json:"text,omitempty"`
+	Body       []byte  `json:"body,omitempty"`
+	SendTimeMS int64   `json:"send_time_ms,omitempty"`
 }
 
-func toMessageJSON(sq *schemas.Sequenced) messageJSON {
+// messageForm says which fields a message's JSON carries.
+type messageForm int
+
+const (
+	fullForm  messageForm = iota // every field
+	sliceForm                    // without conv_id, epoch, conv_type: the slice has them
+)
+
+// textPlain is the content type a text body without one has.
+const textPlain = "text/plain"
+
+// bodyText is the body as the text field carries it: a text content type
+// and valid UTF-8 (anything else would not survive as a JSON string).
+func bodyText(m *schemas.Message) (string, bool) {
+	ct := m.GetContentType()
+	if len(ct) < 5 || !strings.EqualFold(ct[:5], "text/") || m.GetBody() == nil || !utf8.Valid(m.GetBody()) {
+		return "", false
+	}
+	return string(m.GetBody()), true
+}
+
+func toMessageJSON(sq *schemas.Sequenced, form messageForm) messageJSON {
 	m := sq.GetMessage()
-	return messageJSON{
-		ConvID: m.GetConvId(), Seq: sq.GetSeq(), Epoch: sq.GetEpoch(), WriteTimeMS: sq.GetWriteTimeMs(),
-		ClientMsgID: m.GetClientMsgId(), ConvType: schemas.ConvTypeName(m.GetConvType()), Kind: schemas.KindName(m.GetKind()),
+	out := messageJSON{
+		Seq: sq.GetSeq(), WriteTimeMS: sq.GetWriteTimeMs(), ClientMsgID: m.GetClientMsgId(), Kind: schemas.KindName(m.GetKind()),
 		Sender: m.GetSender(), Recipients: m.GetRecipients(), Mentions: m.GetMentions(), MentionAll: m.GetMentionAll(),
 		ContentType: m.GetContentType(), Body: m.GetBody(), SendTimeMS: m.GetSendTimeMs(),
 	}
+	if form == fullForm {
+		out.ConvID, out.Epoch, out.ConvType = m.GetConvId(), sq.GetEpoch(), schemas.ConvTypeName(m.GetConvType())
+	}
+	if t, ok := bodyText(m); ok {
+		out.Text, out.Body = &t, nil
+		if out.ContentType == textPlain {
+			out.ContentType = ""
+		}
+	}
+	return out
 }
 
-// appendMessageJSON writes what json.Marshal(toMessageJSON(sq)) writes,
-// byte for byte, without reflection: a sync answer encodes hundreds of
-// messages and reflection was most of its cost.
-func appendMessageJSON(dst []byte, sq *schemas.Sequenced) []byte {
+// appendMessageJSON writes what json.Marshal(toMessageJSON(sq, form))
+// writes, byte for byte, without reflection: a sync answer encodes
+// hundreds of messages and reflection was most of its cost.
+func appendMessageJSON(dst []byte, sq *schemas.Sequenced, form messageForm) []byte {
 	m := sq.GetMessage()
-	dst = append(dst, `{"conv_id":`...)
-	dst = appendJSONString(dst, m.GetConvId())
-	dst = append(dst, `,"seq":`...)
+	dst = append(dst, '{')
+	if c := m.GetConvId(); form == fullForm && c != "" {
+		dst = append(dst, `"conv_id":`...)
+		dst = appendJSONString(dst, c)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"seq":`...)
 	dst = strconv.AppendUint(dst, sq.GetSeq(), 10)
-	dst = append(dst, `,"epoch":`...)
-	dst = strconv.AppendUint(dst, sq.GetEpoch(), 10)
+	if form == fullForm && sq.GetEpoch() != 0 { // 0: an ephemeral message, never stored
+		dst = append(dst, `,"epoch":`...)
+		dst = strconv.AppendUint(dst, sq.GetEpoch(), 10)
+	}
 	dst = append(dst, `,"write_time_ms":`...)
 	dst = strconv.AppendInt(dst, sq.GetWriteTimeMs(), 10)
 	dst = append(dst, `,"client_msg_id":`...)
 	dst = appendJSONString(dst, m.GetClientMsgId())
-	dst = append(dst, `,"conv_type":`...)
-	dst = appendJSONString(dst, schemas.ConvTypeName(m.GetConvType()))
+	if form == fullForm {
+		dst = append(dst, `,"conv_type":`...)
+		dst = appendJSONString(dst, schemas.ConvTypeName(m.GetConvType()))
+	}
 	dst = append(dst, `,"kind":`...)
 	dst = appendJSONString(dst, schemas.KindName(m.GetKind()))
 	dst = append(dst, `,"sender":`...)
@@ -67,14 +114,14 @@ func appendMessageJSON(dst []byte, sq *schemas.Sequenced) []byte {
 	if m.GetMentionAll() {
 		dst = append(dst, `,"mention_all":true`...)
 	}
-	if ct := m.GetContentType(); ct != "" {
+	t, isText := bodyText(m)
+	if ct := m.GetContentType(); ct != "" && (!isText || ct != textPlain) {
 		dst = appendJSONString(append(dst, `,"content_type":`...), ct)
 	}
-	dst = append(dst, `,"body":`...)
-	if body := m.GetBody(); body == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '"')
+	if isText {
+		dst = appendJSONString(append(dst, `,"text":`...), t)
+	} else if body := m.GetBody(); len(body) > 0 {
+		dst = append(dst, `,"body":"`...)
 		dst = base64.StdEncoding.AppendEncode(dst, body)
 		dst = append(dst, '"')
 	}

@@ -11,13 +11,22 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// pageBytes bounds the raw entries of one page so that its JSON (bodies in
-// base64 grow by a third) stays near DefaultSyncBytes.
-const pageBytes = DefaultSyncBytes * 3 / 4
+// A page is bounded by its byte budget, counted as a sync answer's is
+// (redisstore/sync_budget.go): max_bytes of JSON, DefaultSyncBytes unless
+// the client asks. With max_bytes the limit may go up to
+// MaxBudgetedPageLimit: a background catch-up asks for pages the budget
+// bounds, not 200 messages.
+const MaxBudgetedPageLimit = 5000
+
+// pageEnvelopeBytes is room for a page's fields around its messages.
+const pageEnvelopeBytes = 256
 
 type pageJSON struct {
-	ConvID   string `json:"conv_id"`
-	Epoch    uint64 `json:"epoch"`
+	ConvID string `json:"conv_id"`
+	Epoch  uint64 `json:"epoch"`
+	// ConvType is what every message of the page shares (the messages, in
+	// the slice form, leave it out); absent when there is none.
+	ConvType string `json:"conv_type,omitempty"`
 	MaxSeq   uint64 `json:"max_seq"`
 	FirstSeq uint64 `json:"first_seq"`
 	HasMore  bool   `json:"has_more"`
@@ -76,7 +85,7 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 		return 0, nil, invalidField("", err)
 	}
 	q := r.URL.Query()
-	if err := onlyParams(q, "after", "before", "from", "to", "limit", "epoch"); err != nil {
+	if err := onlyParams(q, "after", "before", "from", "to", "limit", "epoch", "max_bytes"); err != nil {
 		return 0, nil, err
 	}
 	pq, err := pageRange(q)
@@ -86,10 +95,18 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	if pq.Epoch, _, err = seqParam(q.Get("epoch"), "epoch"); err != nil {
 		return 0, nil, err
 	}
-	if pq.Limit, err = intParam(q.Get("limit"), "limit", DefaultPageLimit, 1, MaxPageLimit); err != nil {
+	if pq.MaxBytes, err = intParam(q.Get("max_bytes"), "max_bytes", DefaultSyncBytes, MinSyncBytes, MaxSyncBytes); err != nil {
 		return 0, nil, err
 	}
-	pq.MaxBytes = pageBytes
+	maxLimit := MaxPageLimit
+	if q.Has("max_bytes") {
+		maxLimit = MaxBudgetedPageLimit
+	}
+	if pq.Limit, err = intParam(q.Get("limit"), "limit", DefaultPageLimit, 1, maxLimit); err != nil {
+		return 0, nil, err
+	}
+	// The store cuts on raw entry bytes, never more than their JSON: what
+	// it leaves out could not have fitted; the JSON is cut below.
 	p, err := s.router.Main().ReadPage(r.Context(), id.User, conv, pq)
 	if ee := (*redisstore.EpochError)(nil); errors.As(err, &ee) {
 		return 0, nil, epochMismatch("epoch", ee.Asked, ee.Current)
@@ -100,10 +117,39 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	if pq.HasAfter && pq.After > p.MaxSeq {
 		return 0, nil, badRequest("after", "%d is beyond the conversation's max seq %d", pq.After, p.MaxSeq)
 	}
-	msgs, err := s.encodeMessages(r.Context(), p.Messages)
+	msgs, err := s.encodeMessages(r.Context(), p.Messages, sliceForm)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, pageJSON{ConvID: conv, Epoch: p.Epoch, MaxSeq: p.MaxSeq, FirstSeq: p.First,
-		HasMore: p.HasMore, Incomplete: p.Incomplete, Messages: msgs}, nil
+	out := pageJSON{ConvID: conv, Epoch: p.Epoch, MaxSeq: p.MaxSeq, FirstSeq: p.First,
+		HasMore: p.HasMore, Incomplete: p.Incomplete}
+	if len(p.Messages) > 0 {
+		out.ConvType = schemas.ConvTypeName(p.Messages[0].GetMessage().GetConvType())
+	}
+	if kept := withinBytes(msgs, pq.MaxBytes-pageEnvelopeBytes-len(appendJSONString(nil, conv)), !pq.HasAfter); len(kept) < len(msgs) {
+		msgs, out.HasMore = kept, true
+	}
+	out.Messages = msgs
+	return http.StatusOK, out, nil
+}
+
+// withinBytes keeps the messages whose JSON fits in room (at least one),
+// from the oldest or, fromTop, from the newest: the end a page keeps.
+func withinBytes(msgs []json.RawMessage, room int, fromTop bool) []json.RawMessage {
+	used, n := 0, 0
+	for i := range msgs {
+		j := i
+		if fromTop {
+			j = len(msgs) - 1 - i
+		}
+		if size := len(msgs[j]) + 1; n == 0 || used+size <= room {
+			used, n = used+size, n+1
+			continue
+		}
+		break
+	}
+	if fromTop {
+		return msgs[len(msgs)-n:]
+	}
+	return msgs[:n]
 }

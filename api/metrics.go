@@ -19,6 +19,9 @@ type metrics struct {
 	// queueWait: how long requests waited for a slot (only those that
 	// found none free).
 	queueWait prometheus.Histogram
+	// coded counts the decoded bytes of answers by the content coding they
+	// went in (offlinebox_api_response_bytes has the bytes on the wire).
+	coded *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
 		}, []string{"route"}),
 		bytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "offlinebox_api_response_bytes", Help: "API response body size by route.",
+			Name: "offlinebox_api_response_bytes", Help: "API response body size on the wire by route.",
 			Buckets: prometheus.ExponentialBuckets(256, 2, 14),
 		}, []string{"route"}),
 		rebases: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,11 +48,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_api_queue_wait_seconds", Help: "Time requests waited for a slot among MaxInFlight, of those that found none free.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
 		}),
+		coded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_api_response_decoded_bytes_total", Help: "Bytes of API answers before their content coding, by coding.",
+		}, []string{"coding"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait, m.coded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

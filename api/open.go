@@ -42,14 +42,14 @@ func (s *Server) openPreview(ctx context.Context, conv, text string) (string, er
 }
 
 // encodeMessages opens and renders messages as JSON, in order.
-func (s *Server) encodeMessages(ctx context.Context, ms []*schemas.Sequenced) ([]json.RawMessage, error) {
+func (s *Server) encodeMessages(ctx context.Context, ms []*schemas.Sequenced, form messageForm) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(ms))
 	for i, m := range ms {
 		open, err := s.openMessage(ctx, m)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = appendMessageJSON(nil, open)
+		out[i] = appendMessageJSON(nil, open, form)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 )
 
 // openAPISpec is openapi.yaml loaded and validated by kin-openapi, and a
@@ -94,10 +98,37 @@ func validatingHandler(t testing.TB, h http.Handler) http.Handler {
 			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts},
 			Status:                 rec.Code, Header: rec.Header(), Options: opts,
 		}
-		in.SetBodyBytes(rec.Body.Bytes())
+		body, err := decodedAnswer(rec.Header().Get("Content-Encoding"), rec.Body.Bytes())
+		if err != nil {
+			t.Errorf("%s %s answered %d in %q that does not decode: %v", r.Method, r.URL.Path, rec.Code, rec.Header().Get("Content-Encoding"), err)
+			return
+		}
+		in.SetBodyBytes(body)
 		if err := openapi3filter.ValidateResponse(r.Context(), in); err != nil {
 			t.Errorf("%s %s answered %d, which openapi.yaml does not allow: %s\nbody: %s",
-				r.Method, r.URL.Path, rec.Code, strings.ReplaceAll(err.Error(), "\n", "\n  "), bytes.TrimSpace(rec.Body.Bytes()))
+				r.Method, r.URL.Path, rec.Code, strings.ReplaceAll(err.Error(), "\n", "\n  "), bytes.TrimSpace(body))
 		}
 	})
+}
+
+// decodedAnswer undoes an answer's content coding.
+func decodedAnswer(coding string, data []byte) ([]byte, error) {
+	switch coding {
+	case "":
+		return data, nil
+	case "zstd":
+		d, err := zstd.NewReader(nil)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.DecodeAll(data, nil)
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(zr)
+	}
+	return nil, fmt.Errorf("unknown content coding %q", coding)
 }

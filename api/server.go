@@ -59,6 +59,7 @@ type Server struct {
 	encoded  *sharedEncodings
 	handler  http.Handler
 	live     *liveHub
+	coders   *coders
 }
 
 // New returns a Server over deps.
@@ -79,8 +80,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
+	cs, err := newCoders(0)
+	if err != nil {
+		return nil, fmt.Errorf("api: %w", err)
+	}
 	s := &Server{
-		cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
+		coders: cs, cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 	}
@@ -237,7 +242,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 	if err != nil {
 		return s.writeError(w, s.classify(r, err))
 	}
-	return writeJSON(w, status, body)
+	return s.writeAnswer(w, r, status, body)
 }
 
 // takeSlot waits for a slot among the requests worked on. A burst (every
@@ -367,16 +372,30 @@ func (s *Server) writeError(w http.ResponseWriter, e *apiError) (int, int) {
 	return writeJSON(w, e.status, errorBody{Error: errorDetail{Code: e.code, Field: e.field, Message: e.msg}})
 }
 
-// writeJSON answers status with body (pre-encoded when a []byte).
+// writeJSON answers status with body (pre-encoded when a []byte), as it
+// is: errors and what is answered before a request is read.
 func writeJSON(w http.ResponseWriter, status int, body any) (int, int) {
+	data, status := encodeJSON(status, body)
+	w.Header().Set("Vary", "Accept-Encoding")
+	return writeRaw(w, status, data)
+}
+
+// encodeJSON is body as JSON (as it is when a []byte); an answer that
+// cannot be encoded becomes a 500.
+func encodeJSON(status int, body any) ([]byte, int) {
 	data, ok := body.([]byte)
 	if !ok {
 		var err error
 		if data, err = json.Marshal(body); err != nil {
-			status = http.StatusInternalServerError
-			data = []byte(`{"error":{"code":"internal","message":"could not encode the answer"}}`)
+			return []byte(`{"error":{"code":"internal","message":"could not encode the answer"}}`), http.StatusInternalServerError
 		}
 	}
+	return data, status
+}
+
+// writeRaw writes an encoded JSON answer; its Content-Encoding, if any, is
+// set already.
+func writeRaw(w http.ResponseWriter, status int, data []byte) (int, int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -187,9 +187,9 @@ type syncSizer struct {
 	ctx    context.Context
 	device string
 	open   func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)
-	msgs   map[*schemas.Sequenced]json.RawMessage
-	// shared are the encodings other syncs made of the same decoded
-	// entries (nil: none).
+	msgs   map[encodedAs]json.RawMessage
+	// shared are the slice-form encodings other syncs made of the same
+	// decoded entries (nil: none).
 	shared *sharedEncodings
 	// peers are the peer cursors of direct conversations, read once the
 	// answer is cut (the budget counts room for them).
@@ -198,7 +198,14 @@ type syncSizer struct {
 }
 
 func newSyncSizer(ctx context.Context, device string, open func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)) *syncSizer {
-	return &syncSizer{ctx: ctx, device: device, open: open, msgs: map[*schemas.Sequenced]json.RawMessage{}}
+	return &syncSizer{ctx: ctx, device: device, open: open, msgs: map[encodedAs]json.RawMessage{}}
+}
+
+// encodedAs names one encoding of a message: a mention's is the full form,
+// a slice's the slice form.
+type encodedAs struct {
+	m    *schemas.Sequenced
+	form messageForm
 }
 
 // Envelope is the answer without any element, with room for its counters.
@@ -208,7 +215,7 @@ func (z *syncSizer) Envelope() int {
 }
 
 func (z *syncSizer) Mention(m redisstore.SyncMention) int {
-	b, _ := json.Marshal(mentionJSON{ConvID: m.Conv, All: m.All, Message: z.message(m.Message)})
+	b, _ := json.Marshal(mentionJSON{ConvID: m.Conv, All: m.All, Message: z.message(m.Message, fullForm)})
 	return len(b) + 1
 }
 
@@ -220,19 +227,19 @@ func (z *syncSizer) Conv(c *redisstore.SyncConv) int {
 		len(`,"peer_delivered_seq":18446744073709551615,"peer_read_seq":18446744073709551615`)
 }
 
-func (z *syncSizer) Message(m *schemas.Sequenced) int { return len(z.message(m)) + 1 }
+func (z *syncSizer) Message(m *schemas.Sequenced) int { return len(z.message(m, sliceForm)) + 1 }
 
 func (z *syncSizer) Summary(sm redisstore.SyncSummary) int {
 	b, _ := json.Marshal(summaryOf(sm))
 	return len(b) + 1
 }
 
-func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
-	if b, ok := z.msgs[m]; ok {
+func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMessage {
+	if b, ok := z.msgs[encodedAs{m, form}]; ok {
 		return b
 	}
-	if b, ok := z.shared.get(m); ok {
-		z.msgs[m] = b
+	if b, ok := z.shared.get(m); ok && form == sliceForm {
+		z.msgs[encodedAs{m, form}] = b
 		return b
 	}
 	open, err := z.open(z.ctx, m)
@@ -242,9 +249,9 @@ func (z *syncSizer) message(m *schemas.Sequenced) json.RawMessage {
 		}
 		open = m
 	}
-	b := json.RawMessage(appendMessageJSON(nil, open))
-	z.msgs[m] = b
-	if err == nil {
+	b := json.RawMessage(appendMessageJSON(nil, open, form))
+	z.msgs[encodedAs{m, form}] = b
+	if err == nil && form == sliceForm {
 		z.shared.put(m, b)
 	}
 	return b
@@ -271,7 +278,7 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 		out = append(out, `,"all":`...)
 		out = strconv.AppendBool(out, m.All)
 		out = append(out, `,"message":`...)
-		out = append(out, z.message(m.Message)...)
+		out = append(out, z.message(m.Message, fullForm)...)
 		out = append(out, '}')
 	}
 	out = append(out, `],"conversations":[`...)
@@ -319,7 +326,7 @@ func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv) ([]byte, erro
 		if j > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, z.message(m)...)
+		out = append(out, z.message(m, sliceForm)...)
 	}
 	return append(out, ']', '}'), nil
 }
@@ -329,11 +336,11 @@ func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv) ([]byte, erro
 func (z *syncSizer) sizeHint(res *redisstore.SyncResult) int {
 	n := 256 + 128*(len(res.Mentions)+len(res.Convs)+len(res.Summaries))
 	for _, m := range res.Mentions {
-		n += len(z.message(m.Message))
+		n += len(z.message(m.Message, fullForm))
 	}
 	for i := range res.Convs {
 		for _, m := range res.Convs[i].Messages {
-			n += len(z.message(m)) + 1
+			n += len(z.message(m, sliceForm)) + 1
 		}
 	}
 	return n

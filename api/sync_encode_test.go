@@ -28,20 +28,29 @@ func awkwardMessages() []*schemas.Sequenced {
 		if i == 3 {
 			m.Body = nil
 		}
+		switch i % 3 {
+		case 1:
+			m.ContentType = "Text/plain" // a text body travels as a string, unless it is not UTF-8
+		case 2:
+			m.ContentType = "text/plain" // said by the text field alone, unless it is not UTF-8
+		}
 		out = append(out, &schemas.Sequenced{Message: m, Seq: uint64(i) << 40, Epoch: uint64(i + 1), WriteTimeMs: int64(i) * 1e12})
 	}
-	out = append(out, &schemas.Sequenced{}, &schemas.Sequenced{Message: &schemas.Message{Body: []byte{}}, Seq: ^uint64(0)})
+	out = append(out, &schemas.Sequenced{}, &schemas.Sequenced{Message: &schemas.Message{Body: []byte{}}, Seq: ^uint64(0)},
+		&schemas.Sequenced{Message: &schemas.Message{Body: []byte{}, ContentType: "text/markdown"}, Seq: 3})
 	return out
 }
 
 func TestAppendMessageJSONWritesWhatJSONMarshalWrites(t *testing.T) {
-	for i, m := range awkwardMessages() {
-		want, err := json.Marshal(toMessageJSON(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendMessageJSON(nil, m); !bytes.Equal(got, want) {
-			t.Errorf("message %d:\n got %s\nwant %s", i, got, want)
+	for _, form := range []messageForm{fullForm, sliceForm} {
+		for i, m := range awkwardMessages() {
+			want, err := json.Marshal(toMessageJSON(m, form))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendMessageJSON(nil, m, form); !bytes.Equal(got, want) {
+				t.Errorf("message %d, form %d:\n got %s\nwant %s", i, form, got, want)
+			}
 		}
 	}
 }
@@ -60,13 +69,13 @@ func marshalSyncAnswer(t *testing.T, device string, res *redisstore.SyncResult) 
 		return b
 	}
 	for _, m := range res.Mentions {
-		out.Mentions = append(out.Mentions, must(mentionJSON{ConvID: m.Conv, All: m.All, Message: must(toMessageJSON(m.Message))}))
+		out.Mentions = append(out.Mentions, must(mentionJSON{ConvID: m.Conv, All: m.All, Message: must(toMessageJSON(m.Message, fullForm))}))
 	}
 	for i := range res.Convs {
 		c := &res.Convs[i]
 		msgs := make([]json.RawMessage, len(c.Messages))
 		for j, m := range c.Messages {
-			msgs[j] = must(toMessageJSON(m))
+			msgs[j] = must(toMessageJSON(m, sliceForm))
 		}
 		out.Conversations = append(out.Conversations, must(convJSON(c, msgs)))
 	}

@@ -23,7 +23,7 @@ func TestSharedEntriesAreEncodedOnceAndForgottenWithTheEntry(t *testing.T) {
 	for i := range 3 {
 		z := newSyncSizer(context.Background(), "phone", open)
 		z.shared = shared
-		got := string(z.message(entry))
+		got := string(z.message(entry, sliceForm))
 		if i == 0 {
 			first = got
 		} else if got != first {

@@ -78,21 +78,42 @@ type CatchUpOptions struct {
 	// defaults).
 	Limit    int
 	MaxBytes int
-	// PageLimit of each gap page (200 when 0).
-	PageLimit int
+	// PageBytes is the byte budget of each gap page's JSON, PageLimit its
+	// most messages (MaxPageLimit when 0): a background catch-up's pages
+	// are bounded by bytes, not by a count. When PageBytes is 0, each page
+	// aims at PageWireBytes on the wire (DefaultPageWireBytes when 0): its
+	// budget is that times how many decoded bytes the answers so far
+	// carried per byte on the wire, within the API's bounds.
+	PageBytes     int
+	PageWireBytes int
+	PageLimit     int
 	// SyncOnly stops after the syncs, leaving gaps unpaged.
 	SyncOnly bool
 	// MaxRounds bounds the syncs (10,000 when 0).
 	MaxRounds int
 }
 
-// CatchUpStats describe one catch-up.
+// Gap pages of a catch-up: the budget of each page's JSON, and the most
+// messages the API gives a page with a budget.
+const (
+	DefaultPageWireBytes = 128 << 10
+	MinPageBytes         = 4 << 10
+	MaxPageBytes         = 1 << 20
+	MaxPageLimit         = 5000
+)
+
+// CatchUpStats describe one catch-up. Bytes are on the wire (as the
+// answers came, compressed when the server chose to), but DecodedBytes.
 type CatchUpStats struct {
 	SyncResponses int
 	PageResponses int
 	FirstBytes    int
-	MaxBytes      int
-	TotalBytes    int64
+	// FirstDecodedBytes is the first answer's JSON.
+	FirstDecodedBytes int
+	MaxBytes          int
+	TotalBytes        int64
+	// DecodedBytes adds up the answers' JSON.
+	DecodedBytes int64
 	// First is the first sync answer, FirstLatency its time.
 	First        SyncResponse
 	FirstLatency time.Duration
@@ -101,17 +122,21 @@ type CatchUpStats struct {
 	Incomplete int
 }
 
-func (s *CatchUpStats) saw(n int) {
-	s.TotalBytes += int64(n)
-	s.MaxBytes = max(s.MaxBytes, n)
+func (s *CatchUpStats) saw(wire, decoded int) {
+	s.TotalBytes += int64(wire)
+	s.DecodedBytes += int64(decoded)
+	s.MaxBytes = max(s.MaxBytes, wire)
 }
 
 // CatchUp syncs, stores and acks until the server has nothing new, then
 // pages through every gap it was told of, as a client that loses nothing
 // would.
 func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (CatchUpStats, error) {
+	if o.PageWireBytes == 0 {
+		o.PageWireBytes = DefaultPageWireBytes
+	}
 	if o.PageLimit == 0 {
-		o.PageLimit = 200
+		o.PageLimit = MaxPageLimit
 	}
 	if o.MaxRounds == 0 {
 		o.MaxRounds = 10000
@@ -123,15 +148,15 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 			return st, fmt.Errorf("catch-up: not done after %d syncs", round)
 		}
 		t0 := time.Now()
-		resp, n, err := c.Sync(ctx, SyncRequest{Cursors: held.Cursors(), Limit: o.Limit, MaxBytes: o.MaxBytes})
+		resp, n, decoded, err := c.sync(ctx, SyncRequest{Cursors: held.Cursors(), Limit: o.Limit, MaxBytes: o.MaxBytes})
 		if err != nil {
 			return st, err
 		}
 		if round == 0 {
-			st.First, st.FirstBytes, st.FirstLatency = resp, n, time.Since(t0)
+			st.First, st.FirstBytes, st.FirstDecodedBytes, st.FirstLatency = resp, n, decoded, time.Since(t0)
 		}
 		st.SyncResponses++
-		st.saw(n)
+		st.saw(n, decoded)
 		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 {
 			break
 		}
@@ -231,12 +256,12 @@ func (c *Client) pageGaps(ctx context.Context, held *Held, o CatchUpOptions, st 
 		for _, g := range hc.Gaps {
 			after := g[0] - 1
 			for after < g[1] {
-				p, n, err := c.PageAfter(ctx, id, after, g[1]+1, hc.Epoch, o.PageLimit)
+				p, n, decoded, err := c.pageAfter(ctx, id, after, g[1]+1, hc.Epoch, o.PageLimit, o.pageBytes(st))
 				if err != nil {
 					return err
 				}
 				st.PageResponses++
-				st.saw(n)
+				st.saw(n, decoded)
 				before := after
 				for i := range p.Messages {
 					held.store(&p.Messages[i], cmp.Or(p.Epoch, hc.Epoch))
@@ -256,4 +281,16 @@ func (c *Client) pageGaps(ctx context.Context, held *Held, o CatchUpOptions, st 
 		hc.Gaps = nil
 	}
 	return nil
+}
+
+// pageBytes is the budget of the next gap page.
+func (o CatchUpOptions) pageBytes(st *CatchUpStats) int {
+	if o.PageBytes > 0 {
+		return o.PageBytes
+	}
+	b := o.PageWireBytes
+	if st.TotalBytes > 0 {
+		b = int(float64(o.PageWireBytes) * float64(st.DecodedBytes) / float64(st.TotalBytes))
+	}
+	return min(max(b, MinPageBytes), MaxPageBytes)
 }

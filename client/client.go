@@ -12,7 +12,10 @@ import (
 	"time"
 )
 
-// Message is a message as the API's JSON shows it (api/openapi.yaml).
+// Message is a message as the API's JSON shows it (api/openapi.yaml): a
+// text body, which the API sends as the string "text" (without a
+// content_type when text/plain), is in Body as any other; a message of a slice (a sync conversation, a page), which the API
+// sends without conv_id, epoch and conv_type, gets them from its slice.
 type Message struct {
 	ConvID      string   `json:"conv_id"`
 	Seq         uint64   `json:"seq"`
@@ -28,6 +31,57 @@ type Message struct {
 	ContentType string   `json:"content_type,omitempty"`
 	Body        []byte   `json:"body"`
 	SendTimeMS  int64    `json:"send_time_ms,omitempty"`
+}
+
+// UnmarshalJSON reads both forms of a message and both forms of a body.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	type plain Message
+	var in struct {
+		*plain
+		Text *string `json:"text"`
+	}
+	in.plain = (*plain)(m)
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	if in.Text != nil {
+		m.Body = []byte(*in.Text)
+		if m.ContentType == "" {
+			m.ContentType = "text/plain" // what text without a content type means
+		}
+	}
+	return nil
+}
+
+// fromSlice gives a message of a slice what the slice said once.
+func (m *Message) fromSlice(conv string, epoch uint64, convType string) {
+	if m.ConvID == "" {
+		m.ConvID = conv
+	}
+	if m.Epoch == 0 {
+		m.Epoch = epoch
+	}
+	if m.ConvType == "" {
+		m.ConvType = convType
+	}
+}
+
+// sliced is an answer whose messages get what their slice says once.
+type sliced interface{ fillSlices() }
+
+func (r *SyncResponse) fillSlices() {
+	for i := range r.Conversations {
+		sc := &r.Conversations[i]
+		for j := range sc.Messages {
+			sc.Messages[j].fromSlice(sc.ConvID, sc.Epoch, sc.Kind)
+		}
+	}
+}
+
+func (p *Page) fillSlices() {
+	for i := range p.Messages {
+		p.Messages[i].fromSlice(p.ConvID, p.Epoch, p.ConvType)
+	}
 }
 
 // Cursor is a position in a conversation: a seq of an epoch. It is what
@@ -115,6 +169,7 @@ type ConvList struct {
 type Page struct {
 	ConvID     string    `json:"conv_id"`
 	Epoch      uint64    `json:"epoch"`
+	ConvType   string    `json:"conv_type"`
 	MaxSeq     uint64    `json:"max_seq"`
 	FirstSeq   uint64    `json:"first_seq"`
 	HasMore    bool      `json:"has_more"`
@@ -147,40 +202,56 @@ func New(base, token string, hc *http.Client) *Client {
 // do sends one request and decodes the answer into out; it returns the
 // answer's body size.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
+	n, _, err := c.exchange(ctx, method, path, in, out)
+	return n, err
+}
+
+// exchange sends one request and decodes its answer into out; wire is the
+// answer's size as it came (compressed, when the server chose to),
+// decoded its JSON's.
+func (c *Client) exchange(ctx context.Context, method, path string, in, out any) (wire, decoded int, err error) {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
-			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
+			return 0, 0, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
 		body = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept-Encoding", acceptEncoding)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return len(data), fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return len(raw), 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	data, err := decodeBody(resp.Header.Get("Content-Encoding"), raw)
+	if err != nil {
+		return len(raw), 0, fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return len(data), fmt.Errorf("%s %s: %w", method, path, statusError(resp, data))
+		return len(raw), len(data), fmt.Errorf("%s %s: %w", method, path, statusError(resp, data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
+			return len(raw), len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
+		}
+		if sl, ok := out.(sliced); ok {
+			sl.fillSlices()
 		}
 	}
-	return len(data), nil
+	return len(raw), len(data), nil
 }
 
 // Conversations reads the first page of the conversation list.
@@ -203,9 +274,13 @@ func (c *Client) ConversationsAfter(ctx context.Context, cursor string, limit in
 
 // Sync sends one catch-up request.
 func (c *Client) Sync(ctx context.Context, req SyncRequest) (SyncResponse, int, error) {
-	var out SyncResponse
-	n, err := c.do(ctx, http.MethodPost, "/v1/sync", req, &out)
+	out, n, _, err := c.sync(ctx, req)
 	return out, n, err
+}
+
+func (c *Client) sync(ctx context.Context, req SyncRequest) (out SyncResponse, wire, decoded int, err error) {
+	wire, decoded, err = c.exchange(ctx, http.MethodPost, "/v1/sync", req, &out)
+	return out, wire, decoded, err
 }
 
 // Ack acknowledges what the device stored.
@@ -223,7 +298,17 @@ func (c *Client) Ack(ctx context.Context, items []AckItem) error {
 // PageAfter reads the oldest messages of conv above after and below
 // before (0: no upper bound).
 func (c *Client) PageAfter(ctx context.Context, conv string, after, before uint64, epoch uint64, limit int) (Page, int, error) {
+	p, n, _, err := c.pageAfter(ctx, conv, after, before, epoch, limit, 0)
+	return p, n, err
+}
+
+// pageAfter is PageAfter with a byte budget (0: the server's default, and
+// the limit at most 200).
+func (c *Client) pageAfter(ctx context.Context, conv string, after, before, epoch uint64, limit, maxBytes int) (out Page, wire, decoded int, err error) {
 	q := url.Values{}
+	if maxBytes > 0 {
+		q.Set("max_bytes", strconv.Itoa(maxBytes))
+	}
 	q.Set("after", strconv.FormatUint(after, 10))
 	if before > 0 {
 		q.Set("before", strconv.FormatUint(before, 10))
@@ -232,9 +317,8 @@ func (c *Client) PageAfter(ctx context.Context, conv string, after, before uint6
 		q.Set("epoch", strconv.FormatUint(epoch, 10))
 	}
 	q.Set("limit", strconv.Itoa(limit))
-	var out Page
-	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
-	return out, n, err
+	wire, decoded, err = c.exchange(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
+	return out, wire, decoded, err
 }
 
 // PageRange reads the oldest messages of conv in [from, to], a range

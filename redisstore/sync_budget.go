@@ -6,8 +6,8 @@ import "github.com/offlinebox/offlinebox/schemas"
 //
 // The budget (SyncRequest.MaxBytes, DefaultSyncBytes unless the client
 // asks for another within MinSyncBytes..MaxSyncBytes) bounds the answer as
-// the SyncSizer measures it: the encoded answer, before any transfer
-// encoding. The answer is filled in the design's order: the whole mention
+// the SyncSizer measures it: the encoded answer as the client decodes it,
+// before any content coding (which only shrinks it on the wire). The answer is filled in the design's order: the whole mention
 // lane first (never cut, it may exceed the budget), then the conversations
 // in priority order (pending mentions, direct, then activity), then the
 // summaries of what did not fit.

@@ -29,6 +29,7 @@ type options struct {
 	partitions int
 	samples    int
 	seal       string
+	before     string
 }
 
 func main() {
@@ -37,6 +38,7 @@ func main() {
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.IntVar(&o.samples, "samples", 100, "repetitions of the conversation list and of the first sync for their P99")
 		fs.StringVar(&o.seal, "seal", "both", "bodies at rest: off (clear), on (sealed), both (clear, then sealed, and the cost)")
+		fs.StringVar(&o.before, "before", "", "an earlier result (its --json line) whose catch-up figures to show beside this run's")
 	})
 	harness.Run("vip", func(ctx context.Context) error { return run(ctx, f, o) })
 }
@@ -61,6 +63,13 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	res := results[len(results)-1]
 	if len(results) == 2 {
 		res.Sealing = sealingCostOf(results[0], res)
+	}
+	if o.before != "" {
+		b, err := readBefore(o.before)
+		if err != nil {
+			return err
+		}
+		res.Before = b
 	}
 	res.finish()
 	res.Table = printTable(res)

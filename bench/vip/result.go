@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -13,6 +15,11 @@ const (
 	targetFirstSyncP99MS   = 200
 	targetConvListP99MS    = 20
 	targetBytesPerBodyByte = 2
+	// targetCatchupPerBodyByte and targetResponses: the full catch-up
+	// moves no more bytes on the wire than the bodies hold, in at most 60
+	// answers.
+	targetCatchupPerBodyByte = 1.0
+	targetResponses          = 60
 )
 
 type result struct {
@@ -21,25 +28,30 @@ type result struct {
 	Machine   harness.Machine `json:"machine"`
 	Bodies    string          `json:"bodies"`
 
-	Messages                        int     `json:"messages"`
-	MentionsExpected                int     `json:"mentions_expected"`
-	MentionsInFirstResponse         int     `json:"mentions_in_first_response"`
-	DirectExpected                  int     `json:"direct_expected"`
-	DirectInFirstResponse           int     `json:"direct_in_first_response"`
-	Lost                            int     `json:"lost"`
-	Duplicates                      int     `json:"duplicates"`
-	Redelivered                     int     `json:"redelivered"`
-	IncompleteRanges                int     `json:"incomplete_ranges"`
-	FirstResponseBytes              int     `json:"first_response_bytes"`
-	MaxResponseBytes                int     `json:"max_response_bytes"`
-	Responses                       int     `json:"responses"`
-	PageResponses                   int     `json:"page_responses"`
-	ConvListP50MS                   float64 `json:"conv_list_p50_ms"`
-	ConvListP99MS                   float64 `json:"conv_list_p99_ms"`
-	FirstSyncP50MS                  float64 `json:"first_sync_p50_ms"`
-	FirstSyncP99MS                  float64 `json:"first_sync_p99_ms"`
-	FullCatchupMS                   float64 `json:"full_catchup_ms"`
-	FullCatchupBytes                int64   `json:"full_catchup_bytes"`
+	Messages                int     `json:"messages"`
+	MentionsExpected        int     `json:"mentions_expected"`
+	MentionsInFirstResponse int     `json:"mentions_in_first_response"`
+	DirectExpected          int     `json:"direct_expected"`
+	DirectInFirstResponse   int     `json:"direct_in_first_response"`
+	Lost                    int     `json:"lost"`
+	Duplicates              int     `json:"duplicates"`
+	Redelivered             int     `json:"redelivered"`
+	IncompleteRanges        int     `json:"incomplete_ranges"`
+	FirstResponseBytes      int     `json:"first_response_bytes"`
+	MaxResponseBytes        int     `json:"max_response_bytes"`
+	Responses               int     `json:"responses"`
+	PageResponses           int     `json:"page_responses"`
+	ConvListP50MS           float64 `json:"conv_list_p50_ms"`
+	ConvListP99MS           float64 `json:"conv_list_p99_ms"`
+	FirstSyncP50MS          float64 `json:"first_sync_p50_ms"`
+	FirstSyncP99MS          float64 `json:"first_sync_p99_ms"`
+	FullCatchupMS           float64 `json:"full_catchup_ms"`
+	FullCatchupBytes        int64   `json:"full_catchup_bytes"`
+	// FullCatchupBytes is on the wire; FullCatchupDecodedBytes the same
+	// answers' JSON, as the budgets count it.
+	FullCatchupDecodedBytes         int64   `json:"full_catchup_decoded_bytes"`
+	FullCatchupPerBodyByte          float64 `json:"full_catchup_bytes_per_body_byte"`
+	FirstResponseDecodedSize        int     `json:"first_response_decoded_bytes"`
 	PipelineDrainMS                 float64 `json:"pipeline_drain_ms"`
 	BodyBytes                       int64   `json:"body_bytes"`
 	RedisBytes                      int64   `json:"redis_bytes"`
@@ -61,6 +73,9 @@ type result struct {
 	Sealed  bool         `json:"sealed"`
 	Sealing *sealingCost `json:"sealing_cost,omitempty"`
 
+	// Before: the catch-up of an earlier result (--before), to compare.
+	Before *before `json:"before,omitempty"`
+
 	Memory   harness.Census  `json:"memory"`
 	Anatomy  *anatomy        `json:"memory_anatomy"`
 	Targets  map[string]bool `json:"targets_met"`
@@ -72,19 +87,26 @@ type result struct {
 // finish decides the targets and writes the notes.
 func (r *result) finish() {
 	r.Targets = map[string]bool{
-		"lost_0":                      r.Lost == 0,
-		"duplicates_0":                r.Duplicates == 0,
-		"all_mentions_first":          r.MentionsInFirstResponse == r.MentionsExpected,
-		"max_response_bytes_150000":   r.MaxResponseBytes <= targetMaxResponseBytes,
-		"first_sync_p99_200ms":        r.FirstSyncP99MS <= targetFirstSyncP99MS,
-		"conv_list_p99_20ms":          r.ConvListP99MS <= targetConvListP99MS,
-		"redis_bytes_per_body_byte_2": r.RedisBytesPerBodyByte <= targetBytesPerBodyByte,
-		"baseline_loses_mentions":     r.BaselineMentionsInFirstResponse < r.MentionsExpected,
+		"lost_0":                        r.Lost == 0,
+		"duplicates_0":                  r.Duplicates == 0,
+		"all_mentions_first":            r.MentionsInFirstResponse == r.MentionsExpected,
+		"max_response_bytes_150000":     r.MaxResponseBytes <= targetMaxResponseBytes,
+		"first_sync_p99_200ms":          r.FirstSyncP99MS <= targetFirstSyncP99MS,
+		"conv_list_p99_20ms":            r.ConvListP99MS <= targetConvListP99MS,
+		"redis_bytes_per_body_byte_2":   r.RedisBytesPerBodyByte <= targetBytesPerBodyByte,
+		"catchup_bytes_per_body_byte_1": r.FullCatchupPerBodyByte <= targetCatchupPerBodyByte,
+		"responses_60":                  r.Responses+r.PageResponses <= targetResponses,
+		"baseline_loses_mentions":       r.BaselineMentionsInFirstResponse < r.MentionsExpected,
 	}
 	r.Notes = []string{
 		"the device was up to date before the 5 days; it catches up with POST /v1/sync (API defaults: 200 per " +
 			"conversation, 128 KiB budget), acks each answer, syncs again until nothing is new, then pages every gap " +
-			"and rebased backlog with GET /v1/conversations/{conv}/messages (limit 200)",
+			"and rebased backlog with GET /v1/conversations/{conv}/messages, each page bounded by its byte budget " +
+			"(max_bytes, up to 5000 messages: 128 KiB on the wire times the decoded bytes per wire byte seen so far), " +
+			"all with Accept-Encoding: zstd, gzip",
+		"bytes are on the wire (zstd, fastest level, as the server negotiated it) unless said decoded; the budgets " +
+			"count decoded JSON; messages inside a conversation slice leave out conv_id, epoch and conv_type, and " +
+			"text bodies are JSON strings",
 		"lost: messages sent to the VIP that the device does not hold at the end; duplicates: extra copies of one " +
 			"client_msg_id under different seqs; redelivered: a seq received again (a mention in the lane and again " +
 			"in its conversation), dropped by the client",
@@ -93,6 +115,11 @@ func (r *result) finish() {
 			"members, every member's inbox, lanes, cursors) over the raw bytes of the 5 days' bodies",
 		"baseline: the VIP's copies in a flat Redis list, pulled in one box over HTTP (JSON, base64 bodies like the " +
 			"API), newest 200 per conversation; the cursor then moves to the end, so what was cut is lost",
+	}
+	if b := r.Before; b != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("before: an earlier run's figures (--before); bytes and counts compare across "+
+			"runs, latencies only within one: the baseline's pull P99 was %.1f ms then and %.1f ms in this run",
+			b.BaselinePullP99MS, r.BaselinePullP99MS))
 	}
 }
 
@@ -110,17 +137,30 @@ func printTable(r *result) []harness.Row {
 		harness.Info("first response", kb(r.FirstResponseBytes), kb(r.BaselineFirstResponseBytes)),
 		harness.Check("largest response", kb(r.MaxResponseBytes), kb(r.BaselineFirstResponseBytes), "<= 150 KB",
 			r.MaxResponseBytes <= targetMaxResponseBytes),
-		harness.Info("responses (syncs + gap pages)", fmt.Sprintf("%d + %d", r.Responses, r.PageResponses), "1"),
+		harness.Info("first response, decoded", kb(r.FirstResponseDecodedSize), ""),
+		harness.Check("responses (syncs + gap pages)", fmt.Sprintf("%d + %d", r.Responses, r.PageResponses), "1", "<= 60",
+			r.Responses+r.PageResponses <= targetResponses),
 		harness.Check("conversation list P99", ms(r.ConvListP99MS), "-", "<= 20 ms", r.ConvListP99MS <= targetConvListP99MS),
 		harness.Check("first sync P99", ms(r.FirstSyncP99MS), ms(r.BaselinePullP99MS), "<= 200 ms",
 			r.FirstSyncP99MS <= targetFirstSyncP99MS),
 		harness.Info("full catch-up", ms(r.FullCatchupMS), ms(r.BaselineFullCatchupMS)+" (then lost)"),
 		harness.Info("full catch-up bytes", kb(int(r.FullCatchupBytes)), kb(r.BaselineFirstResponseBytes)),
+		harness.Info("full catch-up bytes, decoded", kb(int(r.FullCatchupDecodedBytes)), ""),
+		harness.Check("full catch-up bytes per body byte", fmt.Sprintf("%.2f", r.FullCatchupPerBodyByte), "-", "<= 1.0",
+			r.FullCatchupPerBodyByte <= targetCatchupPerBodyByte),
 		harness.Check("Redis bytes per body byte", fmt.Sprintf("%.2f", r.RedisBytesPerBodyByte),
 			fmt.Sprintf("%.0f (extrapolated)", r.BaselineBytesPerBodyByteExtrapolated), "<= 2",
 			r.RedisBytesPerBodyByte <= targetBytesPerBodyByte),
 		harness.Info("  of which conversation keys", fmt.Sprintf("%.2f", r.ConvBytesPerBodyByte), ""),
 		harness.Info("pipeline drain (produce + fanout)", ms(r.PipelineDrainMS), ""),
+	}
+	if b := r.Before; b != nil {
+		rows = append(rows,
+			harness.Info("before: first / largest response", kb(b.FirstResponseBytes)+" / "+kb(b.MaxResponseBytes), ""),
+			harness.Info("before: responses (syncs + gap pages)", fmt.Sprintf("%d + %d", b.Responses, b.PageResponses), ""),
+			harness.Info("before: full catch-up bytes", kb(int(b.FullCatchupBytes)), ""),
+			harness.Info("before: full catch-up bytes per body byte", fmt.Sprintf("%.2f", b.perBodyByte()), ""),
+			harness.Info("before: first sync P99, full catch-up", ms(b.FirstSyncP99MS)+", "+ms(b.FullCatchupMS), ""))
 	}
 	if c := r.Sealing; c != nil {
 		rows = append(rows,
@@ -204,4 +244,42 @@ func kindCosts(clear, sealed harness.Census, messages int) []kindCost {
 		res[i] = *k
 	}
 	return res
+}
+
+// before is what an earlier result said of the catch-up.
+type before struct {
+	FirstResponseBytes int     `json:"first_response_bytes"`
+	MaxResponseBytes   int     `json:"max_response_bytes"`
+	Responses          int     `json:"responses"`
+	PageResponses      int     `json:"page_responses"`
+	FullCatchupBytes   int64   `json:"full_catchup_bytes"`
+	BodyBytes          int64   `json:"body_bytes"`
+	FirstSyncP99MS     float64 `json:"first_sync_p99_ms"`
+	FullCatchupMS      float64 `json:"full_catchup_ms"`
+	BaselinePullP99MS  float64 `json:"baseline_pull_p99_ms"`
+}
+
+func (b *before) perBodyByte() float64 {
+	return harness.Round(harness.Ratio(float64(b.FullCatchupBytes), float64(b.BodyBytes)), 3)
+}
+
+// readBefore reads the catch-up figures of an earlier --json result; a
+// result with a before of its own gives that one's, so that a rerun
+// compares with the same earlier figures.
+func readBefore(path string) (*before, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-before: %w", err)
+	}
+	var r struct {
+		before
+		Before *before `json:"before"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("-before %s: %w", path, err)
+	}
+	if r.Before != nil {
+		return r.Before, nil
+	}
+	return &r.before, nil
 }

@@ -150,6 +150,8 @@ func (r *runner) measureOurs(ctx context.Context) error {
 	res.Responses, res.PageResponses = stats.SyncResponses, stats.PageResponses
 	res.FirstResponseBytes, res.MaxResponseBytes = stats.FirstBytes, stats.MaxBytes
 	res.FullCatchupMS, res.FullCatchupBytes = harness.Millis(stats.Duration), stats.TotalBytes
+	res.FullCatchupDecodedBytes, res.FirstResponseDecodedSize = stats.DecodedBytes, stats.FirstDecodedBytes
+	res.FullCatchupPerBodyByte = harness.Round(harness.Ratio(float64(stats.TotalBytes), float64(r.sc.bodyBytes)), 3)
 	res.IncompleteRanges, res.Redelivered = stats.Incomplete, r.held.Redelivered
 	r.check(stats.First)
 	return nil

@@ -30,7 +30,23 @@ class Api {
       throw new ApiError(resp.status, e.code || "http_" + resp.status, e.field || "", e.message || text.slice(0, 200),
         Number.isFinite(ra) ? ra * 1000 : 0);
     }
-    return text ? JSON.parse(text) : {};
+    return text ? Api.fillSlices(JSON.parse(text)) : {};
+  }
+
+  // fillSlices gives each message of a conversation slice (a sync
+  // answer's conversations, a page) the conv_id, epoch and conv_type its
+  // slice says once. The browser undoes the answer's Content-Encoding.
+  static fillSlices(a) {
+    const fill = (list, conv, epoch, convType) => {
+      for (const m of list || []) {
+        if (m.conv_id === undefined) m.conv_id = conv;
+        if (m.epoch === undefined) m.epoch = epoch;
+        if (m.conv_type === undefined && convType) m.conv_type = convType;
+      }
+    };
+    if (a && Array.isArray(a.messages) && a.conv_id) fill(a.messages, a.conv_id, a.epoch, a.conv_type);
+    for (const c of (a && a.conversations) || []) if (Array.isArray(c.messages)) fill(c.messages, c.conv_id, c.epoch, c.kind);
+    return a;
   }
 
   // retry runs fn until it succeeds or fails for good.

@@ -19,16 +19,17 @@ const LocalStore = (() => {
     r.onerror = (e) => { e.preventDefault(); e.stopPropagation(); counts.redelivered++; };
   }
 
-  // A message as kept: the API's JSON, body decoded to text.
+  // A message as kept: the API's JSON, its text as sent or its base64
+  // body decoded to text.
   function local(m) {
-    let text = "";
-    if (m.body) {
+    let text = typeof m.text === "string" ? m.text : "";
+    if (typeof m.text !== "string" && m.body) {
       try { text = new TextDecoder().decode(Uint8Array.from(atob(m.body), (c) => c.charCodeAt(0))); } catch { text = ""; }
     }
     return {
       conv_id: m.conv_id, epoch: m.epoch || 0, seq: m.seq, client_msg_id: m.client_msg_id || `${m.conv_id}:${m.epoch}:${m.seq}`,
       sender: m.sender, kind: m.kind, conv_type: m.conv_type, recipients: m.recipients || [], mentions: m.mentions || [],
-      mention_all: !!m.mention_all, content_type: m.content_type || "", text, write_time_ms: m.write_time_ms || 0,
+      mention_all: !!m.mention_all, content_type: m.content_type || (typeof m.text === "string" ? "text/plain" : ""), text, write_time_ms: m.write_time_ms || 0,
     };
   }
 
