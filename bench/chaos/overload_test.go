@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +26,9 @@ import (
 
 // TestOverloadedAPIAnswers503WithRetryAfterAndRecovers holds Redis still
 // (CLIENT PAUSE on a redis-server of the test's own) while many devices
-// sync at once: the API works on at most MaxInFlight of them, answers the
-// others at once with 503 and Retry-After instead of queueing them, uses
+// sync at once: the API works on at most MaxInFlight of them, holds the
+// others in its queue for at most QueueWait (well below the pause), then
+// answers them 503 with Retry-After instead of waiting for Redis, uses
 // no more Redis connections than its pool, and serves normally once Redis
 // answers again, with no goroutine left behind.
 func TestOverloadedAPIAnswers503WithRetryAfterAndRecovers(t *testing.T) {
@@ -55,7 +57,7 @@ func TestOverloadedAPIAnswers503WithRetryAfterAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prod.Close()
-	srv, err := api.New(api.Config{MaxInFlight: inFlight, RetryAfter: 2 * time.Second},
+	srv, err := api.New(api.Config{MaxInFlight: inFlight, RetryAfter: 2 * time.Second, QueueWait: 500 * time.Millisecond},
 		api.Deps{Router: redisstore.NewInboxRouter(store, nil, 0), Keyring: keyring, Producer: prod, Logger: harness.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func TestOverloadedAPIAnswers503WithRetryAfterAndRecovers(t *testing.T) {
 		if a.retryAfter != "2" {
 			t.Fatalf("a 503 says Retry-After %q, want 2", a.retryAfter)
 		}
-		// Refused at once, not queued behind the held requests.
+		// Refused when its queue wait ran out, not after the held requests.
 		if a.order > admitted[0].order {
 			t.Fatalf("a refusal came after a served request: it waited for Redis")
 		}
@@ -137,7 +139,7 @@ func stormOf(t *testing.T, base string, kr *auth.Keyring, n int) []answer {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
-		tok, err := kr.Mint("storm-user", "dev"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Hour)
+		tok, err := kr.Mint("storm-user-"+strconv.Itoa(i), "dev"+string(rune('a'+i%26))+string(rune('a'+i/26)), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
