@@ -38,8 +38,7 @@ func newCoders(n int) (*coders, error) {
 	if n < 1 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(n),
-		zstd.WithLowerEncoderMem(true))
+	z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(n))
 	if err != nil {
 		return nil, fmt.Errorf("zstd encoder: %w", err)
 	}
