@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -34,6 +35,7 @@ var _ stream.Handler = (*Pusher)(nil)
 type memberEntry struct {
 	version uint64
 	members map[string]uint64 // member → seq that made them one
+	seen    time.Time         // when this stage first read this version
 }
 
 // New returns a Pusher reading presence and members from rdb (the main
@@ -233,14 +235,15 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 
 // membersOf reads a conversation's members, from the cache while its
 // membership version is the same; changed reports that this stage had not
-// seen that version yet (the members may include some whose nodes do not
-// listen to the conversation's channel).
+// seen that version yet, or first saw it less than ListenGrace ago (the
+// members may include some whose nodes do not listen to the
+// conversation's channel yet).
 func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (_ map[string]uint64, changed bool, _ error) {
 	p.mu.Lock()
 	e, ok := p.members[conv]
 	p.mu.Unlock()
 	if ok && e.version == version && version != 0 {
-		return e.members, false, nil
+		return e.members, p.cfg.Clock().Sub(e.seen) < p.cfg.ListenGrace, nil
 	}
 	mem, err := p.store.Members(ctx, conv)
 	if err != nil {
@@ -256,7 +259,7 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (_ 
 			}
 		}
 	}
-	p.members[conv] = memberEntry{version: version, members: mem}
+	p.members[conv] = memberEntry{version: version, members: mem, seen: p.cfg.Clock()}
 	p.mu.Unlock()
 	return mem, true, nil
 }

@@ -33,7 +33,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	p, err := New(Config{Store: cfg, Metrics: reg}, rdb)
+	p, err := New(Config{Store: cfg, Metrics: reg, ListenGrace: time.Millisecond}, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +251,32 @@ func TestAJoinerOfASmallGroupIsToldToListenNotPushedItsJoin(t *testing.T) {
 	}
 	if got["carol"] != live.KindListen || got["bob"] != live.KindPush || len(got) != 2 {
 		t.Fatalf("envelopes by user %v, want carol told to listen and bob pushed the join", got)
+	}
+}
+
+// TestRecordsSoonAfterAMembershipChangeStillGoToTheMembersNodesByName:
+// a node told to listen subscribes only when the envelope reaches it, so
+// for ListenGrace the records after a change go to the members by name;
+// a channel publish alone could reach nobody.
+func TestRecordsSoonAfterAMembershipChangeStillGoToTheMembersNodesByName(t *testing.T) {
+	f := newFixture(t)
+	f.p.cfg.ListenGrace = time.Hour
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	first := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	f.online("bob", "phone", "a")
+	ctx := context.Background()
+	if _, err := f.p.Handle(ctx, []*kgo.Record{first}); err != nil {
+		t.Fatal(err)
+	}
+	if envs := f.published(300 * time.Millisecond); len(envs) != 1 || len(envs[0].Targets) != 1 {
+		t.Fatalf("first push %+v, want one envelope naming bob's phone", envs)
+	}
+	next := group("team", "alice", schemas.Kind_KIND_MESSAGE)
+	next.ClientMsgId += "-next"
+	if _, err := f.p.Handle(ctx, []*kgo.Record{f.sequence(next)}); err != nil {
+		t.Fatal(err)
+	}
+	if envs := f.published(300 * time.Millisecond); len(envs) != 1 || len(envs[0].Targets) != 1 || envs[0].Targets[0].User != "bob" {
+		t.Fatalf("push within the grace %+v, want one envelope naming bob's phone", envs)
 	}
 }
