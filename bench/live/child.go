@@ -10,13 +10,11 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,24 +198,7 @@ func runChild() error {
 	// A phase's profile: go tool pprof http://ADDR/debug/pprof/profile?seconds=10
 	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
 	mux.Handle("/", srv.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	fmt.Printf("READY http://%s\n", ln.Addr())
-	gone := make(chan struct{})
-	go func() {
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
-		close(gone)
-	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-gone:
-	case <-sig:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Close()
-	return hs.Shutdown(sctx)
+	return harness.ServeChild(ln, mux, srv.Close)
 }
 
 // procCPU is the user+system CPU a process used so far.

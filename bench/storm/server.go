@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -163,21 +160,5 @@ func runServer() error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	fmt.Printf("READY http://%s\n", ln.Addr())
-	gone := make(chan struct{})
-	go func() {
-		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the benchmark goes
-		close(gone)
-	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case <-gone:
-	case <-sig:
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return hs.Shutdown(sctx)
+	return harness.ServeChild(ln, srv.Handler(), nil)
 }
