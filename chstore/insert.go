@@ -12,7 +12,7 @@ import (
 // messageColumns is the explicit column list of every INSERT into the
 // history table, in the order rowOf appends them.
 const messageColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms, sealed_epoch"
+	"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms, sealed_epoch, role, authority"
 
 // maxDateTimeSec is the last second a ClickHouse DateTime (UInt32) holds.
 const maxDateTimeSec = math.MaxUint32
@@ -41,6 +41,12 @@ func CheckInsertable(m *schemas.Sequenced) error {
 	}
 	if schemas.QoSName(msg.GetQos()) == "" {
 		return invalidf("qos %d has no value in the history table", msg.GetQos())
+	}
+	if schemas.RoleName(msg.GetRole()) == "" {
+		return invalidf("role %d has no value in the history table", msg.GetRole())
+	}
+	if schemas.AuthorityName(msg.GetAuthority()) == "" {
+		return invalidf("authority %d has no value in the history table", msg.GetAuthority())
 	}
 	return nil
 }
@@ -95,6 +101,7 @@ func rowOf(m *schemas.Sequenced) []any {
 		schemas.QoSName(msg.GetQos()), msg.GetContentType(), msg.GetClientMsgId(), msg.GetBody(),
 		dateTimeOf(msg.GetSendTimeMs()), msg.GetSendTimeMs(),
 		dateTimeOf(m.GetWriteTimeMs()), m.GetWriteTimeMs(), msg.GetSealedEpoch(),
+		schemas.RoleName(msg.GetRole()), schemas.AuthorityName(msg.GetAuthority()),
 	}
 }
 

@@ -31,6 +31,10 @@ func TestCheckInsertableRefusesRecordsTheTableCannotHold(t *testing.T) {
 		{"unknown kind", func(m *schemas.Sequenced) { m.Message.Kind = 4 }, false},
 		{"at-least-once", func(m *schemas.Sequenced) { m.Message.Qos = schemas.QoS_QOS_AT_LEAST_ONCE }, true},
 		{"unknown qos", func(m *schemas.Sequenced) { m.Message.Qos = 3 }, false},
+		{"a join giving the admin role", func(m *schemas.Sequenced) { m.Message.Role = schemas.Role_ROLE_ADMIN }, true},
+		{"unknown role", func(m *schemas.Sequenced) { m.Message.Role = 4 }, false},
+		{"system authority", func(m *schemas.Sequenced) { m.Message.Authority = schemas.Authority_AUTHORITY_SYSTEM }, true},
+		{"unknown authority", func(m *schemas.Sequenced) { m.Message.Authority = 2 }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

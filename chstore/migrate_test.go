@@ -89,24 +89,56 @@ func TestMigrateCreatesTheDatabase(t *testing.T) {
 	}
 }
 
+// schemaUpTo lays out a database as the migrations up to version left it,
+// each recorded as applied.
+func schemaUpTo(t *testing.T, conn driver.Conn, version int) {
+	t.Helper()
+	stmts := []string{`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version UInt32, name String, applied_at DateTime('UTC')
+	) ENGINE = ReplacingMergeTree() ORDER BY version`}
+	for _, m := range migrationsUpTo(t, version) {
+		stmts = append(stmts, m.Statements...)
+	}
+	for _, stmt := range stmts {
+		if err := conn.Exec(testCtx(t), stmt); err != nil {
+			t.Fatalf("lay out the schema up to %d: %v", version, err)
+		}
+	}
+	recordAppliedUpTo(t, conn, version)
+}
+
+// recordAppliedUpTo records the migrations up to version as applied.
+func recordAppliedUpTo(t *testing.T, conn driver.Conn, version int) {
+	t.Helper()
+	for _, m := range migrationsUpTo(t, version) {
+		err := conn.Exec(testCtx(t), "INSERT INTO schema_migrations (version, name, applied_at) SELECT ?, ?, now()", uint32(m.Version), m.Name)
+		if err != nil {
+			t.Fatalf("record migration %s: %v", m.Name, err)
+		}
+	}
+}
+
+func migrationsUpTo(t *testing.T, version int) []schemas.ClickHouseMigration {
+	t.Helper()
+	migrations, err := schemas.ClickHouseMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []schemas.ClickHouseMigration
+	for _, m := range migrations {
+		if m.Version <= version {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // oldSchemaWithData lays out a database as 001 left it, recorded as
 // applied, and inserts records into its messages table.
 func oldSchemaWithData(t *testing.T, conn driver.Conn, recs []*schemas.Sequenced) {
 	t.Helper()
 	ctx := testCtx(t)
-	migrations, err := schemas.ClickHouseMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := append([]string{`CREATE TABLE IF NOT EXISTS schema_migrations (
-		version UInt32, name String, applied_at DateTime('UTC')
-	) ENGINE = ReplacingMergeTree() ORDER BY version`}, migrations[0].Statements...)
-	stmts = append(stmts, "INSERT INTO schema_migrations (version, name, applied_at) SELECT 1, '001_messages', now()")
-	for _, stmt := range stmts {
-		if err := conn.Exec(ctx, stmt); err != nil {
-			t.Fatalf("lay out the old schema: %v", err)
-		}
-	}
+	schemaUpTo(t, conn, 1)
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO messages (conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, "+
 		"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms)")
 	if err != nil {
@@ -219,4 +251,77 @@ func cloneAll(msgs []*schemas.Sequenced) []*schemas.Sequenced {
 		out[i] = proto.Clone(m).(*schemas.Sequenced)
 	}
 	return out
+}
+
+// Before 006 the history kept neither a join's role nor a record's
+// authority; rows of that time read as what the columns default to, rows
+// written after carry both, and 006 run again (a crash before it was
+// recorded) finds its columns there.
+func TestMigrateAddsRoleAndAuthorityWithDefaultsForEarlierRows(t *testing.T) {
+	conn, db := testenv.ClickHouse(t)
+	ctx := testCtx(t)
+	schemaUpTo(t, conn, 5)
+	at := writtenAt(time.Date(2024, 5, 3, 0, 0, 0, 0, time.UTC))
+	join := func(seq uint64, role schemas.Role, auth schemas.Authority) *schemas.Sequenced {
+		r := fixture("g", seq, seq, at)[0]
+		r.Message.Kind, r.Message.Recipients = schemas.Kind_KIND_MEMBER_JOIN, []string{fmt.Sprint("u", seq)}
+		r.Message.Role, r.Message.Authority = role, auth
+		return r
+	}
+	// A writer of the previous version names the columns it knew.
+	early := join(1, schemas.Role_ROLE_UNSPECIFIED, schemas.Authority_AUTHORITY_SENDER)
+	batch, err := conn.PrepareBatch(ctx, "INSERT INTO history (conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, "+
+		"mention_all, qos, content_type, client_msg_id, body, send_time, send_time_ms, write_time, write_time_ms, sealed_epoch)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := early.Message
+	err = batch.Append(m.ConvId, early.Seq, early.Epoch, "group", "member_join", m.Sender, m.Recipients, []string{}, uint8(0),
+		schemas.QoSName(m.Qos), m.ContentType, m.ClientMsgId, string(m.Body), time.UnixMilli(m.SendTimeMs).UTC(), m.SendTimeMs,
+		time.UnixMilli(early.WriteTimeMs).UTC(), early.WriteTimeMs, uint64(0))
+	if err == nil {
+		err = batch.Send()
+	}
+	if err != nil {
+		t.Fatalf("insert a row as the previous version wrote it: %v", err)
+	}
+
+	s, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate from 005: %v", err)
+	}
+	later := []*schemas.Sequenced{
+		join(2, schemas.Role_ROLE_ADMIN, schemas.Authority_AUTHORITY_SENDER),
+		join(3, schemas.Role_ROLE_OWNER, schemas.Authority_AUTHORITY_SYSTEM),
+		join(4, schemas.Role_ROLE_MEMBER, schemas.Authority_AUTHORITY_SENDER),
+	}
+	if err := s.InsertBatch(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]*schemas.Sequenced{early}, later...)
+	check := func(t *testing.T) {
+		t.Helper()
+		got, err := s.MembershipChanges(ctx, "g", 0, 0, 10)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("membership changes = %d records, %v; want %d", len(got), err, len(want))
+		}
+		for i := range got {
+			if !proto.Equal(got[i], want[i]) {
+				t.Fatalf("seq %d reads %v, want %v", want[i].Seq, got[i], want[i])
+			}
+		}
+	}
+	t.Run("migrated", check)
+	if err := conn.Exec(ctx, "TRUNCATE TABLE schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	recordAppliedUpTo(t, conn, 5)
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("run 006 again: %v", err)
+	}
+	t.Run("migrated twice", check)
 }

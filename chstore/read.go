@@ -34,7 +34,7 @@ const (
 // by (epoch, seq).
 const (
 	readColumns = "conv_id, seq, epoch, conv_type, kind, sender, recipients, mentions, " +
-		"mention_all, qos, content_type, client_msg_id, body, send_time_ms, write_time_ms, sealed_epoch"
+		"mention_all, qos, content_type, client_msg_id, body, send_time_ms, write_time_ms, sealed_epoch, role, authority"
 	selectFrom = "SELECT " + readColumns + " FROM " + historyTable + " WHERE conv_id = ? AND "
 	descTail   = " AND seq >= ? AND seq < ? ORDER BY seq DESC, write_time_ms DESC LIMIT 1 BY seq LIMIT ?"
 	ascTail    = " AND seq >= ? AND seq <= ? ORDER BY seq ASC, write_time_ms DESC LIMIT 1 BY seq"
@@ -229,6 +229,7 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 		m                             schemas.Sequenced
 		msg                           schemas.Message
 		convType, kind, qos, body     string
+		role, authority               string
 		mentionAll                    uint8
 		recipients, mentions          []string
 		convID, sender, ctype, client string
@@ -236,7 +237,7 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 		sendMs, writeMs               int64
 	)
 	err := rows.Scan(&convID, &seq, &epoch, &convType, &kind, &sender, &recipients, &mentions,
-		&mentionAll, &qos, &ctype, &client, &body, &sendMs, &writeMs, &sealedEpoch)
+		&mentionAll, &qos, &ctype, &client, &body, &sendMs, &writeMs, &sealedEpoch, &role, &authority)
 	if err != nil {
 		return nil, fmt.Errorf("scan message: %w", err)
 	}
@@ -244,6 +245,7 @@ func scanMessage(rows driver.Rows) (*schemas.Sequenced, error) {
 	msg.Recipients, msg.Mentions, msg.MentionAll, msg.Qos = recipients, mentions, mentionAll != 0, enumOr(schemas.ParseQoS, qos)
 	msg.ContentType, msg.ClientMsgId, msg.Body, msg.SendTimeMs = ctype, client, []byte(body), sendMs
 	msg.SealedEpoch = sealedEpoch
+	msg.Role, msg.Authority = enumOr(schemas.ParseRole, role), enumOr(schemas.ParseAuthority, authority)
 	m.Message, m.Seq, m.Epoch, m.WriteTimeMs = &msg, seq, epoch, writeMs
 	return &m, nil
 }

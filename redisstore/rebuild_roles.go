@@ -9,11 +9,12 @@ import (
 
 // The roles and past spans a rebuild replays from the history's join and
 // leave records, the way lua/sequence.lua keeps them. The history keeps
-// neither a join's role nor a record's authority (the messages table has
-// no column for them), so a rebuilt group has its owner (the founding
-// record's sender, or its first founder when the sender is not one: a
-// system record) and the owners it handed over to, but admins only when
-// the source carries the roles.
+// each join's role and each record's authority (schemas/clickhouse 006);
+// rows written before that read as no role and the sender's authority, so
+// from them a rebuilt group gets its founder as owner (the founding
+// record's sender, or its first founder when the sender is not one) and
+// the owners leaves handed over to, but neither the admins nor the owners
+// joins gave (see DESIGN, "Roles live beside the members").
 
 // joinRoles applies a join's role and, for the founding record, the owner.
 func (r *memberReplay) joinRoles(e *schemas.Sequenced) {

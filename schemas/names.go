@@ -100,3 +100,24 @@ func ParseRole(name string) (Role, bool) {
 	}
 	return Role_ROLE_UNSPECIFIED, false
 }
+
+// AuthorityName names who vouches for a record's membership effect.
+func AuthorityName(a Authority) string {
+	switch a {
+	case Authority_AUTHORITY_SENDER:
+		return "sender"
+	case Authority_AUTHORITY_SYSTEM:
+		return "system"
+	}
+	return ""
+}
+
+// ParseAuthority is the inverse of AuthorityName.
+func ParseAuthority(name string) (Authority, bool) {
+	for _, a := range []Authority{Authority_AUTHORITY_SENDER, Authority_AUTHORITY_SYSTEM} {
+		if AuthorityName(a) == name {
+			return a, true
+		}
+	}
+	return Authority_AUTHORITY_SENDER, false
+}

@@ -21,7 +21,20 @@ func TestEveryEnumValueHasANameThatParsesBack(t *testing.T) {
 			t.Errorf("qos %d: name %q parses to %v %v", v, name, got, ok)
 		}
 	}
-	if ConvTypeName(ConvType(99)) != "" || KindName(Kind(99)) != "" || QoSName(QoS(99)) != "" {
+	for v := range Role_name {
+		name := RoleName(Role(v))
+		if got, ok := ParseRole(name); name == "" || !ok || got != Role(v) {
+			t.Errorf("role %d: name %q parses to %v %v", v, name, got, ok)
+		}
+	}
+	for v := range Authority_name {
+		name := AuthorityName(Authority(v))
+		if got, ok := ParseAuthority(name); name == "" || !ok || got != Authority(v) {
+			t.Errorf("authority %d: name %q parses to %v %v", v, name, got, ok)
+		}
+	}
+	if ConvTypeName(ConvType(99)) != "" || KindName(Kind(99)) != "" || QoSName(QoS(99)) != "" ||
+		RoleName(Role(99)) != "" || AuthorityName(Authority(99)) != "" {
 		t.Error("an unknown value has a name")
 	}
 	if _, ok := ParseKind("bogus"); ok {
