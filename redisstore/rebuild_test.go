@@ -400,3 +400,59 @@ func timelineSeqs(t *testing.T, s *Store, conv string) []uint64 {
 	}
 	return out
 }
+
+// Rows the history wrote before it kept a join's role and a record's
+// authority read as neither: their rebuild gives the founder ownership
+// and nobody an admin role, still one owner and roles held by members
+// only (what verify checks).
+func TestARebuildOfRowsWithoutRolesGivesTheFounderOwnershipAndNoAdmins(t *testing.T) {
+	g := schemas.ConvType_CONV_TYPE_GROUP
+	join := func(id string, role schemas.Role, users ...string) *schemas.Message {
+		m := expMsg("g1", g, schemas.Kind_KIND_MEMBER_JOIN, id)
+		m.Recipients, m.Role = users, role
+		return m
+	}
+	life := []*schemas.Message{
+		join("found", schemas.Role_ROLE_UNSPECIFIED, "alice", "bob", "carol"),
+		join("bob-admin", schemas.Role_ROLE_ADMIN, "bob"),
+		join("dave-admin", schemas.Role_ROLE_ADMIN, "dave"),
+		join("carol-owns", schemas.Role_ROLE_OWNER, "carol"),
+	}
+	cases := []struct {
+		name  string
+		strip bool
+		want  map[string]string
+	}{
+		{"rows that keep roles", false, map[string]string{"carol": "o", "alice": "a", "bob": "a", "dave": "a"}},
+		{"rows written before roles were kept", true, map[string]string{"alice": "o"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rbStore(t)
+			ctx := context.Background()
+			h := &rbHistory{recs: map[string]map[uint64]*schemas.Sequenced{}}
+			for i, m := range life {
+				res, err := s.Sequence(ctx, "g1", []*schemas.Message{m}, nil, expNow.UnixMilli()+int64(i))
+				if err != nil || res.Items[0].Status != SeqNew {
+					t.Fatalf("sequence %s: %+v (err %v)", m.GetClientMsgId(), res, err)
+				}
+				rec := res.Items[0].Sequenced
+				if tc.strip {
+					rec.Message.Role, rec.Message.Authority = schemas.Role_ROLE_UNSPECIFIED, schemas.Authority_AUTHORITY_SENDER
+				}
+				h.add(rec)
+			}
+			lost := []string{s.keys.ConvMeta("g1"), s.keys.Timeline("g1"), s.keys.Members("g1"), s.keys.Roles("g1"), s.keys.PastMembers("g1")}
+			if err := s.rdb.Del(ctx, lost...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow}); err != nil || res.Members != MembersRestored {
+				t.Fatalf("rebuild = %+v, %v; want the members restored", res, err)
+			}
+			roles, strangers, err := s.GroupRoles(ctx, "g1")
+			if err != nil || len(strangers) != 0 || !maps.Equal(roles, tc.want) {
+				t.Fatalf("rebuilt roles %v (held by non-members %v, err %v), want %v", roles, strangers, err, tc.want)
+			}
+		})
+	}
+}
