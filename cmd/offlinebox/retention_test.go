@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -31,23 +33,46 @@ policies:
     history: 7d
 `
 
+// testStores are a test's own Redis prefix and migrated ClickHouse
+// database, with the stores over them and the flags that name them.
+type testStores struct {
+	rdb    redis.UniversalClient
+	prefix string
+	redis  *redisstore.Store
+	ch     *chstore.Store
+	db     string
+}
+
+func newTestStores(ctx context.Context, t *testing.T) testStores {
+	t.Helper()
+	st := testStores{}
+	st.rdb, st.prefix = testenv.Redis(t)
+	var err error
+	if st.redis, err = redisstore.New(st.rdb, redisstore.Config{Prefix: st.prefix}); err != nil {
+		t.Fatal(err)
+	}
+	_, st.db = testenv.ClickHouse(t)
+	if st.ch, err = chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: st.db}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.ch.Close() })
+	if err := st.ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// flags name the stores as the tools' flags do.
+func (st testStores) flags(t *testing.T) []string {
+	return []string{"-redis", testenv.RedisAddr(t), "-prefix", st.prefix,
+		"-clickhouse", testenv.ClickHouseAddr(t), "-clickhouse-db", st.db}
+}
+
 func TestRetentionExplainSaysWhichPolicyAppliesAndWhy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, prefix := testenv.Redis(t)
-	s, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := newTestStores(ctx, t)
+	s, ch := st.redis, st.ch
 	// g-fin lives in Redis; g-gone only in ClickHouse (Redis expired it).
 	join := &schemas.Message{ClientMsgId: "j1", ConvId: "g-fin", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
 		Sender: "alice", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"alice"}, Tag: "finance"}
@@ -64,8 +89,7 @@ func TestRetentionExplainSaysWhichPolicyAppliesAndWhy(t *testing.T) {
 	if err := os.WriteFile(path, []byte(explainPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stores := []string{"-retention-policy", path, "-redis", testenv.RedisAddr(t), "-prefix", prefix,
-		"-clickhouse", testenv.ClickHouseAddr(t), "-clickhouse-db", db}
+	stores := append([]string{"-retention-policy", path}, st.flags(t)...)
 	cases := []struct {
 		name string
 		args []string
@@ -132,20 +156,8 @@ func TestTheExpiryWorkerRefusesABadPolicyFileAtStartBeforeItWaitsForTheStores(t 
 func TestRebuildRestoresWhatTheRetentionPolicyKeeps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, prefix := testenv.Redis(t)
-	s, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := newTestStores(ctx, t)
+	rdb, prefix, s, ch := st.rdb, st.prefix, st.redis, st.ch
 	// History holds a finance group written 45 days ago; Redis lost it.
 	at := time.Now().Add(-45 * 24 * time.Hour).UnixMilli()
 	recs := []*schemas.Sequenced{
@@ -161,8 +173,7 @@ func TestRebuildRestoresWhatTheRetentionPolicyKeeps(t *testing.T) {
 	if err := os.WriteFile(path, []byte("policies:\n  - name: finance\n    match: {tag: finance}\n    inbox: 60d\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stores := []string{"-conv", "fin", "-redis", testenv.RedisAddr(t), "-prefix", prefix,
-		"-clickhouse", testenv.ClickHouseAddr(t), "-clickhouse-db", db}
+	stores := append([]string{"-conv", "fin"}, st.flags(t)...)
 	for _, c := range []struct {
 		name    string
 		args    []string
