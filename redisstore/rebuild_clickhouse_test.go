@@ -40,6 +40,21 @@ func readConv(t *testing.T, s *redisstore.Store, conv string) convState {
 	return st
 }
 
+// migratedHistory opens the test's own ClickHouse database, migrated.
+func migratedHistory(ctx context.Context, t *testing.T) *chstore.Store {
+	t.Helper()
+	_, db := testenv.ClickHouse(t)
+	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	if err := ch.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // sequenceLife sequences a group's and a direct conversation's records
 // through the real script, at ages before now, and returns what the fanout
 // published for them.
@@ -84,17 +99,9 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ch := migratedHistory(ctx, t)
 	now := time.Now()
 	published := sequenceLife(ctx, t, rs, now)
 	// The history sink stored what the fanout published; expiry then ran.
@@ -151,17 +158,9 @@ func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ch := migratedHistory(ctx, t)
 	now := time.Now()
 	var published []*schemas.Sequenced
 	for i, q := range []schemas.QoS{schemas.QoS_QOS_AT_LEAST_ONCE, schemas.QoS_QOS_UNSPECIFIED, schemas.QoS_QOS_AT_LEAST_ONCE} {
@@ -208,16 +207,7 @@ func newEpochRig(ctx context.Context, t *testing.T) *epochRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(context.Background(), chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return &epochRig{rdb: rdb, prefix: prefix, rs: rs, ch: ch, now: time.Now()}
+	return &epochRig{rdb: rdb, prefix: prefix, rs: rs, ch: migratedHistory(ctx, t), now: time.Now()}
 }
 
 func (r *epochRig) send(ctx context.Context, t *testing.T, n int, tag string) []*schemas.Sequenced {

@@ -12,15 +12,9 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// The reported story: the history sink is 5 records behind when Redis
-// loses a group's keys (its members' inboxes survive); the rebuild starts
-// a new epoch at seq 40; bob then @mentions alice at the new seq 41, and
-// the old 41..45 reach ClickHouse late.
-func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
-	w := newWorld(t, rdb, prefix)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// migratedHistory opens the test's own ClickHouse database, migrated.
+func migratedHistory(ctx context.Context, t *testing.T) *chstore.Store {
+	t.Helper()
 	_, db := testenv.ClickHouse(t)
 	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
 	if err != nil {
@@ -30,6 +24,19 @@ func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
 	if err := ch.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return ch
+}
+
+// The reported story: the history sink is 5 records behind when Redis
+// loses a group's keys (its members' inboxes survive); the rebuild starts
+// a new epoch at seq 40; bob then @mentions alice at the new seq 41, and
+// the old 41..45 reach ClickHouse late.
+func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
+	rdb, prefix := testenv.Redis(t)
+	w := newWorld(t, rdb, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ch := migratedHistory(ctx, t)
 	g := schemas.ConvType_CONV_TYPE_GROUP
 	w.group("g", "bob", "alice")
 	for seq := 2; seq <= 42; seq++ {

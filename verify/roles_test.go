@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -27,15 +26,7 @@ func TestARebuildFromClickHouseGivesTheGroupItsAdminsBack(t *testing.T) {
 	w := newWorld(t, rdb, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ch := migratedHistory(ctx, t)
 	sink, err := history.New(history.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, ch)
 	if err != nil {
 		t.Fatal(err)
