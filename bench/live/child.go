@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	httppprof "net/http/pprof"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -51,70 +48,12 @@ func (c childConfig) env() []string {
 		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold)}
 }
 
-// child is one server process as the parent sees it.
-type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser // held open: the child stops when it closes
-	URL   string
-	Pid   int
-}
-
-func startChild(ctx context.Context, c childConfig) (*child, error) {
+func startChild(ctx context.Context, c childConfig) (*harness.Child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), c.env()...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start server %s: %w", c.Node, err)
-	}
-	ch := &child{cmd: cmd, stdin: stdin, Pid: cmd.Process.Pid}
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "READY ") {
-				line <- strings.TrimPrefix(sc.Text(), "READY ")
-			}
-		}
-	}()
-	select {
-	case ch.URL = <-line:
-		return ch, nil
-	case <-time.After(30 * time.Second):
-		ch.stop()
-		return nil, fmt.Errorf("server %s did not start", c.Node)
-	case <-ctx.Done():
-		ch.stop()
-		return nil, ctx.Err()
-	}
-}
-
-// kill ends the child at once (kill -9), as a crash.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-}
-
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		c.kill()
-	}
+	return harness.StartChild(ctx, "server "+c.Node, exe, c.env())
 }
 
 // runChild serves one API node until stdin closes.
@@ -201,20 +140,11 @@ func runChild() error {
 	return harness.ServeChild(ln, mux, srv.Close)
 }
 
-// procCPU is the user+system CPU a process used so far.
+// procCPU is the user+system CPU a process used so far (0 when it
+// cannot be read).
 func procCPU(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(fields) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(fields[11], 10, 64)
-	stt, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(ut+stt) * (time.Second / 100) // USER_HZ
+	d, _ := harness.ProcessCPU(pid)
+	return d
 }
 
 // procRSS is a process's resident memory in bytes.

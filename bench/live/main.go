@@ -93,7 +93,7 @@ type bench struct {
 	st       *harness.Stack
 	kr       *auth.Keyring
 	prod     *kgo.Client
-	servers  []*child
+	servers  []*harness.Child
 	redisPid int
 	users    []string
 	groups   [][]string
@@ -131,7 +131,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 		if err != nil {
 			return err
 		}
-		defer c.stop()
+		defer c.Stop()
 		b.servers = append(b.servers, c)
 	}
 	log.Printf("servers: %s (pid %d, with the push stage), %s (pid %d); redis-server pid %d; profiles at /debug/pprof/profile",

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,10 +28,7 @@ const serverPool = 256
 
 // apiServer is the API process as the benchmark sees it.
 type apiServer struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser // held open: the server stops when it closes
-	URL     string
-	Pid     int
+	*harness.Child
 	keyring *auth.Keyring
 }
 
@@ -47,75 +39,17 @@ func startServer(ctx context.Context, exe, redisAddr string, brokers []string, p
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), serverEnv+"=1", "OBS_REDIS="+redisAddr, "OBS_BROKERS="+strings.Join(brokers, ","),
-		"OBS_PREFIX="+prefix, "OBS_CPUPROFILE="+cpuprofile)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	c, err := harness.StartChild(ctx, "the API server", exe, []string{serverEnv + "=1", "OBS_REDIS=" + redisAddr,
+		"OBS_BROKERS=" + strings.Join(brokers, ","), "OBS_PREFIX=" + prefix, "OBS_CPUPROFILE=" + cpuprofile})
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the API server: %w", err)
-	}
-	s := &apiServer{cmd: cmd, stdin: stdin, Pid: cmd.Process.Pid, keyring: kr}
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-				line <- u
-			}
-		}
-	}()
-	select {
-	case s.URL = <-line:
-		return s, nil
-	case <-time.After(30 * time.Second):
-		s.Stop()
-		return nil, fmt.Errorf("the API server did not start")
-	case <-ctx.Done():
-		s.Stop()
-		return nil, ctx.Err()
-	}
+	return &apiServer{Child: c, keyring: kr}, nil
 }
 
 // Token mints a bearer token of user pinned to device.
 func (s *apiServer) Token(user, device string) (string, error) {
 	return s.keyring.Mint(user, device, 24*time.Hour)
-}
-
-// Stop asks the server to finish (it writes its profile then) and waits.
-func (s *apiServer) Stop() {
-	_ = s.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-}
-
-// CPU is the user+system CPU the server used so far.
-func (s *apiServer) CPU() (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid))
-	if err != nil {
-		return 0, fmt.Errorf("API server CPU: %w", err)
-	}
-	st := string(data)
-	fields := strings.Fields(st[strings.LastIndexByte(st, ')')+2:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("API server CPU: short /proc/%d/stat", s.Pid)
-	}
-	user, _ := strconv.ParseInt(fields[11], 10, 64)
-	sys, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(user+sys) * (time.Second / 100), nil // USER_HZ
 }
 
 // runServer serves the API until stdin closes.
