@@ -43,30 +43,7 @@ func TestRunnerCommitsNothingWhileClickHouseIsDownAndLosesNothing(t *testing.T) 
 	records = append(records, &kgo.Record{Topic: schemas.TopicSequenced, Key: []byte("p1"), Value: []byte("garbage")})
 	produce(t, brokers, records)
 
-	runner, err := stream.New(stream.Config{
-		Brokers: brokers, Group: "history", Topics: []string{schemas.TopicSequenced},
-		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: history.RecommendedMaxPollRecords,
-		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, CommitInterval: 50 * time.Millisecond,
-		Logger: quiet,
-		ExtraOpts: []kgo.Opt{
-			kgo.HeartbeatInterval(100 * time.Millisecond),
-			kgo.SessionTimeout(6 * time.Second),
-			kgo.FetchMaxWait(100 * time.Millisecond),
-		},
-	}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-		runner.Close()
-	})
+	runSink(t, brokers, h, reg)
 
 	adm := newAdmin(t, brokers)
 	eventually(t, 10*time.Second, "the sink failed several inserts, or something was committed", func() bool {
@@ -100,6 +77,36 @@ func TestRunnerCommitsNothingWhileClickHouseIsDownAndLosesNothing(t *testing.T) 
 			t.Errorf("CountMessages(%s) = %d, %v; want %d", conv, got, err, n)
 		}
 	}
+}
+
+// runSink runs h as the history worker runs it, with short timings and
+// the runner's metrics (lag included) on reg, until the test ends.
+func runSink(t *testing.T, brokers []string, h *history.Handler, reg *prometheus.Registry) {
+	t.Helper()
+	runner, err := stream.New(stream.Config{
+		Brokers: brokers, Group: "history", Topics: []string{schemas.TopicSequenced},
+		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: history.RecommendedMaxPollRecords,
+		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, CommitInterval: 50 * time.Millisecond,
+		LagInterval: 50 * time.Millisecond, Logger: quiet, Metrics: reg,
+		ExtraOpts: []kgo.Opt{
+			kgo.HeartbeatInterval(100 * time.Millisecond),
+			kgo.SessionTimeout(6 * time.Second),
+			kgo.FetchMaxWait(100 * time.Millisecond),
+		},
+	}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+		runner.Close()
+	})
 }
 
 func produce(t *testing.T, brokers []string, records []*kgo.Record) {
@@ -178,30 +185,7 @@ func TestConsumerLagRisesWhileClickHouseIsDownAndFallsToZeroAfter(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := stream.New(stream.Config{
-		Brokers: brokers, Group: "history", Topics: []string{schemas.TopicSequenced},
-		DeadLetterTopic: schemas.TopicDeadLetter, MaxPollRecords: history.RecommendedMaxPollRecords,
-		RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, CommitInterval: 50 * time.Millisecond,
-		LagInterval: 50 * time.Millisecond, Logger: quiet, Metrics: reg,
-		ExtraOpts: []kgo.Opt{
-			kgo.HeartbeatInterval(100 * time.Millisecond),
-			kgo.SessionTimeout(6 * time.Second),
-			kgo.FetchMaxWait(100 * time.Millisecond),
-		},
-	}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v", err)
-		}
-		runner.Close()
-	})
+	runSink(t, brokers, h, reg)
 
 	lag := func() (sum float64, series int) {
 		mfs, err := reg.Gather()
