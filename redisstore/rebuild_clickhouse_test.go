@@ -40,21 +40,6 @@ func readConv(t *testing.T, s *redisstore.Store, conv string) convState {
 	return st
 }
 
-// migratedHistory opens the test's own ClickHouse database, migrated.
-func migratedHistory(ctx context.Context, t *testing.T) *chstore.Store {
-	t.Helper()
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return ch
-}
-
 // sequenceLife sequences a group's and a direct conversation's records
 // through the real script, at ages before now, and returns what the fanout
 // published for them.
@@ -101,7 +86,7 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ch := migratedHistory(ctx, t)
+	ch, _ := testenv.History(t)
 	now := time.Now()
 	published := sequenceLife(ctx, t, rs, now)
 	// The history sink stored what the fanout published; expiry then ran.
@@ -160,7 +145,7 @@ func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ch := migratedHistory(ctx, t)
+	ch, _ := testenv.History(t)
 	now := time.Now()
 	var published []*schemas.Sequenced
 	for i, q := range []schemas.QoS{schemas.QoS_QOS_AT_LEAST_ONCE, schemas.QoS_QOS_UNSPECIFIED, schemas.QoS_QOS_AT_LEAST_ONCE} {
@@ -200,14 +185,15 @@ type epochRig struct {
 	now    time.Time
 }
 
-func newEpochRig(ctx context.Context, t *testing.T) *epochRig {
+func newEpochRig(t *testing.T) *epochRig {
 	t.Helper()
 	rdb, prefix := testenv.Redis(t)
 	rs, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &epochRig{rdb: rdb, prefix: prefix, rs: rs, ch: migratedHistory(ctx, t), now: time.Now()}
+	ch, _ := testenv.History(t)
+	return &epochRig{rdb: rdb, prefix: prefix, rs: rs, ch: ch, now: time.Now()}
 }
 
 func (r *epochRig) send(ctx context.Context, t *testing.T, n int, tag string) []*schemas.Sequenced {
@@ -240,7 +226,7 @@ func (r *epochRig) lose(ctx context.Context, t *testing.T) {
 func TestRebuildReadsTheEpochItContinuesAndRecordsWhereTheNewOneStarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := newEpochRig(ctx, t)
+	r := newEpochRig(t)
 	rs, ch := r.rs, r.ch
 	old := r.send(ctx, t, 45, "old")
 	if err := ch.InsertBatch(ctx, old[:40]); err != nil { // the sink is 5 behind
@@ -304,7 +290,7 @@ func (h *racingHistory) Range(ctx context.Context, conv string, epoch, from, to 
 func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := newEpochRig(ctx, t)
+	r := newEpochRig(t)
 	recs := r.send(ctx, t, 10, "old")
 	if err := r.ch.InsertBatch(ctx, recs[:8]); err != nil { // the sink is 2 behind
 		t.Fatal(err)
@@ -335,7 +321,7 @@ func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T)
 func TestRebuildAfterARedisLossRestoresTheConversationTag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := newEpochRig(ctx, t)
+	r := newEpochRig(t)
 	join := &schemas.Message{ClientMsgId: "j", ConvId: "g", ConvType: schemas.ConvType_CONV_TYPE_GROUP, Sender: "bob",
 		Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"bob", "alice"}, Tag: "finance"}
 	res, err := r.rs.Sequence(ctx, "g", []*schemas.Message{join}, nil, r.now.UnixMilli())

@@ -6,26 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
-
-// migratedHistory opens the test's own ClickHouse database, migrated.
-func migratedHistory(ctx context.Context, t *testing.T) *chstore.Store {
-	t.Helper()
-	_, db := testenv.ClickHouse(t)
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return ch
-}
 
 // The reported story: the history sink is 5 records behind when Redis
 // loses a group's keys (its members' inboxes survive); the rebuild starts
@@ -36,7 +20,7 @@ func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
 	w := newWorld(t, rdb, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ch := migratedHistory(ctx, t)
+	ch, _ := testenv.History(t)
 	g := schemas.ConvType_CONV_TYPE_GROUP
 	w.group("g", "bob", "alice")
 	for seq := 2; seq <= 42; seq++ {

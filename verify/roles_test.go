@@ -26,7 +26,7 @@ func TestARebuildFromClickHouseGivesTheGroupItsAdminsBack(t *testing.T) {
 	w := newWorld(t, rdb, prefix)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ch := migratedHistory(ctx, t)
+	ch, _ := testenv.History(t)
 	sink, err := history.New(history.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, ch)
 	if err != nil {
 		t.Fatal(err)

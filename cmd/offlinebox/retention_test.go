@@ -43,7 +43,7 @@ type testStores struct {
 	db     string
 }
 
-func newTestStores(ctx context.Context, t *testing.T) testStores {
+func newTestStores(t *testing.T) testStores {
 	t.Helper()
 	st := testStores{}
 	st.rdb, st.prefix = testenv.Redis(t)
@@ -51,14 +51,7 @@ func newTestStores(ctx context.Context, t *testing.T) testStores {
 	if st.redis, err = redisstore.New(st.rdb, redisstore.Config{Prefix: st.prefix}); err != nil {
 		t.Fatal(err)
 	}
-	_, st.db = testenv.ClickHouse(t)
-	if st.ch, err = chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: st.db}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.ch.Close() })
-	if err := st.ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st.ch, st.db = testenv.History(t)
 	return st
 }
 
@@ -71,7 +64,7 @@ func (st testStores) flags(t *testing.T) []string {
 func TestRetentionExplainSaysWhichPolicyAppliesAndWhy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st := newTestStores(ctx, t)
+	st := newTestStores(t)
 	s, ch := st.redis, st.ch
 	// g-fin lives in Redis; g-gone only in ClickHouse (Redis expired it).
 	join := &schemas.Message{ClientMsgId: "j1", ConvId: "g-fin", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
@@ -156,7 +149,7 @@ func TestTheExpiryWorkerRefusesABadPolicyFileAtStartBeforeItWaitsForTheStores(t 
 func TestRebuildRestoresWhatTheRetentionPolicyKeeps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st := newTestStores(ctx, t)
+	st := newTestStores(t)
 	rdb, prefix, s, ch := st.rdb, st.prefix, st.redis, st.ch
 	// History holds a finance group written 45 days ago; Redis lost it.
 	at := time.Now().Add(-45 * 24 * time.Hour).UnixMilli()

@@ -38,7 +38,6 @@ type roamingRig struct {
 
 func newRoamingRig(t *testing.T) *roamingRig {
 	t.Helper()
-	ctx := context.Background()
 	r := &roamingRig{}
 	r.now.Store(time.Now().UnixMilli())
 	clock := func() time.Time { return time.UnixMilli(r.now.Load()) }
@@ -48,13 +47,7 @@ func newRoamingRig(t *testing.T) *roamingRig {
 	if r.store, err = redisstore.New(rdb, redisstore.Config{Prefix: prefix}); err != nil {
 		t.Fatal(err)
 	}
-	if r.ch, err = chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: testenv.UniqueDatabase(t)}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.ch.Close() })
-	if err := r.ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r.ch, _ = testenv.History(t)
 	if r.prod, err = stream.NewProducer(r.brokers); err != nil {
 		t.Fatal(err)
 	}

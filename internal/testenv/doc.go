@@ -10,5 +10,7 @@
 // it as TestMain) and, should the binary die first, killed by the kernel
 // with it. Every test gets its own key prefix or database, so tests never
 // see each other's data. With OFFLINEBOX_REQUIRE_SERVERS=1 (set by `make
-// test`) a missing server fails the test instead of skipping it.
+// test`) a missing server fails the test instead of skipping it. History
+// gives a test the history store over its own database, migrated, which
+// most integration tests beside Redis want.
 package testenv

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -18,17 +17,9 @@ func TestDropHistoryDropsTheMonthsPastTheHistoryRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, db := testenv.ClickHouse(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ch, _ := testenv.History(t)
 	month := func(y int, m time.Month) time.Time { return time.Date(y, m, 10, 0, 0, 0, 0, time.UTC) }
 	written := []time.Time{month(2029, 1), month(2029, 6), month(2029, 12), month(2030, 5)}
 	var recs []*schemas.Sequenced

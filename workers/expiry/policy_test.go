@@ -53,17 +53,7 @@ func newPolicyFixture(t *testing.T) *policyFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, db := testenv.ClickHouse(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ch, err := chstore.Open(ctx, chstore.Config{Addr: testenv.ClickHouseAddr(t), Database: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ch.Close() })
-	if err := ch.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ch, _ := testenv.History(t)
 	return &policyFixture{store: s, ch: ch, now: time.Now().Truncate(time.Millisecond), epoch: map[string]uint64{}}
 }
 
