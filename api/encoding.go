@@ -163,6 +163,10 @@ func (a acceptance) choose(n int) string {
 // (Vary: Accept-Encoding on every answer, whatever it chose), or 406 when
 // it accepts none. It returns the status and the bytes on the wire.
 func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int, body any) (int, int) {
+	spliced, _ := body.(*splicedAnswer)
+	if spliced != nil {
+		body = spliced.data
+	}
 	data, status := encodeJSON(status, body)
 	w.Header().Set("Vary", "Accept-Encoding")
 	coding := parseAcceptEncoding(r.Header.Values("Accept-Encoding")).choose(len(data))
@@ -171,7 +175,13 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 			msg: "accepts none of zstd, gzip, identity"})
 	}
 	if coding != codingIdentity {
-		coded, ok := s.coders.encode(r.Context(), coding, data)
+		var coded []byte
+		ok := true
+		if coding == codingZstd && spliced != nil && len(spliced.runs) > 0 {
+			coded = spliced.zstd(s.coders.zstd, s.frames)
+		} else {
+			coded, ok = s.coders.encode(r.Context(), coding, data)
+		}
 		if ok {
 			s.metrics.coded.WithLabelValues(coding).Add(float64(len(data)))
 			w.Header().Set("Content-Encoding", coding)

@@ -57,6 +57,7 @@ type Server struct {
 	slots    chan struct{}
 	admitted *admission
 	encoded  *sharedEncodings
+	frames   *sharedFrames
 	handler  http.Handler
 	live     *liveHub
 	coders   *coders
@@ -88,6 +89,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		coders: cs, cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
+		frames: newSharedFrames(),
 	}
 	if s.log == nil {
 		s.log = slog.Default()

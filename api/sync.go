@@ -158,7 +158,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	if sz.peers, err = s.peerCursors(r.Context(), id.User, types); err != nil {
 		return 0, nil, err
 	}
-	out, err := sz.encode(res)
+	out, err := sz.encodeSpliced(res)
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode sync answer: %w", err)
 	}
@@ -263,6 +263,17 @@ func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMess
 // every json.RawMessage once per level of nesting, which cost more than
 // encoding the messages did.
 func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
+	a, err := z.encodeSpliced(res)
+	if err != nil {
+		return nil, err
+	}
+	return a.data, nil
+}
+
+// encodeSpliced is encode, with where each run of messages that one slice
+// read answered lies in the answer (sync_frames.go).
+func (z *syncSizer) encodeSpliced(res *redisstore.SyncResult) (*splicedAnswer, error) {
+	a := &splicedAnswer{}
 	out := make([]byte, 0, z.sizeHint(res))
 	out = append(out, `{"device_id":`...)
 	out = appendJSONString(out, z.device)
@@ -287,7 +298,7 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 			out = append(out, ',')
 		}
 		var err error
-		if out, err = z.appendConv(out, &res.Convs[i]); err != nil {
+		if out, err = z.appendConv(out, &res.Convs[i], &a.runs); err != nil {
 			return nil, err
 		}
 	}
@@ -304,12 +315,14 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 	}
 	out = append(out, `],"omitted":`...)
 	out = strconv.AppendInt(out, int64(res.Omitted), 10)
-	return append(out, '}'), nil
+	a.data = append(out, '}')
+	return a, nil
 }
 
 // appendConv writes a conversation block: its fields as json.Marshal
-// writes them (messages is the last one), then the messages' encodings.
-func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv) ([]byte, error) {
+// writes them (messages is the last one), then the messages' encodings,
+// noting in runs where those of each slice read lie.
+func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv, runs *[]splicedRun) ([]byte, error) {
 	cj := convJSON(c, nil)
 	if p, ok := z.peers[c.Conv]; ok {
 		d, r := p.Delivered, p.Read
@@ -322,11 +335,24 @@ func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv) ([]byte, erro
 	const emptyTail = `[]}`
 	out = append(out, head[:len(head)-len(emptyTail)]...)
 	out = append(out, '[')
-	for j, m := range c.Messages {
-		if j > 0 {
+	older := min(max(c.Older, 0), len(c.Messages))
+	for _, part := range [][]*schemas.Sequenced{c.Messages[:older], c.Messages[older:]} {
+		if len(part) == 0 {
+			continue
+		}
+		if &part[0] != &c.Messages[0] {
 			out = append(out, ',')
 		}
-		out = append(out, z.message(m, sliceForm)...)
+		start := len(out)
+		for j, m := range part {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, z.message(m, sliceForm)...)
+		}
+		if len(out)-start >= minSplicedRunBytes {
+			*runs = append(*runs, splicedRun{run: messageRun{first: part[0], n: len(part)}, start: start, end: len(out)})
+		}
 	}
 	return append(out, ']', '}'), nil
 }

@@ -91,7 +91,7 @@ func TestSyncEncodeWritesWhatJSONMarshalOfThePartsWrote(t *testing.T) {
 		Resync:   true,
 		Mentions: []redisstore.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "d-a-b", Message: ms[5]}},
 		Convs: []redisstore.SyncConv{
-			{Conv: "g<1>", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:4],
+			{Conv: "g<1>", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:4], Older: 2,
 				HasMore: true, Gap: &redisstore.SeqRange{From: 5, To: ^uint64(0)}},
 			{Conv: "d-a-b", Type: schemas.ConvType_CONV_TYPE_DIRECT, Epoch: 1, MaxSeq: 7, Messages: ms[4:], Rebase: true,
 				RebaseReason: redisstore.RebaseResync, Incomplete: true},

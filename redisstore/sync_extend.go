@@ -72,6 +72,7 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	}
 	b.force(used)
 	c.Messages = append(slices.Clip(sl.entries[len(sl.entries)-n:]), c.Messages...)
+	c.Older += n
 	finishSlice(c, p, sl)
 }
 

@@ -81,6 +81,10 @@ type SyncConv struct {
 	Unread uint64
 	// Messages in ascending seq order: the newest of what the client lacks.
 	Messages []*schemas.Sequenced
+	// Older counts the first of Messages that the budget's second pass
+	// prepended: they and the rest come from two slice reads, each of
+	// which may have answered other syncs too.
+	Older int
 	// HasMore: the client lacks messages older than Messages[0].
 	HasMore bool
 	// Gap names the missing seqs between the cursor and Messages[0], to

@@ -1,0 +1,181 @@
+package api
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"weak"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Compressing each shared run of messages once. In a reconnect storm the
+// syncs of one group's members answer the same decoded entries (one slice
+// read answered them all, redisstore/sync_collapse.go), and compressing
+// the same bytes again for every answer was the largest part of what the
+// API spent on a sync. A zstd answer is therefore written as a sequence of
+// frames (RFC 8878 section 3: a decoder decodes concatenated frames as one
+// content): each run of messages that came from one slice read is one
+// frame, compressed by the first answer that needs it and spliced as it is
+// into the others; what lies between (the envelope, the mentions, the
+// blocks' headers, the summaries) is this answer's own and is compressed,
+// or for a few hundred bytes stored raw, on its own.
+//
+// gzip answers stay one member compressed whole: the saving only matters
+// for the many, and every client that asks for zstd decodes concatenated
+// frames (the Go client's DecodeAll, browsers' streaming decoders).
+
+// minSplicedRunBytes: a shorter run is compressed with its neighbours, as
+// part of the answer's own bytes; a frame of its own would cost more than
+// it saves.
+const minSplicedRunBytes = 1024
+
+// minOwnCodedBytes: the answer's own bytes between two runs, when fewer,
+// go in a raw block: compressing them saves a few dozen bytes at the cost
+// of an encoder.
+const minOwnCodedBytes = 1024
+
+// messageRun is a run of a conversation block's messages that came from
+// one slice read: the first entry and how many follow it in that read.
+// Entries are decoded once per read and shared by every sync the read
+// answered, so the pair names the same bytes for all of them.
+type messageRun struct {
+	first *schemas.Sequenced
+	n     int
+}
+
+// splicedRun is where a run's encoding lies in the answer.
+type splicedRun struct {
+	run        messageRun
+	start, end int
+}
+
+// splicedAnswer is an encoded answer and where its shared runs lie in it.
+type splicedAnswer struct {
+	data []byte
+	runs []splicedRun
+}
+
+// sharedFrames keeps the zstd frame of each run for as long as its first
+// entry lives (weak keys, as sharedEncodings): bounded by the entries that
+// requests in flight hold.
+type sharedFrames struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[schemas.Sequenced]][]*runFrame
+}
+
+// runFrame is one run's frame, made once: those who ask meanwhile wait.
+type runFrame struct {
+	n     int
+	once  sync.Once
+	frame []byte
+}
+
+func newSharedFrames() *sharedFrames {
+	return &sharedFrames{m: map[weak.Pointer[schemas.Sequenced]][]*runFrame{}}
+}
+
+// frame is run's frame, compressing plain (the run's encoding) if no other
+// answer did yet.
+func (c *sharedFrames) frame(run messageRun, plain []byte, enc *zstd.Encoder) []byte {
+	k := weak.Make(run.first) // outside the lock: it takes the runtime's own
+	c.mu.Lock()
+	fs, had := c.m[k]
+	var f *runFrame
+	for _, x := range fs {
+		if x.n == run.n {
+			f = x
+			break
+		}
+	}
+	if f == nil {
+		f = &runFrame{n: run.n}
+		c.m[k] = append(fs, f)
+	}
+	c.mu.Unlock()
+	if !had {
+		runtime.AddCleanup(run.first, c.drop, k)
+	}
+	f.once.Do(func() { f.frame = enc.EncodeAll(plain, make([]byte, 0, len(plain)/3+64)) })
+	return f.frame
+}
+
+func (c *sharedFrames) drop(k weak.Pointer[schemas.Sequenced]) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+func (c *sharedFrames) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// zstd compresses the answer: the shared runs' frames spliced between
+// frames of its own bytes.
+func (a *splicedAnswer) zstd(enc *zstd.Encoder, frames *sharedFrames) []byte {
+	out := make([]byte, 0, len(a.data)/3+64*(2*len(a.runs)+1))
+	own := func(b []byte) {
+		switch {
+		case len(b) == 0:
+		case len(b) < minOwnCodedBytes:
+			out = appendRawZstdFrame(out, b)
+		default:
+			out = enc.EncodeAll(b, out)
+		}
+	}
+	at := 0
+	for _, r := range a.runs {
+		own(a.data[at:r.start])
+		out = append(out, frames.frame(r.run, a.data[r.start:r.end], enc)...)
+		at = r.end
+	}
+	own(a.data[at:])
+	return out
+}
+
+// zstdMagic opens every zstd frame (RFC 8878 section 3.1.1).
+const zstdMagic = 0xFD2FB528
+
+// maxRawBlock is the largest block of a frame (RFC 8878 section 3.1.1.2.4).
+const maxRawBlock = 128 << 10
+
+// appendRawZstdFrame appends a zstd frame that holds b as it is: one
+// single-segment frame (its content size said, no window descriptor), raw
+// blocks of at most maxRawBlock, no checksum.
+func appendRawZstdFrame(out, b []byte) []byte {
+	out = binary.LittleEndian.AppendUint32(out, zstdMagic)
+	// Frame_Header_Descriptor: Single_Segment_flag (bit 5) and the size of
+	// the Frame_Content_Size field (bits 7-6: 1, 2, 4 or 8 bytes).
+	switch n := uint64(len(b)); {
+	case n < 256:
+		out = append(out, 0x20, byte(n))
+	case n < 65536+256:
+		out = append(out, 0x60)
+		out = binary.LittleEndian.AppendUint16(out, uint16(n-256))
+	case n <= 1<<32-1:
+		out = append(out, 0xA0)
+		out = binary.LittleEndian.AppendUint32(out, uint32(n))
+	default:
+		out = append(out, 0xE0)
+		out = binary.LittleEndian.AppendUint64(out, n)
+	}
+	for {
+		size := min(len(b), maxRawBlock)
+		// Block_Header: Last_Block (bit 0), Block_Type 0 = raw (bits 1-2),
+		// Block_Size (bits 3-23), little-endian in 3 bytes.
+		h := uint32(size) << 3
+		if size == len(b) {
+			h |= 1
+		}
+		out = append(out, byte(h), byte(h>>8), byte(h>>16))
+		out = append(out, b[:size]...)
+		b = b[size:]
+		if len(b) == 0 {
+			return out
+		}
+	}
+}
