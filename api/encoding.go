@@ -163,9 +163,15 @@ func (a acceptance) choose(n int) string {
 // (Vary: Accept-Encoding on every answer, whatever it chose), or 406 when
 // it accepts none. It returns the status and the bytes on the wire.
 func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int, body any) (int, int) {
-	spliced, _ := body.(*splicedAnswer)
-	if spliced != nil {
-		body = spliced.data
+	if a, ok := body.(*codedAnswer); ok {
+		if a.coded != nil {
+			// Coded as it was assembled: only when zstd was chosen.
+			w.Header().Set("Vary", "Accept-Encoding")
+			w.Header().Set("Content-Encoding", codingZstd)
+			s.metrics.coded.WithLabelValues(codingZstd).Add(float64(a.plainBytes))
+			return writeRaw(w, status, a.coded)
+		}
+		body = a.plain
 	}
 	data, status := encodeJSON(status, body)
 	w.Header().Set("Vary", "Accept-Encoding")
@@ -175,13 +181,7 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 			msg: "accepts none of zstd, gzip, identity"})
 	}
 	if coding != codingIdentity {
-		var coded []byte
-		ok := true
-		if coding == codingZstd && spliced != nil && len(spliced.runs) > 0 {
-			coded = spliced.zstd(s.coders.zstd, s.frames)
-		} else {
-			coded, ok = s.coders.encode(r.Context(), coding, data)
-		}
+		coded, ok := s.coders.encode(r.Context(), coding, data)
 		if ok {
 			s.metrics.coded.WithLabelValues(coding).Add(float64(len(data)))
 			w.Header().Set("Content-Encoding", coding)

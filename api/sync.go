@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -158,7 +160,12 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	if sz.peers, err = s.peerCursors(r.Context(), id.User, types); err != nil {
 		return 0, nil, err
 	}
-	out, err := sz.encodeSpliced(res)
+	var out any
+	if parseAcceptEncoding(r.Header.Values("Accept-Encoding")).choose(minCodedBytes) == codingZstd {
+		out, err = sz.encodeZstd(res, s.coders.zstd, s.frames)
+	} else {
+		out, err = sz.encode(res)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("encode sync answer: %w", err)
 	}
@@ -197,8 +204,13 @@ type syncSizer struct {
 	err   error
 }
 
+// syncSizerMessages is room for the messages an answer of the default
+// budget measures (about 400 of the founding scenario's), so that the
+// table does not grow while the budget is counted.
+const syncSizerMessages = 512
+
 func newSyncSizer(ctx context.Context, device string, open func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)) *syncSizer {
-	return &syncSizer{ctx: ctx, device: device, open: open, msgs: map[encodedAs]json.RawMessage{}}
+	return &syncSizer{ctx: ctx, device: device, open: open, msgs: make(map[encodedAs]json.RawMessage, syncSizerMessages)}
 }
 
 // encodedAs names one encoding of a message: a mention's is the full form,
@@ -263,66 +275,73 @@ func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMess
 // every json.RawMessage once per level of nesting, which cost more than
 // encoding the messages did.
 func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
-	a, err := z.encodeSpliced(res)
-	if err != nil {
+	w := &answerWriter{z: z, out: make([]byte, 0, z.sizeHint(res))}
+	if err := z.write(w, res); err != nil {
 		return nil, err
 	}
-	return a.data, nil
+	return w.out, nil
 }
 
-// encodeSpliced is encode, with where each run of messages that one slice
-// read answered lies in the answer (sync_frames.go).
-func (z *syncSizer) encodeSpliced(res *redisstore.SyncResult) (*splicedAnswer, error) {
-	a := &splicedAnswer{}
-	out := make([]byte, 0, z.sizeHint(res))
-	out = append(out, `{"device_id":`...)
-	out = appendJSONString(out, z.device)
-	out = append(out, `,"resync":`...)
-	out = strconv.AppendBool(out, res.Resync)
-	out = append(out, `,"mentions":[`...)
+// encodeZstd is encode compressed in zstd as spliced frames
+// (sync_frames.go): the runs of messages already compressed by another
+// answer are neither copied nor compressed again.
+func (z *syncSizer) encodeZstd(res *redisstore.SyncResult, enc *zstd.Encoder, frames *sharedFrames) (*codedAnswer, error) {
+	w := &answerWriter{z: z, out: make([]byte, 0, 4096), enc: enc, frames: frames}
+	if err := z.write(w, res); err != nil {
+		return nil, err
+	}
+	return w.finish(), nil
+}
+
+// write writes the answer to w.
+func (z *syncSizer) write(w *answerWriter, res *redisstore.SyncResult) error {
+	w.out = append(w.out, `{"device_id":`...)
+	w.out = appendJSONString(w.out, z.device)
+	w.out = append(w.out, `,"resync":`...)
+	w.out = strconv.AppendBool(w.out, res.Resync)
+	w.out = append(w.out, `,"mentions":[`...)
 	for i, m := range res.Mentions {
 		if i > 0 {
-			out = append(out, ',')
+			w.out = append(w.out, ',')
 		}
-		out = append(out, `{"conv_id":`...)
-		out = appendJSONString(out, m.Conv)
-		out = append(out, `,"all":`...)
-		out = strconv.AppendBool(out, m.All)
-		out = append(out, `,"message":`...)
-		out = append(out, z.message(m.Message, fullForm)...)
-		out = append(out, '}')
+		w.out = append(w.out, `{"conv_id":`...)
+		w.out = appendJSONString(w.out, m.Conv)
+		w.out = append(w.out, `,"all":`...)
+		w.out = strconv.AppendBool(w.out, m.All)
+		w.out = append(w.out, `,"message":`...)
+		w.out = append(w.out, z.message(m.Message, fullForm)...)
+		w.out = append(w.out, '}')
 	}
-	out = append(out, `],"conversations":[`...)
+	w.out = append(w.out, `],"conversations":[`...)
 	for i := range res.Convs {
 		if i > 0 {
-			out = append(out, ',')
+			w.out = append(w.out, ',')
 		}
-		var err error
-		if out, err = z.appendConv(out, &res.Convs[i], &a.runs); err != nil {
-			return nil, err
+		if err := z.writeConv(w, &res.Convs[i]); err != nil {
+			return err
 		}
 	}
-	out = append(out, `],"summaries":[`...)
+	w.out = append(w.out, `],"summaries":[`...)
 	for i, sm := range res.Summaries {
 		if i > 0 {
-			out = append(out, ',')
+			w.out = append(w.out, ',')
 		}
 		b, err := json.Marshal(summaryOf(sm))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, b...)
+		w.out = append(w.out, b...)
 	}
-	out = append(out, `],"omitted":`...)
-	out = strconv.AppendInt(out, int64(res.Omitted), 10)
-	a.data = append(out, '}')
-	return a, nil
+	w.out = append(w.out, `],"omitted":`...)
+	w.out = strconv.AppendInt(w.out, int64(res.Omitted), 10)
+	w.out = append(w.out, '}')
+	return nil
 }
 
-// appendConv writes a conversation block: its fields as json.Marshal
+// writeConv writes a conversation block: its fields as json.Marshal
 // writes them (messages is the last one), then the messages' encodings,
-// noting in runs where those of each slice read lie.
-func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv, runs *[]splicedRun) ([]byte, error) {
+// a run per slice read they came from.
+func (z *syncSizer) writeConv(w *answerWriter, c *redisstore.SyncConv) error {
 	cj := convJSON(c, nil)
 	if p, ok := z.peers[c.Conv]; ok {
 		d, r := p.Delivered, p.Read
@@ -330,37 +349,29 @@ func (z *syncSizer) appendConv(out []byte, c *redisstore.SyncConv, runs *[]splic
 	}
 	head, err := json.Marshal(cj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	const emptyTail = `[]}`
-	out = append(out, head[:len(head)-len(emptyTail)]...)
-	out = append(out, '[')
+	w.out = append(w.out, head[:len(head)-len(emptyTail)]...)
+	w.out = append(w.out, '[')
 	older := min(max(c.Older, 0), len(c.Messages))
-	for _, part := range [][]*schemas.Sequenced{c.Messages[:older], c.Messages[older:]} {
-		if len(part) == 0 {
-			continue
-		}
-		if &part[0] != &c.Messages[0] {
-			out = append(out, ',')
-		}
-		start := len(out)
-		for j, m := range part {
-			if j > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, z.message(m, sliceForm)...)
-		}
-		if len(out)-start >= minSplicedRunBytes {
-			*runs = append(*runs, splicedRun{run: messageRun{first: part[0], n: len(part)}, start: start, end: len(out)})
+	if older > 0 {
+		w.messages(c.Messages[:older])
+		if older < len(c.Messages) {
+			w.out = append(w.out, ',')
 		}
 	}
-	return append(out, ']', '}'), nil
+	if older < len(c.Messages) {
+		w.messages(c.Messages[older:])
+	}
+	w.out = append(w.out, ']', '}')
+	return nil
 }
 
 // sizeHint is the answer's length give or take the blocks' headers, so
 // that the buffer grows once or not at all.
 func (z *syncSizer) sizeHint(res *redisstore.SyncResult) int {
-	n := 256 + 128*(len(res.Mentions)+len(res.Convs)+len(res.Summaries))
+	n := 256 + 512*(len(res.Mentions)+len(res.Convs)+len(res.Summaries))
 	for _, m := range res.Mentions {
 		n += len(z.message(m.Message, fullForm))
 	}

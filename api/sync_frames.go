@@ -46,16 +46,82 @@ type messageRun struct {
 	n     int
 }
 
-// splicedRun is where a run's encoding lies in the answer.
-type splicedRun struct {
-	run        messageRun
-	start, end int
+// codedAnswer is an answer compressed as it was assembled: coded holds
+// its zstd frames and plain counts its bytes before coding. Without any
+// run spliced, coded is nil and plain is the answer (it goes through the
+// usual negotiation).
+type codedAnswer struct {
+	coded      []byte
+	plainBytes int
+	plain      []byte
 }
 
-// splicedAnswer is an encoded answer and where its shared runs lie in it.
-type splicedAnswer struct {
-	data []byte
-	runs []splicedRun
+// answerWriter receives an answer as it is assembled. Without an encoder
+// out is the whole answer; with one, out holds this answer's own bytes
+// since the last frame, and the runs go to coded as frames.
+type answerWriter struct {
+	z      *syncSizer
+	out    []byte
+	enc    *zstd.Encoder
+	frames *sharedFrames
+	coded  []byte
+	// flushed counts the plain bytes already in coded.
+	flushed int
+	runs    int
+}
+
+// messages writes one run of messages, comma-separated.
+func (w *answerWriter) messages(run []*schemas.Sequenced) {
+	if w.enc == nil {
+		w.out = w.z.appendMessages(w.out, run)
+		return
+	}
+	n := len(run) - 1
+	for _, m := range run {
+		n += len(w.z.message(m, sliceForm))
+	}
+	if n < minSplicedRunBytes {
+		w.out = w.z.appendMessages(w.out, run)
+		return
+	}
+	w.flush()
+	w.coded = append(w.coded, w.frames.frame(messageRun{first: run[0], n: len(run)}, func() []byte {
+		return w.z.appendMessages(make([]byte, 0, n), run)
+	}, w.enc)...)
+	w.flushed += n
+	w.runs++
+}
+
+// flush writes the answer's own bytes so far as a frame.
+func (w *answerWriter) flush() {
+	switch b := w.out; {
+	case len(b) == 0:
+	case len(b) < minOwnCodedBytes:
+		w.coded = appendRawZstdFrame(w.coded, b)
+	default:
+		w.coded = w.enc.EncodeAll(b, w.coded)
+	}
+	w.flushed += len(w.out)
+	w.out = w.out[:0]
+}
+
+func (w *answerWriter) finish() *codedAnswer {
+	if w.runs == 0 {
+		return &codedAnswer{plain: w.out}
+	}
+	w.flush()
+	return &codedAnswer{coded: w.coded, plainBytes: w.flushed}
+}
+
+// appendMessages appends the slice-form encodings of run, comma-separated.
+func (z *syncSizer) appendMessages(out []byte, run []*schemas.Sequenced) []byte {
+	for j, m := range run {
+		if j > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, z.message(m, sliceForm)...)
+	}
+	return out
 }
 
 // sharedFrames keeps the zstd frame of each run for as long as its first
@@ -77,9 +143,9 @@ func newSharedFrames() *sharedFrames {
 	return &sharedFrames{m: map[weak.Pointer[schemas.Sequenced]][]*runFrame{}}
 }
 
-// frame is run's frame, compressing plain (the run's encoding) if no other
-// answer did yet.
-func (c *sharedFrames) frame(run messageRun, plain []byte, enc *zstd.Encoder) []byte {
+// frame is run's frame, compressing plain() (the run's encoding) if no
+// other answer did yet.
+func (c *sharedFrames) frame(run messageRun, plain func() []byte, enc *zstd.Encoder) []byte {
 	k := weak.Make(run.first) // outside the lock: it takes the runtime's own
 	c.mu.Lock()
 	fs, had := c.m[k]
@@ -98,7 +164,10 @@ func (c *sharedFrames) frame(run messageRun, plain []byte, enc *zstd.Encoder) []
 	if !had {
 		runtime.AddCleanup(run.first, c.drop, k)
 	}
-	f.once.Do(func() { f.frame = enc.EncodeAll(plain, make([]byte, 0, len(plain)/3+64)) })
+	f.once.Do(func() {
+		b := plain()
+		f.frame = enc.EncodeAll(b, make([]byte, 0, len(b)/3+64))
+	})
 	return f.frame
 }
 
@@ -108,33 +177,21 @@ func (c *sharedFrames) drop(k weak.Pointer[schemas.Sequenced]) {
 	c.mu.Unlock()
 }
 
+// compressed counts the runs whose frame is kept.
+func (c *sharedFrames) compressed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, fs := range c.m {
+		n += len(fs)
+	}
+	return n
+}
+
 func (c *sharedFrames) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
-}
-
-// zstd compresses the answer: the shared runs' frames spliced between
-// frames of its own bytes.
-func (a *splicedAnswer) zstd(enc *zstd.Encoder, frames *sharedFrames) []byte {
-	out := make([]byte, 0, len(a.data)/3+64*(2*len(a.runs)+1))
-	own := func(b []byte) {
-		switch {
-		case len(b) == 0:
-		case len(b) < minOwnCodedBytes:
-			out = appendRawZstdFrame(out, b)
-		default:
-			out = enc.EncodeAll(b, out)
-		}
-	}
-	at := 0
-	for _, r := range a.runs {
-		own(a.data[at:r.start])
-		out = append(out, frames.frame(r.run, a.data[r.start:r.end], enc)...)
-		at = r.end
-	}
-	own(a.data[at:])
-	return out
 }
 
 // zstdMagic opens every zstd frame (RFC 8878 section 3.1.1).
