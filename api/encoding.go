@@ -164,12 +164,12 @@ func (a acceptance) choose(n int) string {
 // it accepts none. It returns the status and the bytes on the wire.
 func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int, body any) (int, int) {
 	if a, ok := body.(*codedAnswer); ok {
-		if a.coded != nil {
+		if a.frames != nil {
 			// Coded as it was assembled: only when zstd was chosen.
 			w.Header().Set("Vary", "Accept-Encoding")
 			w.Header().Set("Content-Encoding", codingZstd)
 			s.metrics.coded.WithLabelValues(codingZstd).Add(float64(a.plainBytes))
-			return writeRaw(w, status, a.coded)
+			return writeFrames(w, status, a)
 		}
 		body = a.plain
 	}
@@ -193,4 +193,22 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 	}
 	s.metrics.coded.WithLabelValues(codingIdentity).Add(float64(len(data)))
 	return writeRaw(w, status, data)
+}
+
+// writeFrames writes an answer coded as it was assembled, frame by frame
+// (its length said first, so that nothing is chunked or copied).
+func writeFrames(w http.ResponseWriter, status int, a *codedAnswer) (int, int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(a.codedBytes()))
+	w.WriteHeader(status)
+	n := 0
+	for _, f := range a.frames {
+		k, err := w.Write(f)
+		n += k
+		if err != nil {
+			break
+		}
+	}
+	return status, n
 }

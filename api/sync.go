@@ -286,7 +286,7 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 // (sync_frames.go): the runs of messages already compressed by another
 // answer are neither copied nor compressed again.
 func (z *syncSizer) encodeZstd(res *redisstore.SyncResult, enc *zstd.Encoder, frames *sharedFrames) (*codedAnswer, error) {
-	w := &answerWriter{z: z, out: make([]byte, 0, 4096), enc: enc, frames: frames}
+	w := &answerWriter{z: z, out: make([]byte, 0, 4096), enc: enc, shared: frames, frames: make([][]byte, 0, 2*len(res.Convs)+2)}
 	if err := z.write(w, res); err != nil {
 		return nil, err
 	}

@@ -46,26 +46,36 @@ type messageRun struct {
 	n     int
 }
 
-// codedAnswer is an answer compressed as it was assembled: coded holds
-// its zstd frames and plain counts its bytes before coding. Without any
-// run spliced, coded is nil and plain is the answer (it goes through the
-// usual negotiation).
+// codedAnswer is an answer compressed as it was assembled: frames are its
+// zstd frames in order (the shared ones as they are kept, never copied)
+// and plainBytes counts its bytes before coding. Without any run spliced,
+// frames is nil and plain is the answer (it goes through the usual
+// negotiation).
 type codedAnswer struct {
-	coded      []byte
+	frames     [][]byte
 	plainBytes int
 	plain      []byte
 }
 
+// codedBytes is the length of the answer on the wire.
+func (a *codedAnswer) codedBytes() int {
+	n := 0
+	for _, f := range a.frames {
+		n += len(f)
+	}
+	return n
+}
+
 // answerWriter receives an answer as it is assembled. Without an encoder
 // out is the whole answer; with one, out holds this answer's own bytes
-// since the last frame, and the runs go to coded as frames.
+// since the last frame, and the runs go to frames as they are kept.
 type answerWriter struct {
 	z      *syncSizer
 	out    []byte
 	enc    *zstd.Encoder
-	frames *sharedFrames
-	coded  []byte
-	// flushed counts the plain bytes already in coded.
+	shared *sharedFrames
+	frames [][]byte
+	// flushed counts the plain bytes already in frames.
 	flushed int
 	runs    int
 }
@@ -85,9 +95,9 @@ func (w *answerWriter) messages(run []*schemas.Sequenced) {
 		return
 	}
 	w.flush()
-	w.coded = append(w.coded, w.frames.frame(messageRun{first: run[0], n: len(run)}, func() []byte {
+	w.frames = append(w.frames, w.shared.frame(messageRun{first: run[0], n: len(run)}, func() []byte {
 		return w.z.appendMessages(make([]byte, 0, n), run)
-	}, w.enc)...)
+	}, w.enc))
 	w.flushed += n
 	w.runs++
 }
@@ -96,10 +106,11 @@ func (w *answerWriter) messages(run []*schemas.Sequenced) {
 func (w *answerWriter) flush() {
 	switch b := w.out; {
 	case len(b) == 0:
+		return
 	case len(b) < minOwnCodedBytes:
-		w.coded = appendRawZstdFrame(w.coded, b)
+		w.frames = append(w.frames, appendRawZstdFrame(make([]byte, 0, len(b)+rawFrameOverhead), b))
 	default:
-		w.coded = w.enc.EncodeAll(b, w.coded)
+		w.frames = append(w.frames, w.enc.EncodeAll(b, make([]byte, 0, len(b)/2+64)))
 	}
 	w.flushed += len(w.out)
 	w.out = w.out[:0]
@@ -110,7 +121,7 @@ func (w *answerWriter) finish() *codedAnswer {
 		return &codedAnswer{plain: w.out}
 	}
 	w.flush()
-	return &codedAnswer{coded: w.coded, plainBytes: w.flushed}
+	return &codedAnswer{frames: w.frames, plainBytes: w.flushed}
 }
 
 // appendMessages appends the slice-form encodings of run, comma-separated.
@@ -196,6 +207,11 @@ func (c *sharedFrames) len() int {
 
 // zstdMagic opens every zstd frame (RFC 8878 section 3.1.1).
 const zstdMagic = 0xFD2FB528
+
+// rawFrameOverhead is the most a raw frame of up to maxRawBlock bytes
+// adds: the magic, the descriptor, a content size of 4 bytes, a block
+// header.
+const rawFrameOverhead = 4 + 1 + 4 + 3
 
 // maxRawBlock is the largest block of a frame (RFC 8878 section 3.1.1.2.4).
 const maxRawBlock = 128 << 10

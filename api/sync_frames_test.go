@@ -112,21 +112,25 @@ func TestSharedRunsAreCompressedOnceAndSplicedIntoEachAnswer(t *testing.T) {
 	var coded [][]byte
 	for _, tc := range tests {
 		plain, a := answer(tc.device, tc.unread, tc.olderKept)
-		if a.coded == nil || a.plainBytes != len(plain) {
-			t.Fatalf("%s: coded %d bytes counting %d plain; want frames counting the answer's %d", tc.device, len(a.coded), a.plainBytes, len(plain))
+		if a.frames == nil || a.plainBytes != len(plain) {
+			t.Fatalf("%s: %d frames counting %d plain bytes; want frames counting the answer's %d", tc.device, len(a.frames), a.plainBytes, len(plain))
 		}
-		for how, got := range zstdDecodings(t, a.coded) {
+		wire := bytes.Join(a.frames, nil)
+		if len(wire) != a.codedBytes() {
+			t.Fatalf("%s: the frames hold %d bytes, the answer says %d", tc.device, len(wire), a.codedBytes())
+		}
+		for how, got := range zstdDecodings(t, wire) {
 			if !bytes.Equal(got, plain) {
 				t.Fatalf("%s: %s decodes the spliced frames to another answer:\n got %s\nwant %s", tc.device, how, got, plain)
 			}
 		}
-		if len(a.coded) >= len(plain)/2 {
-			t.Fatalf("%s: %d bytes coded of %d: the runs were not compressed", tc.device, len(a.coded), len(plain))
+		if len(wire) >= len(plain)/2 {
+			t.Fatalf("%s: %d bytes coded of %d: the runs were not compressed", tc.device, len(wire), len(plain))
 		}
 		if n := frames.compressed(); n != tc.frames {
 			t.Fatalf("after %s, %d runs were compressed, want %d", tc.device, n, tc.frames)
 		}
-		coded = append(coded, a.coded)
+		coded = append(coded, wire)
 	}
 	// The first slice's run and g2's: the same frame in every answer.
 	firstRun := frames.frame(messageRun{first: first[0], n: len(first)}, nil, enc)
