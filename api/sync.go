@@ -246,14 +246,41 @@ func (z *syncSizer) Summary(sm redisstore.SyncSummary) int {
 	return len(b) + 1
 }
 
+// Messages measures one slice read's entries (redisstore.SyncReadSizer),
+// with the encodings another sync made of the same read if there are.
+func (z *syncSizer) Messages(entries []*schemas.Sequenced, sizes []int) {
+	encs, ok := z.shared.get(entries)
+	if !ok {
+		encs = make([]json.RawMessage, len(entries))
+		opened := true
+		for i, m := range entries {
+			var err error
+			if encs[i], err = z.encodeMessage(m, sliceForm); err != nil {
+				opened = false
+			}
+		}
+		if opened {
+			z.shared.put(entries, encs)
+		}
+	}
+	for i, m := range entries {
+		z.msgs[encodedAs{m, sliceForm}] = encs[i]
+		sizes[i] = len(encs[i]) + 1
+	}
+}
+
 func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMessage {
 	if b, ok := z.msgs[encodedAs{m, form}]; ok {
 		return b
 	}
-	if b, ok := z.shared.get(m); ok && form == sliceForm {
-		z.msgs[encodedAs{m, form}] = b
-		return b
-	}
+	b, _ := z.encodeMessage(m, form)
+	return b
+}
+
+// encodeMessage opens m and encodes it in form, keeping it for the answer. A body
+// that does not open is kept in z.err (it fails the answer) and encoded
+// sealed.
+func (z *syncSizer) encodeMessage(m *schemas.Sequenced, form messageForm) (json.RawMessage, error) {
 	open, err := z.open(z.ctx, m)
 	if err != nil {
 		if z.err == nil {
@@ -263,10 +290,7 @@ func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMess
 	}
 	b := json.RawMessage(appendMessageJSON(nil, open, form))
 	z.msgs[encodedAs{m, form}] = b
-	if err == nil && form == sliceForm {
-		z.shared.put(m, b)
-	}
-	return b
+	return b, err
 }
 
 // encode assembles the answer from the encodings the budget was counted

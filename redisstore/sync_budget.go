@@ -74,6 +74,27 @@ type SyncSizer interface {
 	Summary(s SyncSummary) int
 }
 
+// SyncReadSizer is a SyncSizer that measures the entries of one slice
+// read at once: every entry of the read, in order, sizes[i] what
+// Message(entries[i]) would say. Reads shared by many syncs (a reconnect
+// storm) are then looked up once per read rather than once per entry.
+type SyncReadSizer interface {
+	Messages(entries []*schemas.Sequenced, sizes []int)
+}
+
+// readSizes measures every entry of one slice read.
+func readSizes(z SyncSizer, entries []*schemas.Sequenced) []int {
+	sizes := make([]int, len(entries))
+	if rz, ok := z.(SyncReadSizer); ok {
+		rz.Messages(entries, sizes)
+		return sizes
+	}
+	for i, e := range entries {
+		sizes[i] = z.Message(e)
+	}
+	return sizes
+}
+
 // groupCap is the most bytes of a conversation's slice in the first pass
 // (0: no cap).
 func (r SyncRequest) groupCap(p convPlan) int {

@@ -58,9 +58,11 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	if readsAny(p.spans, sl.entries[len(sl.entries)-1].Seq+1, c.Messages[0].Seq-1) {
 		return
 	}
+	// The read was cut on raw bytes to the room left: nearly all of it fits.
+	sizes := readSizes(req.Sizer, sl.entries)
 	n, used := 0, 0
 	for i := len(sl.entries) - 1; i >= 0; i-- {
-		size := req.Sizer.Message(sl.entries[i])
+		size := sizes[i]
 		if used+size > b.left() {
 			break
 		}

@@ -162,11 +162,10 @@ func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *sy
 	if len(sl.entries) == 0 && !c.Rebase {
 		return placeGone, false // the news was already gone (expired) or never there
 	}
-	sizes := make([]int, len(sl.entries))
+	sizes := readSizes(req.Sizer, sl.entries)
 	total := 0
-	for i, e := range sl.entries {
-		sizes[i] = req.Sizer.Message(e)
-		total += sizes[i]
+	for _, n := range sizes {
+		total += n
 	}
 	est.observe(total, len(sizes))
 	head := req.Sizer.Conv(&c)

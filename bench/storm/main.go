@@ -31,6 +31,9 @@ type options struct {
 	// the levels (it starts after the seeding: that is not what a
 	// reconnect costs).
 	cpuprofile string
+	// memprofile, when set, receives the API server's allocations (the
+	// allocs profile) over its life, written when it stops.
+	memprofile string
 	// baseline is a storm program built from another tree; its API server
 	// serves the same data beside ours, and every level runs against both.
 	baseline string
@@ -109,6 +112,7 @@ func main() {
 		fs.StringVar(&o.baseline, "baseline", "", "a storm program built from the baseline tree: its API server runs beside ours on the same data and every level runs against both, in turn")
 		fs.StringVar(&o.baselineName, "baseline-name", "main", "what the -baseline program was built from, for the results")
 		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the API server process over the levels to this file")
+		fs.StringVar(&o.memprofile, "memprofile", "", "write the API server process's allocations (allocs profile) to this file when it stops")
 	})
 	for _, s := range strings.Split(levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

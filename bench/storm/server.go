@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"runtime/pprof"
@@ -34,13 +35,14 @@ type apiServer struct {
 
 // startServer runs exe (this program, or a storm program built from
 // another tree: the baseline) as an API server.
-func startServer(ctx context.Context, exe, redisAddr string, brokers []string, prefix, cpuprofile string) (*apiServer, error) {
+func startServer(ctx context.Context, exe, redisAddr string, brokers []string, prefix, cpuprofile, memprofile string) (*apiServer, error) {
 	kr, err := auth.New(auth.Config{Secret: []byte(secret), TTL: 24 * time.Hour})
 	if err != nil {
 		return nil, err
 	}
 	c, err := harness.StartChild(ctx, "the API server", exe, []string{serverEnv + "=1", "OBS_REDIS=" + redisAddr,
-		"OBS_BROKERS=" + strings.Join(brokers, ","), "OBS_PREFIX=" + prefix, "OBS_CPUPROFILE=" + cpuprofile})
+		"OBS_BROKERS=" + strings.Join(brokers, ","), "OBS_PREFIX=" + prefix, "OBS_CPUPROFILE=" + cpuprofile,
+		"OBS_MEMPROFILE=" + memprofile})
 	if err != nil {
 		return nil, err
 	}
@@ -90,9 +92,29 @@ func runServer() error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if path := os.Getenv("OBS_MEMPROFILE"); path != "" {
+		defer func() {
+			if err := writeAllocs(path); err != nil {
+				fmt.Fprintln(os.Stderr, "storm API server:", err)
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	return harness.ServeChild(ln, srv.Handler(), nil)
+}
+
+// writeAllocs writes the allocations of the process's life so far.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocs profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		return fmt.Errorf("allocs profile: %w", err)
+	}
+	return nil
 }

@@ -83,11 +83,11 @@ func (s *storm) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.api, err = startServer(ctx, exe, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, s.o.cpuprofile); err != nil {
+	if s.api, err = startServer(ctx, exe, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, s.o.cpuprofile, s.o.memprofile); err != nil {
 		return err
 	}
 	if s.o.baseline != "" {
-		if s.base, err = startServer(ctx, s.o.baseline, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, ""); err != nil {
+		if s.base, err = startServer(ctx, s.o.baseline, s.st.RedisAddr, s.st.Brokers, s.f.Prefix, "", ""); err != nil {
 			return fmt.Errorf("baseline: %w", err)
 		}
 	}
