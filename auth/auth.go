@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,8 +131,9 @@ func isJSONNumber(raw []byte) bool {
 // Keyring mints and verifies tokens under one secret. It is safe for
 // concurrent use.
 type Keyring struct {
-	cfg    Config
-	parser *jwt.Parser
+	cfg      Config
+	parser   *jwt.Parser
+	verified *verifiedTokens
 }
 
 // New returns a Keyring for cfg.
@@ -148,7 +150,7 @@ func New(cfg Config) (*Keyring, error) {
 		jwt.WithLeeway(cfg.Leeway),
 		jwt.WithTimeFunc(cfg.Now),
 	)
-	return &Keyring{cfg: cfg, parser: p}, nil
+	return &Keyring{cfg: cfg, parser: p, verified: newVerifiedTokens()}, nil
 }
 
 // Mint signs a token for user, pinned to device when device is not empty,
@@ -185,6 +187,10 @@ func (k *Keyring) Mint(user, device string, ttl time.Duration) (string, error) {
 // required), issue time (not ahead of the clock beyond the leeway) and
 // claims and returns whom it speaks for. Every error wraps ErrInvalidToken.
 func (k *Keyring) Verify(token string) (Identity, error) {
+	digest := sha256.Sum256([]byte(token))
+	if id, ok := k.verified.get(digest, k.cfg.Now()); ok {
+		return id, nil
+	}
 	var c claims
 	_, err := k.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		return k.cfg.Secret, nil
@@ -200,7 +206,11 @@ func (k *Keyring) Verify(token string) (Identity, error) {
 			return Identity{}, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 		}
 	}
-	return Identity{User: c.Subject, Device: c.Device}, nil
+	id := Identity{User: c.Subject, Device: c.Device}
+	if c.ExpiresAt != nil { // required by the parser
+		k.verified.put(digest, id, c.ExpiresAt.Time, k.cfg.Now())
+	}
+	return id, nil
 }
 
 // FromRequest extracts the bearer token of an Authorization header.
