@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Collapsing identical slice reads. When many users of a conversation
@@ -21,13 +22,40 @@ import (
 // (hi ≤ that seq + 1): a reader who left since their heads were read gets
 // no seq beyond the last they could read then, whoever's run answered.
 // The decoded entries are shared read-only.
+//
+// A read also answers, for recentSliceTTL after it ended, the same read of
+// a reader whose heads see the conversation as the read did: the same
+// epoch, the same head of the timeline and a max seq no higher than the
+// read's. Within an epoch a seq never carries another message and the
+// timeline only grows at its tail (bounded by hi, part of the key) and
+// loses entries at its head (which moves first), so that read is what
+// Redis would answer again. The users of a storm do not arrive within
+// one read's round trip of each other: without this, most of them read
+// and decode the same entries again, and the encodings and compressed
+// frames the API keeps by entry (api/sync_shared.go, sync_frames.go) die
+// with each read.
 
-// sliceFlights are the slice reads in flight, by key. Its size is bounded
-// by the sync requests in flight times syncWave: an entry lives only while
-// its read does.
+// The recent reads kept: for how long, and at most how many and how many
+// raw entry bytes (the oldest go first).
+const (
+	recentSliceTTL   = time.Second
+	maxRecentSlices  = 4096
+	maxRecentBytes   = 32 << 20
+	recentSliceFixed = 256 // bytes counted per kept read beyond its entries
+)
+
+// sliceFlights are the slice reads in flight, by key, and the recent ones.
+// Its in-flight size is bounded by the sync requests in flight times
+// syncWave: an entry lives only while its read does.
 type sliceFlights struct {
 	mu sync.Mutex
 	m  map[string]*sliceFlight
+	// recent are the reads that ended within recentSliceTTL; order holds
+	// them oldest first (a key read again is in it twice: the map says
+	// which one counts).
+	recent      map[string]*recentSlice
+	order       []*recentSlice
+	recentBytes int
 }
 
 type sliceFlight struct {
@@ -36,7 +64,74 @@ type sliceFlight struct {
 	err  error
 }
 
-func newSliceFlights() *sliceFlights { return &sliceFlights{m: map[string]*sliceFlight{}} }
+type recentSlice struct {
+	key   string
+	sl    timelineSlice
+	at    time.Time
+	bytes int
+}
+
+func newSliceFlights() *sliceFlights {
+	return &sliceFlights{m: map[string]*sliceFlight{}, recent: map[string]*recentSlice{}}
+}
+
+// sliceReader is whoever reads a slice, as their heads saw the
+// conversation.
+type sliceReader struct {
+	spans        []MemberSpan
+	maxSeq       uint64
+	epoch, first uint64
+}
+
+func (p convPlan) reader() sliceReader {
+	return sliceReader{spans: p.spans, maxSeq: p.maxSeq, epoch: p.epoch, first: p.first}
+}
+
+// answers reports whether the recent read r answers rd at now.
+func (r *recentSlice) answers(rd sliceReader, now time.Time) bool {
+	return now.Sub(r.at) <= recentSliceTTL && r.sl.member && r.sl.epoch == rd.epoch && r.sl.first == rd.first &&
+		r.sl.seq >= rd.maxSeq
+}
+
+// keep remembers a read that just ended, dropping the oldest past the
+// bounds or the TTL. Called with mu held.
+func (f *sliceFlights) keep(key string, sl timelineSlice, now time.Time) {
+	r := &recentSlice{key: key, sl: sl, at: now, bytes: sl.rawBytes + recentSliceFixed}
+	if old, ok := f.recent[key]; ok {
+		f.recentBytes -= old.bytes
+	}
+	f.recent[key] = r
+	f.order = append(f.order, r)
+	f.recentBytes += r.bytes
+	drop := 0
+	for drop < len(f.order) {
+		o := f.order[drop]
+		if f.recent[o.key] != o {
+			drop++ // replaced since: counted no more
+			continue
+		}
+		if len(f.recent) <= maxRecentSlices && f.recentBytes <= maxRecentBytes && now.Sub(o.at) <= recentSliceTTL {
+			break
+		}
+		delete(f.recent, o.key)
+		f.recentBytes -= o.bytes
+		drop++
+	}
+	if drop > 0 {
+		f.order = append(f.order[:0], f.order[drop:]...)
+	}
+	if len(f.order) > 2*maxRecentSlices {
+		// Keys read again and again within the TTL: drop what they replaced.
+		live := f.order[:0]
+		for _, o := range f.order {
+			if f.recent[o.key] == o {
+				live = append(live, o)
+			}
+		}
+		clear(f.order[len(live):])
+		f.order = live
+	}
+}
 
 // sliceKey is everything that shapes a slice's answer for a reader whose
 // spans are spans.
@@ -60,23 +155,29 @@ func sliceKey(q rangeQuery, spans []MemberSpan) string {
 	return b.String()
 }
 
-// readSlicesShared is readSlices for sync: qs[i] is read for a reader whose
-// spans are spans[i] and who may read up to maxSeqs[i] (the heads' seq).
-// A query identical to one in flight waits for its answer instead of
-// reading again; the others are read in one pipeline, as readSlices does.
-func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQuery, spans [][]MemberSpan, maxSeqs []uint64) ([]timelineSlice, error) {
+// readSlicesShared is readSlices for sync: qs[i] is read for readers[i],
+// who may read up to its max seq. A query identical to one in flight
+// waits for its answer, one identical to a recent read its heads agree
+// with takes that, instead of reading again; the others are read in one
+// pipeline, as readSlices does.
+func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQuery, readers []sliceReader) ([]timelineSlice, error) {
 	out := make([]timelineSlice, len(qs))
 	keys := make([]string, len(qs))
-	flights := make([]*sliceFlight, len(qs))
+	flights := make([]*sliceFlight, len(qs)) // nil: answered by a recent read
 	var lead []int
+	now := time.Now()
 	s.flights.mu.Lock()
 	for i := range qs {
-		if hi := maxSeqs[i] + 1; qs[i].hi == 0 || qs[i].hi > hi {
+		if hi := readers[i].maxSeq + 1; qs[i].hi == 0 || qs[i].hi > hi {
 			qs[i].hi = hi
 		}
-		keys[i] = sliceKey(qs[i], spans[i])
+		keys[i] = sliceKey(qs[i], readers[i].spans)
 		if f, ok := s.flights.m[keys[i]]; ok {
 			flights[i] = f
+			continue
+		}
+		if r, ok := s.flights.recent[keys[i]]; ok && r.answers(readers[i], now) {
+			out[i] = r.sl
 			continue
 		}
 		f := &sliceFlight{done: make(chan struct{})}
@@ -90,6 +191,7 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 			lq[k] = qs[i]
 		}
 		sls, err := s.readSlices(ctx, user, lq)
+		ended := time.Now()
 		s.flights.mu.Lock()
 		for k, i := range lead {
 			f := flights[i]
@@ -97,6 +199,7 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 				f.err = err
 			} else {
 				f.sl = sls[k]
+				s.flights.keep(keys[i], f.sl, ended)
 			}
 			delete(s.flights.m, keys[i])
 			close(f.done)
@@ -108,6 +211,9 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 	}
 	var again []int
 	for i, f := range flights {
+		if f == nil {
+			continue
+		}
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -140,7 +246,7 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 	for i := range out {
 		// The answer is of the moment the heads were read: the max seq the
 		// plan counted unread to, whoever's run read the entries.
-		out[i].seq = min(out[i].seq, maxSeqs[i])
+		out[i].seq = min(out[i].seq, readers[i].maxSeq)
 	}
 	return out, nil
 }

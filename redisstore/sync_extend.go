@@ -20,16 +20,16 @@ func (s *Store) extendSlices(ctx context.Context, req SyncRequest, plans []convP
 	for start := 0; start < len(ext) && b.left() > 0; start += syncWave {
 		wave := ext[start:min(start+syncWave, len(ext))]
 		qs := make([]rangeQuery, len(wave))
-		spans, maxSeqs := make([][]MemberSpan, len(wave)), make([]uint64, len(wave))
+		readers := make([]sliceReader, len(wave))
 		for i, x := range wave {
 			c := &res.Convs[x.conv]
 			p := plans[x.plan]
 			qs[i] = rangeQuery{conv: c.Conv, lo: p.lo, hi: c.Messages[0].Seq,
 				limit: req.Limit - len(c.Messages), fromTop: true, maxBytes: b.left()}
-			spans[i], maxSeqs[i] = p.spans, p.maxSeq
+			readers[i] = p.reader()
 		}
 		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		sls, err := s.readSlicesShared(callCtx, req.User, qs, spans, maxSeqs)
+		sls, err := s.readSlicesShared(callCtx, req.User, qs, readers)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("sync %s: extend slices: %w", req.User, err)

@@ -85,17 +85,17 @@ func (s *Store) placeConvs(ctx context.Context, req SyncRequest, plans []convPla
 			break
 		}
 		qs := make([]rangeQuery, len(wave))
-		spans, maxSeqs := make([][]MemberSpan, len(wave)), make([]uint64, len(wave))
+		readers := make([]sliceReader, len(wave))
 		for i, j := range wave {
 			p := plans[j]
 			qs[i] = rangeQuery{conv: p.conv, lo: p.lo, limit: req.Limit, fromTop: true, maxBytes: b.left()}
 			if c := req.groupCap(p); c > 0 {
 				qs[i].maxBytes = c
 			}
-			spans[i], maxSeqs[i] = p.spans, p.maxSeq
+			readers[i] = p.reader()
 		}
 		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		sls, err := s.readSlicesShared(callCtx, req.User, qs, spans, maxSeqs)
+		sls, err := s.readSlicesShared(callCtx, req.User, qs, readers)
 		cancel()
 		if err != nil {
 			return fs, fmt.Errorf("sync %s: %w", req.User, err)

@@ -15,6 +15,7 @@ type convPlan struct {
 	activity int64
 	epoch    uint64
 	maxSeq   uint64
+	first    uint64 // the timeline's head as the heads read it
 	unread   uint64
 	// lo: the slice holds seqs above it (the script also clamps it to the
 	// join seq and the window).
@@ -71,7 +72,7 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 // returned floor is the seq above which mentions are still pending (what
 // the client is known to hold); read is the user's read seq.
 func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
-	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, activity: us.activity[conv], left: h.left, spans: h.spans}
+	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, first: h.first, activity: us.activity[conv], left: h.left, spans: h.spans}
 	read = max(readReplyUint(us.inbox[InboxField(conv, FieldRead)]), h.joined)
 	form := inboxFormOf(us.inbox[InboxField(conv, FieldType)])
 	p.ctype, p.large = form.Type(), form.Large()

@@ -41,6 +41,7 @@ type timelineSlice struct {
 	first     uint64 // seq of the timeline's head (seq+1 when empty)
 	available int    // seqs of the range inside the window, returned or not
 	entries   []*schemas.Sequenced
+	rawBytes  int // of the entries as Redis sent them
 }
 
 // readSlices reads every query in one pipeline.
@@ -98,6 +99,7 @@ func parseSlice(c *redis.Cmd, conv string) (timelineSlice, error) {
 	sl.entries = make([]*schemas.Sequenced, 0, len(vals)-6)
 	for _, v := range vals[6:] {
 		raw, _ := v.(string)
+		sl.rawBytes += len(raw)
 		e, err := DecodeEntry([]byte(raw), conv, sl.epoch)
 		if err != nil {
 			return sl, err
