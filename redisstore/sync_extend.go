@@ -25,7 +25,7 @@ func (s *Store) extendSlices(ctx context.Context, req SyncRequest, plans []convP
 			c := &res.Convs[x.conv]
 			p := plans[x.plan]
 			qs[i] = rangeQuery{conv: c.Conv, lo: p.lo, hi: c.Messages[0].Seq,
-				limit: req.Limit - len(c.Messages), fromTop: true, maxBytes: b.left()}
+				limit: req.Limit - len(c.Messages), fromTop: true, maxBytes: extendReadBytes(b.left())}
 			readers[i] = p.reader()
 		}
 		callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -76,6 +76,18 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	c.Messages = append(slices.Clip(sl.entries[len(sl.entries)-n:]), c.Messages...)
 	c.Older += n
 	finishSlice(c, p, sl)
+}
+
+// extendReadGrain: an extension read is cut on the room left rounded up
+// to this, so that the syncs of one group's members, whose rooms differ by
+// their mentions, ask the same read and share it (sync_collapse.go).
+// extendSlice keeps the newest that fit the room exactly: an encoded entry
+// is never smaller than its raw one, so the entries past the exact cut
+// never fit, and what is kept is what the exact read would have given.
+const extendReadGrain = 16 << 10
+
+func extendReadBytes(room int) int {
+	return (room + extendReadGrain - 1) / extendReadGrain * extendReadGrain
 }
 
 // readsAny reports whether any of spans covers a seq of [from, to].

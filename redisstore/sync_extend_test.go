@@ -121,3 +121,17 @@ func gapString(g *SeqRange) string {
 	}
 	return fmt.Sprintf("%d..%d", g.From, g.To)
 }
+
+// Rooms within one grain ask the same extension read, never one cut
+// below the room.
+func TestExtensionReadsOfNearbyRoomsAreTheSameRead(t *testing.T) {
+	for _, tc := range []struct{ a, b int }{{1, extendReadGrain}, {extendReadGrain + 1, 2 * extendReadGrain}, {50_000, 60_000}} {
+		ra, rb := extendReadBytes(tc.a), extendReadBytes(tc.b)
+		if ra != rb || ra < tc.a || rb < tc.b || ra-tc.a >= extendReadGrain {
+			t.Errorf("rooms %d and %d read %d and %d bytes; want one read of at least both, under a grain more", tc.a, tc.b, ra, rb)
+		}
+	}
+	if extendReadBytes(extendReadGrain) == extendReadBytes(extendReadGrain+1) {
+		t.Error("rooms in two grains read the same")
+	}
+}
