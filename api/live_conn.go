@@ -216,27 +216,31 @@ func (c *liveConn) takeLocked() ([]queued, int) {
 	return batch, size
 }
 
-// write sends frames, in one syscall when the socket is corked.
+// write sends frames, in one syscall when the socket is corked. Through
+// the cork the socket's write deadline bounds the whole batch, so a frame
+// needs no context of its own (the library arms a timer for each write
+// whose context can end: a timer per frame per connection).
 func (c *liveConn) write(batch []queued) error {
 	timeout := c.hub.cfg.WriteTimeout
-	if c.cork != nil && len(batch) > 1 {
-		c.cork.cork()
-	}
-	for _, q := range batch {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err := c.ws.Write(ctx, websocket.MessageText, q.data)
-		cancel()
-		if err != nil {
-			if c.cork != nil {
-				_ = c.cork.uncork(timeout)
+	if c.cork == nil {
+		for _, q := range batch {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err := c.ws.Write(ctx, websocket.MessageText, q.data)
+			cancel()
+			if err != nil {
+				return err
 			}
+		}
+		return nil
+	}
+	c.cork.cork(timeout)
+	for _, q := range batch {
+		if err := c.ws.Write(context.Background(), websocket.MessageText, q.data); err != nil {
+			_ = c.cork.uncork()
 			return err
 		}
 	}
-	if c.cork != nil {
-		return c.cork.uncork(timeout)
-	}
-	return nil
+	return c.cork.uncork()
 }
 
 // close ends the connection with code (once).

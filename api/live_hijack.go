@@ -83,28 +83,30 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// cork starts gathering writes.
-func (c *corkConn) cork() {
+// cork starts gathering writes; until uncork, every write to the socket
+// (what overflows the buffer, or a frame larger than it) ends by the
+// deadline timeout from now.
+func (c *corkConn) cork(timeout time.Duration) {
 	c.mu.Lock()
 	c.corked = true
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
 	c.mu.Unlock()
 }
 
-// uncork sends what was gathered in one write, bounded by timeout, and
-// lets writes through again.
-func (c *corkConn) uncork(timeout time.Duration) error {
+// uncork sends what was gathered in one write, within the deadline cork
+// set, and lets writes through again.
+func (c *corkConn) uncork() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.corked = false
-	if c.buf == nil {
-		return nil
+	var err error
+	if c.buf != nil {
+		err = c.sendLocked()
+		(*c.buf) = (*c.buf)[:0]
+		corkBuffers.Put(c.buf)
+		c.buf = nil
 	}
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
-	err := c.sendLocked()
 	_ = c.Conn.SetWriteDeadline(time.Time{})
-	(*c.buf) = (*c.buf)[:0]
-	corkBuffers.Put(c.buf)
-	c.buf = nil
 	return err
 }
 
