@@ -192,10 +192,13 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 
 // liveFrame answers one client frame.
 func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
-	var f clientFrame
-	if aerr := decodeJSON(data, &f, ""); aerr != nil {
-		c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Detail: aerr.msg}), false)
-		return
+	f, ok := parseAckFrame(data)
+	if !ok {
+		f = clientFrame{}
+		if aerr := decodeJSON(data, &f, ""); aerr != nil {
+			c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Detail: aerr.msg}), false)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
