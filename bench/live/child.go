@@ -136,6 +136,7 @@ func runChild() error {
 	})
 	// A phase's profile: go tool pprof http://ADDR/debug/pprof/profile?seconds=10
 	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
+	mux.Handle("GET /debug/pprof/allocs", httppprof.Handler("allocs"))
 	mux.Handle("/", srv.Handler())
 	return harness.ServeChild(ln, mux, srv.Close)
 }

@@ -53,6 +53,7 @@ type options struct {
 	partitions  int
 	skipPolling bool
 	pipeline    bool
+	profileDir  string
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 		fs.IntVar(&o.partitions, "partitions", 8, "partitions of each topic (embedded Kafka)")
 		fs.BoolVar(&o.skipPolling, "skip-polling", false, "measure the live channel only")
 		fs.BoolVar(&o.pipeline, "pipeline-phase", true, "first measure the servers' CPU for the same stream with no device online")
+		fs.StringVar(&o.profileDir, "profile-dir", "", "write each API process's CPU and allocation profiles of each measured phase here (PHASE-NODE.cpu.pprof, PHASE-NODE.allocs.pprof)")
 	})
 	o.devices = f.Scaled(o.devices, 20)
 	o.groupRate, o.directRate = o.groupRate*f.Scale, o.directRate*f.Scale

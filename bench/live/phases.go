@@ -23,7 +23,10 @@ import (
 func (b *bench) measurePipeline(ctx context.Context, res *result) error {
 	resetCommandStats(ctx, b.st.Redis)
 	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
-	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "pipeline")
+	length := time.Duration(b.o.seconds * float64(time.Second))
+	profiled := b.profilePhase(ctx, "pipeline", length)
+	expected, err := b.stream(ctx, length, "pipeline")
+	profiled()
 	if err != nil {
 		return err
 	}
@@ -109,12 +112,15 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 	cur.Store(st)
 	resetCommandStats(ctx, b.st.Redis)
 	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
-	expected, err := b.stream(ctx, time.Duration(b.o.seconds*float64(time.Second)), "push")
+	length := time.Duration(b.o.seconds * float64(time.Second))
+	profiled := b.profilePhase(ctx, "push", length)
+	expected, err := b.stream(ctx, length, "push")
 	if err != nil {
 		return err
 	}
 	end := drain(ctx, st, expected, 10*time.Second)
 	cpu := b.cpu() - cpu0
+	profiled()
 	dur := end.Sub(t0)
 	res.Push = phaseOf(st, expected, dur, cpu)
 	res.Push.CPUByProcess = map[string]float64{}
