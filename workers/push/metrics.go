@@ -9,6 +9,7 @@ type metrics struct {
 	lookups    prometheus.Counter
 	memberRead prometheus.Counter
 	skipped    *prometheus.CounterVec
+	rounds     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,11 +32,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_push_skipped_total", Help: "Records not pushed, by reason.",
 		}, []string{"reason"}),
+		rounds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_rounds_total", Help: "Rounds of presence reads and publishes; the partitions handled together share one.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped} {
+	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,8 @@ type Pusher struct {
 
 	mu      sync.Mutex
 	members map[string]memberEntry
+
+	rounds combiner
 }
 
 var _ stream.Handler = (*Pusher)(nil)
@@ -56,8 +58,10 @@ func New(cfg Config, rdb redis.UniversalClient) (*Pusher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push: register metrics: %w", err)
 	}
-	return &Pusher{cfg: cfg, store: st, bus: live.NewBus(rdb, st.Config().CallTimeout), metrics: m,
-		members: map[string]memberEntry{}}, nil
+	p := &Pusher{cfg: cfg, store: st, bus: live.NewBus(rdb, st.Config().CallTimeout), metrics: m,
+		members: map[string]memberEntry{}}
+	p.rounds.run = p.pushItems
+	return p, nil
 }
 
 // item is one record to hand out.
@@ -87,19 +91,27 @@ type item struct {
 	rejected   *live.Rejected
 }
 
-// Handle pushes the records of one partition. A Redis that is down fails
-// the batch (the runner waits and retries; a push repeated is harmless,
-// the client keeps messages by seq). Nothing is a dead letter here: what
-// is undecodable was already dead-lettered by the stage that owns it.
+// Handle pushes the records of one partition, in one round with those of
+// the other partitions handled meanwhile. A Redis that is down fails the
+// round (the runner waits and retries; a push repeated is harmless, the
+// client keeps messages by seq). Nothing is a dead letter here: what is
+// undecodable was already dead-lettered by the stage that owns it.
 func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
 	items := p.decode(records)
 	if len(items) == 0 {
 		return nil, nil
 	}
+	return nil, p.rounds.do(ctx, items)
+}
+
+// pushItems resolves and publishes one round of items (records of a
+// conversation are in one partition, so in order).
+func (p *Pusher) pushItems(ctx context.Context, items []*item) error {
+	p.metrics.rounds.Inc()
 	if err := p.resolve(ctx, items); err != nil {
-		return nil, err
+		return err
 	}
-	return nil, p.publish(ctx, items)
+	return p.publish(ctx, items)
 }
 
 func (p *Pusher) decode(records []*kgo.Record) []*item {
@@ -115,6 +127,9 @@ func (p *Pusher) decode(records []*kgo.Record) []*item {
 			items = append(items, &item{kind: live.KindPush, conv: sq.GetMessage().GetConvId(), seq: sq.GetSeq(),
 				msg: sq.GetMessage(), record: r.Value})
 		case p.cfg.MessagesTopic:
+			if storedRecord(r.Value) {
+				continue // it comes back sequenced
+			}
 			m, err := schemas.DecodeMessage(r.Value, p.cfg.Limits)
 			if err != nil || m.Stored() {
 				continue // stored records come back sequenced; invalid ones fanout dead-letters
