@@ -36,6 +36,9 @@ type liveConn struct {
 	acked   map[string]cursorAt  // conv → what the device acked
 	known   map[string]knownConv // conv → what this connection learnt of it
 	pending map[pushKey]*pendingPush
+	// nextDue: no pending push is due before it (zero: look), so the
+	// hub's tick passes a connection with nothing due without a scan.
+	nextDue time.Time
 	// groups are the conversations this connection listens to, each
 	// with the seq its user joined at: what the channel carries up to it
 	// is not theirs (the push stage may lag behind a join).
@@ -280,7 +283,11 @@ func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte, large bool) {
 		return
 	}
 	if len(c.pending) < c.hub.cfg.MaxPending && len(c.hub.cfg.Repush) > 0 {
-		c.pending[k] = &pendingPush{sq: sq, epoch: epoch, attempts: 1, next: now.Add(c.hub.cfg.Repush[0]), first: now}
+		next := now.Add(c.hub.cfg.Repush[0])
+		c.pending[k] = &pendingPush{sq: sq, epoch: epoch, attempts: 1, next: next, first: now}
+		if len(c.pending) == 1 || next.Before(c.nextDue) {
+			c.nextDue = next
+		}
 		c.hub.markPending(c)
 	} else {
 		c.hub.metrics.fallbacks.WithLabelValues("pending_full").Inc()
@@ -339,9 +346,16 @@ func (c *liveConn) knownAccess(items []seqItem) map[string]redisstore.ConvAccess
 func (c *liveConn) due(now time.Time) []repush {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if now.Before(c.nextDue) {
+		return nil
+	}
 	var out []repush
+	var next time.Time
 	for k, p := range c.pending {
 		if now.Before(p.next) {
+			if next.IsZero() || p.next.Before(next) {
+				next = p.next
+			}
 			continue
 		}
 		p.attempts++
@@ -352,7 +366,11 @@ func (c *liveConn) due(now time.Time) []repush {
 			continue
 		}
 		p.next = now.Add(c.hub.cfg.Repush[p.attempts-1])
+		if next.IsZero() || p.next.Before(next) {
+			next = p.next
+		}
 	}
+	c.nextDue = next
 	return out
 }
 
