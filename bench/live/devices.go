@@ -12,21 +12,28 @@ import (
 
 // stats gathers what devices saw in one phase.
 type stats struct {
-	mu         sync.Mutex
-	latencies  []time.Duration
+	mu        sync.Mutex
+	latencies []time.Duration
+	// afterStore: from the message's write time in the store (fanout's
+	// clock, ms) to the device, the push path's share of latencies.
+	afterStore []time.Duration
 	deliveries atomic.Int64
 	repushes   atomic.Int64
 	dups       atomic.Int64
 }
 
-func (s *stats) observe(sent int64) {
+func (s *stats) observe(sent, writeMS int64) {
 	if sent <= 0 {
 		return
 	}
-	d := time.Duration(time.Now().UnixNano() - sent)
+	now := time.Now()
+	d := time.Duration(now.UnixNano() - sent)
 	s.deliveries.Add(1)
 	s.mu.Lock()
 	s.latencies = append(s.latencies, d)
+	if writeMS > 0 {
+		s.afterStore = append(s.afterStore, max(now.Sub(time.UnixMilli(writeMS)), 0))
+	}
 	s.mu.Unlock()
 }
 
@@ -106,7 +113,7 @@ func (d *liveDevice) run(st func() *stats) {
 				s.dups.Add(1)
 				continue
 			}
-			s.observe(sentAt(m.Body))
+			s.observe(sentAt(m.Body), m.WriteTimeMS)
 		}
 	}
 }
@@ -146,7 +153,7 @@ func poll(ctx context.Context, cl *client.Client, every time.Duration, st *stats
 		for _, c := range res.Conversations {
 			var top uint64
 			for _, m := range c.Messages {
-				st.observe(sentAt(m.Body))
+				st.observe(sentAt(m.Body), m.WriteTimeMS)
 				top = max(top, m.Seq)
 			}
 			if top > 0 {

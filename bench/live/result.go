@@ -13,6 +13,11 @@ type phase struct {
 	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
 	P50MS            float64 `json:"p50_ms"`
 	P99MS            float64 `json:"p99_ms"`
+	// AfterStoreP50MS and AfterStoreP99MS: from the message's write time
+	// in the store to the device (ms resolution): what of the latency is
+	// not fanout's.
+	AfterStoreP50MS  float64 `json:"after_store_p50_ms"`
+	AfterStoreP99MS  float64 `json:"after_store_p99_ms"`
 	CPUSeconds       float64 `json:"cpu_seconds"`
 	CPUMSPerDelivery float64 `json:"cpu_ms_per_delivery"`
 	// CPUByProcess: seconds of CPU of each server process in the phase
