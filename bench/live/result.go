@@ -57,9 +57,17 @@ type result struct {
 	// what the live channel itself costs.
 	PushOverPipelineCPUMSPerDelivery float64 `json:"push_over_pipeline_cpu_ms_per_delivery"`
 	PollOverPipelineCPUMSPerDelivery float64 `json:"poll_over_pipeline_cpu_ms_per_delivery"`
-	Pipeline                         *phase  `json:"pipeline,omitempty"`
-	Push                             phase   `json:"push"`
-	Poll                             phase   `json:"poll"`
+	// PushOwnCPUMSPerDelivery is push's server CPU less only what fanout's
+	// scripts cost redis-server (the pipeline phase's redis-server CPU per
+	// message meant), per delivery: the live channel's own cost, the push
+	// stage's consumer included, as a store-less server such as
+	// Centrifugo is measured. PollOwnCPUMSPerDelivery is the same for
+	// polling.
+	PushOwnCPUMSPerDelivery float64 `json:"push_own_cpu_ms_per_delivery"`
+	PollOwnCPUMSPerDelivery float64 `json:"poll_own_cpu_ms_per_delivery"`
+	Pipeline                *phase  `json:"pipeline,omitempty"`
+	Push                    phase   `json:"push"`
+	Poll                    phase   `json:"poll"`
 	// PushStage holds the push stage's counters: presence lookups and
 	// publishes per channel kind show that a large group costs one
 	// publish per message and no per-member lookup.
@@ -84,6 +92,14 @@ func (r *result) finish() {
 			return harness.Round(max(p.CPUSeconds-floor, 0)*1000/float64(p.Deliveries), 4)
 		}
 		r.PushOverPipelineCPUMSPerDelivery, r.PollOverPipelineCPUMSPerDelivery = over(r.Push), over(r.Poll)
+		own := func(p phase) float64 {
+			if p.Deliveries == 0 {
+				return 0
+			}
+			floor := r.Pipeline.CPUByProcess["redis"] / float64(r.Pipeline.Expected) * float64(p.Expected)
+			return harness.Round(max(p.CPUSeconds-floor, 0)*1000/float64(p.Deliveries), 4)
+		}
+		r.PushOwnCPUMSPerDelivery, r.PollOwnCPUMSPerDelivery = own(r.Push), own(r.Poll)
 	}
 }
 
@@ -98,6 +114,9 @@ func printTable(r *result) []harness.Row {
 			"≤ 0.04 and < polling", r.PushCPUMSPerDelivery <= 0.04 && (r.PollCPUMSPerDelivery == 0 || r.PushCPUMSPerDelivery < r.PollCPUMSPerDelivery)),
 		harness.Info("server CPU per delivery over the stream with nobody online (ms)", fmt.Sprint(r.PushOverPipelineCPUMSPerDelivery),
 			fmt.Sprintf("poll %v", r.PollOverPipelineCPUMSPerDelivery)),
+		harness.Info("server CPU per delivery less fanout's scripts in redis-server: the live channel's own (ms)", fmt.Sprint(r.PushOwnCPUMSPerDelivery),
+			fmt.Sprintf("poll %v", r.PollOwnCPUMSPerDelivery)),
+		harness.Info("push p50 / p99 after the store's write time (ms)", fmt.Sprintf("%v / %v", r.Push.AfterStoreP50MS, r.Push.AfterStoreP99MS), ""),
 		harness.Info("re-pushes / duplicates", fmt.Sprintf("%d / %d", r.Repushes, r.Duplicates), ""),
 		harness.Info("delivered of expected", fmt.Sprintf("%d / %d", r.Push.Deliveries, r.Push.Expected),
 			fmt.Sprintf("poll %d / %d", r.Poll.Deliveries, r.Poll.Expected)),
@@ -114,6 +133,8 @@ func notes() []string {
 		"conversation channels: a node listens once to each conversation its connections are in; a message is one publish on its conversation's channel (push_stage publishes channel=conv, channel=group for the large group), no presence lookup; presence is read only for members of a membership the push stage had not seen (push_stage presence_lookups) and for senders' receipts",
 		"poll delivered may exceed expected: a sync answered before the previous poll's ack landed returns a message again",
 		"pipeline: the same stream first runs with no device online; its server CPU (fanout's scripts in redis-server, the push stage's consumer) per message meant, times what each phase's stream meant, is what 'over the stream with nobody online' leaves out",
+		"own: the phase's server CPU less fanout's scripts alone (the pipeline phase's redis-server CPU per message meant, times what the phase's stream meant), per delivery; the push stage's consumer and the API processes stay in: what the live channel itself costs, as a server without a store is measured (the push stage's own few Redis reads with nobody online go out with fanout's, a few percent of redis-server's time there); the headline server CPU per delivery keeps everything",
+		"devices ack what they stored once per ack-every, each on a phase of its own (a hundredth of them every hundredth of the cycle); after_store: from the message's write time in the store (fanout's clock, ms) to the device",
 		"redis_commands: INFO commandstats of the phase (reset at its start); commands run by scripts count under their own names as well as in evalsha",
 	}
 }
