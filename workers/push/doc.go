@@ -4,7 +4,8 @@
 // polling. It never stores anything and the pull path stays the source of
 // truth: a push lost anywhere costs latency, never a message.
 //
-// Per batch of a partition: the conversations' large flag and membership
+// Per round (the batches of the partitions of one poll, taken together by
+// a goroutine that outlives them): the conversations' large flag and membership
 // version (one pipelined read), members for the small ones (cached by
 // version), then one publish per conversation on its channel, which the
 // nodes with a member connection listen to: no per-member Redis work,
