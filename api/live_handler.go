@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -180,15 +182,37 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 		c.push(open)
 	}
 	for {
-		_, data, err := ws.Read(ctx)
+		// No context ends a read: the socket's close does (every way a
+		// connection ends closes it), and a context that can end makes
+		// the library arm a timer for each read.
+		_, r, err := ws.Reader(context.Background())
 		if err != nil {
 			break
 		}
-		c.lastSeen.Store(time.Now().UnixMilli())
-		s.liveFrame(ctx, c, data)
+		// The buffer is taken once a frame has begun, so an idle
+		// connection holds none.
+		buf := frameBuffers.Get().(*bytes.Buffer)
+		buf.Reset()
+		_, err = buf.ReadFrom(r)
+		if err == nil {
+			c.lastSeen.Store(time.Now().UnixMilli())
+			s.liveFrame(ctx, c, buf.Bytes()) // keeps nothing of the bytes
+		}
+		if buf.Cap() <= maxPooledFrame {
+			frameBuffers.Put(buf)
+		}
+		if err != nil {
+			break
+		}
 	}
 	c.close(websocket.StatusNormalClosure, "")
 }
+
+// frameBuffers hold client frames while they are answered.
+var frameBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledFrame: a buffer grown past it by a rare large frame is let go.
+const maxPooledFrame = 16 << 10
 
 // liveFrame answers one client frame.
 func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
