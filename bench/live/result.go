@@ -114,7 +114,7 @@ func printTable(r *result) []harness.Row {
 			"≤ 0.04 and < polling", r.PushCPUMSPerDelivery <= 0.04 && (r.PollCPUMSPerDelivery == 0 || r.PushCPUMSPerDelivery < r.PollCPUMSPerDelivery)),
 		harness.Info("server CPU per delivery over the stream with nobody online (ms)", fmt.Sprint(r.PushOverPipelineCPUMSPerDelivery),
 			fmt.Sprintf("poll %v", r.PollOverPipelineCPUMSPerDelivery)),
-		harness.Info("server CPU per delivery less fanout's scripts in redis-server: the live channel's own (ms)", fmt.Sprint(r.PushOwnCPUMSPerDelivery),
+		harness.Info("the live channel's own CPU per delivery: all but fanout's scripts (ms)", fmt.Sprint(r.PushOwnCPUMSPerDelivery),
 			fmt.Sprintf("poll %v", r.PollOwnCPUMSPerDelivery)),
 		harness.Info("push p50 / p99 after the store's write time (ms)", fmt.Sprintf("%v / %v", r.Push.AfterStoreP50MS, r.Push.AfterStoreP99MS), ""),
 		harness.Info("re-pushes / duplicates", fmt.Sprintf("%d / %d", r.Repushes, r.Duplicates), ""),
