@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -89,13 +90,7 @@ func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]Inbo
 	calls := make([]scriptCall, len(groups))
 	fence := s.fenceArg()
 	for k, g := range groups {
-		keys := make([]string, 0, 5*len(g))
-		var args []any
-		for _, i := range g {
-			keys = s.appendInboxKeys(keys, updates[i].User)
-			args = appendInboxArgs(args, updates[i])
-		}
-		calls[k] = scriptCall{keys: keys, args: append(args, fence)}
+		calls[k] = s.inboxCall(updates, g, fence)
 	}
 	// Each call's codes are its updates' own; the pipeline's error adds
 	// only why a lost script could not be loaded again.
@@ -186,13 +181,43 @@ func (s *Store) appendInboxKeys(keys []string, user string) []string {
 		k.MentionIndex(user))
 }
 
-func appendInboxArgs(args []any, u InboxUpdate) []any {
-	evs := sentEvents(u.Events)
-	args = append(args, u.Conv, string(rune(u.Form)), u.Epoch, len(evs))
-	for _, e := range evs {
-		args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)
+// inboxCall is the script call of the updates at call: their keys, their
+// distinct plans (conversation, form, epoch and the events sent) once
+// each, then each update's plan number (see lua/apply_inboxes.lua).
+func (s *Store) inboxCall(updates []InboxUpdate, call []int, fence string) scriptCall {
+	keys := make([]string, 0, 5*len(call))
+	var plans []InboxUpdate // one update of each plan, its events as sent
+	refs := make([]any, len(call))
+	for n, i := range call {
+		u := updates[i]
+		keys = s.appendInboxKeys(keys, u.User)
+		u.Events = sentEvents(u.Events)
+		p := slices.IndexFunc(plans, func(q InboxUpdate) bool { return samePlan(q, u) })
+		if p < 0 {
+			p = len(plans)
+			plans = append(plans, u)
+		}
+		refs[n] = p + 1
 	}
-	return args
+	size := 1 + len(refs) + 1
+	for _, p := range plans {
+		size += 4 + 3*len(p.Events)
+	}
+	args := make([]any, 0, size)
+	args = append(args, len(plans))
+	for _, p := range plans {
+		args = append(args, p.Conv, string(rune(p.Form)), p.Epoch, len(p.Events))
+		for _, e := range p.Events {
+			args = append(args, string(rune(e.Kind)), e.Seq, e.WriteMS)
+		}
+	}
+	args = append(append(args, refs...), fence)
+	return scriptCall{keys: keys, args: args}
+}
+
+// samePlan reports whether a and b write the same to their users' inboxes.
+func samePlan(a, b InboxUpdate) bool {
+	return a.Conv == b.Conv && a.Form == b.Form && a.Epoch == b.Epoch && slices.Equal(a.Events, b.Events)
 }
 
 // sentEvents are the events the script needs to apply evs: a delivery

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -245,5 +246,57 @@ func TestSentEventsKeepTheLastOfEveryRunOfDeliveries(t *testing.T) {
 		if got := sentEvents(tc.in); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%v: sent %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// The updates of a call that write the same (conversation, form, epoch,
+// events as sent) carry it once: a batch to a group sends its deliveries
+// once, not once per recipient.
+func TestInboxCallSendsEachDistinctPlanOnce(t *testing.T) {
+	s := seqTestStore(t, 0)
+	deliveries := make([]InboxEvent, 20)
+	for i := range deliveries {
+		deliveries[i] = ev(InboxDelivered, uint64(i+1))
+	}
+	withOwn := slices.Clone(deliveries)
+	withOwn[4] = ev(InboxOwn, 5)
+	withMention := slices.Clone(deliveries)
+	withMention[9] = ev(InboxMentioned, 10)
+	var ups []InboxUpdate
+	for i := range 96 {
+		ups = append(ups, InboxUpdate{User: fmt.Sprintf("u%d", i), Conv: "g", Form: InboxGroup, Epoch: 1, Events: deliveries})
+	}
+	ups = append(ups,
+		InboxUpdate{User: "sender", Conv: "g", Form: InboxGroup, Epoch: 1, Events: withOwn},
+		InboxUpdate{User: "named", Conv: "g", Form: InboxGroup, Epoch: 1, Events: withMention},
+		InboxUpdate{User: "u1", Conv: "h", Form: InboxGroup, Epoch: 1, Events: deliveries}, // another conversation
+		InboxUpdate{User: "u2", Conv: "g", Form: InboxGroup, Epoch: 2, Events: deliveries}) // another epoch
+	idx := make([]int, len(ups))
+	for i := range idx {
+		idx[i] = i
+	}
+	c := s.inboxCall(ups, idx, "")
+	if got := c.args[0]; got != 5 {
+		t.Fatalf("%v plans, want 5 (deliveries, own, mention, other conversation, other epoch)", got)
+	}
+	// each plan: 4 fields and its sent events (3 fields each); then a plan
+	// number per update and the fence
+	sent := func(evs []InboxEvent) int { return 4 + 3*len(sentEvents(evs)) }
+	want := 1 + 3*sent(deliveries) + sent(withOwn) + sent(withMention) + len(ups) + 1
+	if len(c.args) != want {
+		t.Fatalf("%d arguments, want %d", len(c.args), want)
+	}
+	refs := c.args[len(c.args)-1-len(ups) : len(c.args)-1]
+	if refs[0] != 1 || refs[95] != 1 || refs[96] != 2 || refs[97] != 3 || refs[98] != 4 || refs[99] != 5 {
+		t.Fatalf("plan numbers %v", refs)
+	}
+	outs, errs := s.ApplyInboxes(context.Background(), ups)
+	for i := range ups {
+		if errs[i] != nil || outs[i] != InboxApplied {
+			t.Fatalf("update %d: %v, %v", i, outs[i], errs[i])
+		}
+	}
+	if got := readInbox(t, s, "sender"); got.fields["g:u"] != "15" || got.fields["g:r"] != "5" {
+		t.Fatalf("sender's inbox: %+v", got.fields)
 	}
 }

@@ -30,48 +30,130 @@
 --
 -- KEYS, 5 per update, in the order of the updates:
 --   P{u:U}:ib  P{u:U}:cl  P{u:U}:mn  P{u:U}:prof  P{u:U}:mx
--- ARGV, per update, in the same order:
---   conversation id
---   conversation form: d (direct), g (group), L (large group: unread and
---     order are derived at read time, only reads, mentions and
---     membership are written)
---   the epoch of the update's seqs (0: unknown, C:e is left as is)
---   n, the number of events, then n events, ascending seq, 3 fields each:
---   kind, seq, write ms
---     d  delivered (a message or notice from someone else; C:u counts
---        both, readers leave the notices out: see P{c:C}:ns)
---     m  delivered and mentions the user
---     o  the user's own message (marks read up to it)
---     j  the user joined at seq (sees nothing up to it)
---     x  the user left a large group at seq (its unread is frozen and it
---        is listed by the leave's write time)
---     c  the group became large: switch this member to the large form
+-- ARGV: the plans, then one plan number per update. The updates of a call
+-- mostly carry the same conversation and events (every recipient but the
+-- sender and those mentioned gets the same deliveries), so each distinct
+-- (conversation, form, epoch, events) is sent and read once:
+--   ARGV[1] np, the number of plans, then np plans, each:
+--     conversation id
+--     conversation form: d (direct), g (group), L (large group: unread and
+--       order are derived at read time, only reads, mentions and
+--       membership are written)
+--     the epoch of the update's seqs (0: unknown, C:e is left as is)
+--     n, the number of events, then n events, ascending seq, 3 fields
+--     each: kind, seq, write ms
+--       d  delivered (a message or notice from someone else; C:u counts
+--          both, readers leave the notices out: see P{c:C}:ns)
+--       m  delivered and mentions the user
+--       o  the user's own message (marks read up to it)
+--       j  the user joined at seq (sees nothing up to it)
+--       x  the user left a large group at seq (its unread is frozen and it
+--          is listed by the leave's write time)
+--       c  the group became large: switch this member to the large form
+--   then, per update in the order of KEYS, the number (from 1) of its plan
 -- ARGV[last] verified run_ids (fence_lib.lua, prepended): on an instance
 --   not verified against the changelog nothing runs (OBFENCED)
 --
 -- Returns one code per update: 1 if anything changed, 0 for a replay, -1
 -- for a receive-only account (nothing written), -2 when the user's keys
 -- were moved to the hot store (nothing written; see schemas/redis-keys.md).
+--
+-- Why it is written the way it is: this runs once per recipient of every
+-- message batch, so what each update costs is what fanout costs. Per
+-- update it makes three commands (read the inbox fields, write the ones
+-- that changed, list the conversation); the profiles of a call are probed
+-- with one EXISTS (they exist only for receive-only and moved accounts),
+-- and each plan's numbers and field names are made once per call.
 
 local STATUS_REPLAYED, STATUS_APPLIED, STATUS_RECEIVE_ONLY, STATUS_MOVED = 0, 1, -1, -2
+local plan_count = tonumber(ARGV[1])
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
 
--- apply_one applies the update whose keys start at KEYS[kb] and whose
--- arguments start at ARGV[a]; it returns its code.
-local function apply_one(kb, a)
-  local ib, cl, mn, prof, mx = KEYS[kb], KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3], KEYS[kb + 4]
-  local conv, form, epoch = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
-  local first_event, last_event = a + 4, a + 3 + 3 * tonumber(ARGV[a + 3])
-  local pf = redis.call('HMGET', prof, 'ro', 'loc')
-  if pf[2] == 'hot' then return STATUS_MOVED end
-  if pf[1] == '1' then return STATUS_RECEIVE_ONLY end
+local call, tonumber, max, min, sub, find = redis.call, tonumber, math.max, math.min, string.sub, string.find
 
-  local fl, fr, fj, fu, ft, fe = conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':u', conv .. ':t', conv .. ':e'
-  local v = redis.call('HMGET', ib, fl, fr, fj, ft, fe, ':ix')
+-- zremall takes the members ms out of the lane mn and its index mx.
+local function zremall(mn, mx, ms)
+  for i = 1, #ms, 500 do
+    call('ZREM', mn, unpack(ms, i, min(i + 499, #ms)))
+    call('ZREM', mx, unpack(ms, i, min(i + 499, #ms)))
+  end
+end
+
+-- mention puts the mention of seq s, written at w, in the lane and its
+-- index; it reports whether the lane did not hold it yet.
+local function mention(mn, mx, conv, s, w)
+  local m = conv .. ':' .. s
+  call('ZADD', mx, 0, m)
+  return call('ZADD', mn, w, m) == 1
+end
+
+-- unmention drops the conversation's mentions of seqs in (from, to]: by
+-- name when the range is shorter than the lane, else from the
+-- conversation's range of mx (once indexed; before, by scanning the lane).
+local function unmention(mn, mx, conv, indexed, from, to)
+  local n = call('ZCARD', mn)
+  if to <= from or n == 0 then return end
+  local drop = {}
+  if to - from <= n then
+    for s = from + 1, to do drop[#drop + 1] = conv .. ':' .. s end
+  else
+    local pre = conv .. ':'
+    local ms
+    if indexed then
+      ms = call('ZRANGEBYLEX', mx, '[' .. pre, '(' .. conv .. ';')
+    else
+      ms = call('ZRANGE', mn, 0, -1)
+    end
+    for _, m in ipairs(ms) do
+      if sub(m, 1, #pre) == pre then
+        local s = tonumber(sub(m, #pre + 1))
+        if s and s > from and s <= to then drop[#drop + 1] = m end
+      end
+    end
+  end
+  zremall(mn, mx, drop)
+end
+
+-- read_plans reads the plans, each once: its numbers, its events as three
+-- arrays, its first seq and the inbox field names of its conversation. It
+-- returns them and where the plan numbers of the updates start.
+local function read_plans()
+  local plans, a = {}, 2
+  for p = 1, plan_count do
+    local conv, n = ARGV[a], tonumber(ARGV[a + 3])
+    local kinds, seqs, ws, s0 = {}, {}, {}, nil
+    for i = 1, n do
+      local at = a + 1 + 3 * i
+      kinds[i], seqs[i], ws[i] = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+      -- A batch without a seq (a lone conversion) cannot tell an epoch's
+      -- first seq.
+      if s0 == nil and seqs[i] > 0 then s0 = seqs[i] end
+    end
+    plans[p] = {conv = conv, form = ARGV[a + 1], epoch_arg = ARGV[a + 2], epoch = tonumber(ARGV[a + 2]),
+      n = n, kinds = kinds, seqs = seqs, ws = ws, s0 = s0,
+      fl = conv .. ':l', fr = conv .. ':r', fj = conv .. ':j', fu = conv .. ':u', ft = conv .. ':t', fe = conv .. ':e'}
+    a = a + 4 + 3 * n
+  end
+  return plans, a
+end
+
+-- apply_one applies plan p to the user whose keys start at KEYS[kb]; it
+-- returns its code. probe says whether the user may have a profile.
+local function apply_one(kb, p, probe)
+  local ib, cl, mn, prof, mx = KEYS[kb], KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3], KEYS[kb + 4]
+  if probe then
+    local pf = call('HMGET', prof, 'ro', 'loc')
+    if pf[2] == 'hot' then return STATUS_MOVED end
+    if pf[1] == '1' then return STATUS_RECEIVE_ONLY end
+  end
+
+  local conv, form, epoch = p.conv, p.form, p.epoch
+  local fl, fr, fj, fu, ft, fe = p.fl, p.fr, p.fj, p.fu, p.ft, p.fe
+  local v = call('HMGET', ib, fl, fr, fj, ft, fe, ':ix')
   -- an inbox with the index mark exists: only one without may be new
   local indexed = v[6] == '1'
-  local fresh = not indexed and redis.call('EXISTS', ib, mn) == 0
+  local fresh = not indexed and call('EXISTS', ib, mn) == 0
   indexed = indexed or fresh
   local l0, r0, j0, t0, e0 = tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0, v[4], tonumber(v[5]) or 0
   if epoch > 0 and epoch < e0 then return STATUS_REPLAYED end
@@ -80,81 +162,33 @@ local function apply_one(kb, a)
   local active = 0
   local changed = false
 
-  local function mention(s, w)
-    if s > r then
-      if redis.call('ZADD', mn, w, conv .. ':' .. s) == 1 then changed = true end
-      redis.call('ZADD', mx, 0, conv .. ':' .. s)
-    end
-  end
-
-  local function zremall(ms)
-    for i = 1, #ms, 500 do
-      redis.call('ZREM', mn, unpack(ms, i, math.min(i + 499, #ms)))
-      redis.call('ZREM', mx, unpack(ms, i, math.min(i + 499, #ms)))
-    end
-  end
-
-  -- unmention drops the conversation's mentions of seqs in (from, to]: by
-  -- name when the range is shorter than the lane, else from the
-  -- conversation's range of mx (once indexed; before, by scanning the lane).
-  local function unmention(from, to)
-    local n = redis.call('ZCARD', mn)
-    if to <= from or n == 0 then return end
-    local drop = {}
-    if to - from <= n then
-      for s = from + 1, to do drop[#drop + 1] = conv .. ':' .. s end
-    else
-      local pre = conv .. ':'
-      local ms
-      if indexed then
-        ms = redis.call('ZRANGEBYLEX', mx, '[' .. pre, '(' .. conv .. ';')
-      else
-        ms = redis.call('ZRANGE', mn, 0, -1)
-      end
-      for _, m in ipairs(ms) do
-        if string.sub(m, 1, #pre) == pre then
-          local s = tonumber(string.sub(m, #pre + 1))
-          if s and s > from and s <= to then drop[#drop + 1] = m end
-        end
-      end
-    end
-    zremall(drop)
-  end
-
   -- A newer epoch: what the user held above the batch's first seq was the
-  -- old timeline's. A batch without a seq (a lone conversion) cannot tell,
-  -- and leaves the epoch to the next one. An inbox written before C:e
-  -- existed adopts the epoch as it is.
-  local s0
-  for i = first_event, last_event, 3 do
-    local s = tonumber(ARGV[i + 1])
-    if s > 0 then
-      s0 = s
-      break
-    end
-  end
+  -- old timeline's. A batch without a seq leaves the epoch to the next
+  -- one. An inbox written before C:e existed adopts the epoch as it is.
+  local s0 = p.s0
   local adopt = s0 ~= nil and epoch > e0
   local renewed = adopt and e0 > 0
   if renewed then
     local keep = s0 - 1
-    l0, r0, j0 = math.min(l0, keep), math.min(r0, keep), math.min(j0, keep)
+    l0, r0, j0 = min(l0, keep), min(r0, keep), min(j0, keep)
     l, r, j = l0, r0, j0
-    unmention(keep, 2 ^ 53)
+    unmention(mn, mx, conv, indexed, keep, 2 ^ 53)
   end
 
-  for i = first_event, last_event, 3 do
-    local k, s, w = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    if k == 'o' then
-      if s > r then r = s end
+  local kinds, seqs, ws = p.kinds, p.seqs, p.ws
+  for i = 1, p.n do
+    local k, s, w = kinds[i], seqs[i], ws[i]
+    if k == 'd' then
       if not large and s > l then l, active = s, w end
-    elseif k == 'd' then
+    elseif k == 'o' then
+      if s > r then r = s end
       if not large and s > l then l, active = s, w end
     elseif k == 'm' then
       if large then
-        if s > j then mention(s, w) end
+        if s > j and s > r and mention(mn, mx, conv, s, w) then changed = true end
       elseif s > l then
         l, active = s, w
-        mention(s, w)
+        if s > r and mention(mn, mx, conv, s, w) then changed = true end
       end
     elseif k == 'j' then
       if s > j then
@@ -168,9 +202,9 @@ local function apply_one(kb, a)
       end
     elseif k == 'x' then
       if s > j and t == 'L' then
-        l = math.max(l, s - 1)
+        l = max(l, s - 1)
         t = 'g'
-        redis.call('HSET', ib, fl, l, fu, math.max(0, l - r))
+        call('HSET', ib, fl, l, fu, max(0, l - r))
         changed = true
         -- listed from now on like a small group, so that the former member
         -- still finds (and can read) what was meant for them
@@ -181,49 +215,61 @@ local function apply_one(kb, a)
     end
   end
 
-  if r > r0 then unmention(r0, r) end
+  if r > r0 then unmention(mn, mx, conv, indexed, r0, r) end
   if renewed or l ~= l0 or r ~= r0 or j ~= j0 then
     changed = true
     if large then
-      redis.call('HSET', ib, fr, r, fj, j)
-      if renewed then redis.call('HSET', ib, fl, l, fu, math.max(0, l - r)) end
+      call('HSET', ib, fr, r, fj, j)
+      if renewed then call('HSET', ib, fl, l, fu, max(0, l - r)) end
     else
       t = form
-      redis.call('HSET', ib, fl, l, fr, r, fj, j, fu, math.max(0, l - r))
+      if not renewed and r == r0 and j == j0 and v[2] and v[3] then
+        -- a delivery: C:r and C:j hold these values already
+        call('HSET', ib, fl, l, fu, max(0, l - r))
+      else
+        call('HSET', ib, fl, l, fr, r, fj, j, fu, max(0, l - r))
+      end
     end
   end
   if t ~= t0 then
-    redis.call('HSET', ib, ft, t)
+    call('HSET', ib, ft, t)
     changed = true
     if t == 'L' or t0 == 'L' then
       -- :lg is "\nC1\nC2\n": the user's large groups
-      local v, item = redis.call('HGET', ib, ':lg') or '\n', '\n' .. conv .. '\n'
-      local at = string.find(v, item, 1, true)
+      local lg, item = call('HGET', ib, ':lg') or '\n', '\n' .. conv .. '\n'
+      local at = find(lg, item, 1, true)
       if t == 'L' and not at then
-        redis.call('HSET', ib, ':lg', v .. conv .. '\n')
+        call('HSET', ib, ':lg', lg .. conv .. '\n')
       elseif t ~= 'L' and at then
-        v = string.sub(v, 1, at) .. string.sub(v, at + #item)
-        if v == '\n' then redis.call('HDEL', ib, ':lg') else redis.call('HSET', ib, ':lg', v) end
+        lg = sub(lg, 1, at) .. sub(lg, at + #item)
+        if lg == '\n' then call('HDEL', ib, ':lg') else call('HSET', ib, ':lg', lg) end
       end
     end
   end
   if adopt then
     -- Only a renewal changes what the user sees; an inbox taking its first
     -- epoch (a replay included) does not.
-    redis.call('HSET', ib, fe, ARGV[a + 2])
+    call('HSET', ib, fe, p.epoch_arg)
   end
-  if fresh and redis.call('EXISTS', ib) == 1 then redis.call('HSET', ib, ':ix', 1) end
+  if fresh and call('EXISTS', ib) == 1 then call('HSET', ib, ':ix', 1) end
   if active > 0 then
-    redis.call('ZADD', cl, 'GT', active, conv)
+    call('ZADD', cl, 'GT', active, conv)
   end
   if changed then return STATUS_APPLIED end
   return STATUS_REPLAYED
 end
 
+local plans, first = read_plans()
+-- A profile exists only for a receive-only or moved account: when none of
+-- the call's users has one, none is read.
+local profs, probe = {}, false
+for kb = 4, #KEYS, 5 do profs[#profs + 1] = KEYS[kb] end
+for i = 1, #profs, 500 do
+  if call('EXISTS', unpack(profs, i, min(i + 499, #profs))) > 0 then probe = true end
+end
 local out = {}
-local a = 1
 for kb = 1, #KEYS, 5 do
-  out[#out + 1] = apply_one(kb, a)
-  a = a + 4 + 3 * tonumber(ARGV[a + 3])
+  local u = (kb - 1) / 5
+  out[u + 1] = apply_one(kb, plans[tonumber(ARGV[first + u])], probe)
 end
 return out
