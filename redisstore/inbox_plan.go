@@ -3,15 +3,30 @@ package redisstore
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// planner collects the events of one merge batch per recipient.
+// planner collects the events of one merge batch per recipient. A batch
+// of a small group writes to every member, so what is per member is kept
+// in slices indexed once per batch, not looked up per record.
 type planner struct {
 	mem    map[string]uint64 // member → member seq, as far as known
 	large  bool
-	events map[string][]InboxEvent
+	index  map[string]int // user → its place in users and events
+	users  []string
+	events [][]InboxEvent
+	// members are mem's users with their index and member seq, for the
+	// records every member receives.
+	members []plannedMember
+	perUser int // room for events made per user at once
+}
+
+type plannedMember struct {
+	at   int
+	user string
+	seq  uint64
 }
 
 // PlanInbox turns the sequenced merge batch res of conv into one inbox
@@ -28,17 +43,26 @@ type planner struct {
 // and its members are not converted yet, every member gets a conversion
 // event, and records before the switch still mention per member.
 func PlanInbox(conv string, res *SequenceResult, all map[string]uint64) []InboxUpdate {
-	p := &planner{large: res.LargeFrom > 0, events: map[string][]InboxEvent{}}
+	p := &planner{large: res.LargeFrom > 0, perUser: len(res.Items)}
 	switch {
 	case !p.large:
 		p.mem = res.Members
 	case all != nil:
 		p.mem = all
-		for u := range all {
-			p.add(u, InboxConvertLarge, 0, 0)
-		}
 	default:
 		p.mem = res.MemberSeqs
+	}
+	p.index = make(map[string]int, len(p.mem))
+	if !p.large || all != nil {
+		p.members = make([]plannedMember, 0, len(p.mem))
+		for u, j := range p.mem {
+			p.members = append(p.members, plannedMember{at: p.slot(u), user: u, seq: j})
+		}
+	}
+	if all != nil {
+		for _, m := range p.members {
+			p.addAt(m.at, InboxConvertLarge, 0, 0)
+		}
 	}
 	form := InboxGroup
 	for _, it := range res.Items {
@@ -58,14 +82,16 @@ func PlanInbox(conv string, res *SequenceResult, all map[string]uint64) []InboxU
 	if p.large {
 		form = InboxLarge
 	}
-	users := make([]string, 0, len(p.events))
-	for u := range p.events {
-		users = append(users, u)
+	order := make([]int, 0, len(p.users))
+	for i := range p.users {
+		if len(p.events[i]) > 0 {
+			order = append(order, i)
+		}
 	}
-	slices.Sort(users)
-	out := make([]InboxUpdate, len(users))
-	for i, u := range users {
-		out[i] = InboxUpdate{User: u, Conv: conv, Form: form, Epoch: res.Epoch, Events: ordered(p.events[u])}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.users[a], p.users[b]) })
+	out := make([]InboxUpdate, len(order))
+	for k, i := range order {
+		out[k] = InboxUpdate{User: p.users[i], Conv: conv, Form: form, Epoch: res.Epoch, Events: ordered(p.events[i])}
 	}
 	return out
 }
@@ -74,14 +100,35 @@ func PlanInbox(conv string, res *SequenceResult, all map[string]uint64) []InboxU
 // repeats: a resend in the batch answers with an older seq, and the inbox
 // script's guards expect ascending seqs.
 func ordered(evs []InboxEvent) []InboxEvent {
-	slices.SortStableFunc(evs, func(a, b InboxEvent) int {
-		return cmp.Compare(a.Seq, b.Seq)
-	})
+	bySeq := func(a, b InboxEvent) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(evs, bySeq) {
+		slices.SortStableFunc(evs, bySeq)
+	}
 	return slices.Compact(evs)
 }
 
+// slot is user's index in p.users and p.events, made on first use; the
+// events of a user get room for one per record of the batch at once.
+func (p *planner) slot(user string) int {
+	i, ok := p.index[user]
+	if !ok {
+		i = len(p.users)
+		p.index[user] = i
+		p.users = append(p.users, user)
+		p.events = append(p.events, nil)
+	}
+	return i
+}
+
 func (p *planner) add(user string, k InboxEventKind, seq uint64, ms int64) {
-	p.events[user] = append(p.events[user], InboxEvent{Kind: k, Seq: seq, WriteMS: ms})
+	p.addAt(p.slot(user), k, seq, ms)
+}
+
+func (p *planner) addAt(i int, k InboxEventKind, seq uint64, ms int64) {
+	if p.events[i] == nil {
+		p.events[i] = make([]InboxEvent, 0, max(p.perUser, 1))
+	}
+	p.events[i] = append(p.events[i], InboxEvent{Kind: k, Seq: seq, WriteMS: ms})
 }
 
 // memberAt reports whether user receives the record of seq s.
@@ -108,19 +155,20 @@ func (p *planner) joined(m *schemas.Message, s uint64) []string {
 func (p *planner) everyMember(sq *schemas.Sequenced) {
 	m, s, ms := sq.GetMessage(), sq.GetSeq(), sq.GetWriteTimeMs()
 	named := mentioned(m)
-	for u, j := range p.mem {
-		if j >= s {
+	all := m.GetMentionAll() && m.GetKind() == schemas.Kind_KIND_MESSAGE
+	for _, mb := range p.members {
+		if mb.seq >= s {
 			continue
 		}
-		switch {
+		switch u := mb.user; {
 		case u == m.GetSender():
-			p.add(u, InboxOwn, s, ms)
-		case m.GetMentionAll() && m.GetKind() == schemas.Kind_KIND_MESSAGE, named[u]:
-			p.add(u, InboxMentioned, s, ms)
+			p.addAt(mb.at, InboxOwn, s, ms)
+		case all, named[u]:
+			p.addAt(mb.at, InboxMentioned, s, ms)
 		case !p.large:
 			// A large group's unread is derived from its seq: a delivery
 			// needs no write.
-			p.add(u, InboxDelivered, s, ms)
+			p.addAt(mb.at, InboxDelivered, s, ms)
 		}
 	}
 	for _, u := range p.joined(m, s) {

@@ -112,8 +112,9 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 // deliver applies the updates in chunks of RecipientChunk users, each
 // chunk one pipelined round trip, on the conversation's sub-pool.
 func (f *Fanout) deliver(ctx context.Context, sub pond.Pool, updates []redisstore.InboxUpdate) ([]string, error) {
+	merged := f.metrics.merge.WithLabelValues("inbox")
 	for _, u := range updates {
-		f.metrics.merge.WithLabelValues("inbox").Observe(float64(len(u.Events)))
+		merged.Observe(float64(len(u.Events)))
 	}
 	var mu sync.Mutex
 	var hot []string
