@@ -113,6 +113,9 @@ func notes(res result) []string {
 			"recipient, each a round trip, 32 in flight at once over 16 conversations at once",
 		"deliveries = messages x (members - 1); for groups above the large-group threshold they are logical: " +
 			"no per-member write is made",
+		"merged per sequencing IO: records per sequencing call; a conversation's records merge within one poll " +
+			"(MaxPollRecords over all partitions), so the best average is records / sum of ceil(records of a " +
+			"conversation in a poll / 20), met when no call merged more than 20 and the calls were no more than that",
 		"redis_calls_per_message counts commands sent (a script call is one), redis_roundtrips_per_message " +
 			"counts network round trips (a pipeline is one)",
 	}
@@ -143,7 +146,12 @@ func printTable(res result) []harness.Row {
 		} else {
 			rows = append(rows, harness.Info(p+"speedup over naive", fmt.Sprintf("%.1fx", s.Speedup), "1x"))
 		}
-		rows = append(rows, harness.Check(p+"merged per sequencing IO", fmt.Sprintf("%.1f", s.MergeSizeAvg), "1", "20", s.MergeSizeAvg >= 19.5))
+		// The merge is at most MergeSize records and takes every record of
+		// a conversation that one poll brought: its best is what the polls
+		// allow, 20 only when each poll held a multiple of 20 per group.
+		rows = append(rows, harness.Check(p+"merged per sequencing IO", fmt.Sprintf("%.1f", s.MergeSizeAvg), "1",
+			fmt.Sprintf("%.1f (the polls' best), each <= %d", s.MergeSizeBestAvg, res.MergeSizeConfig),
+			s.SequencingCalls <= uint64(s.FewestSequencingCalls) && s.MergesOverLimit == 0))
 	}
 	rows = append(rows, harness.Info("raw Redis writes/s (pipelined SET)", fmt.Sprintf("%.0f", res.RedisRawOpsPerSec), ""))
 	harness.PrintTable(fmt.Sprintf("fanout (scale %g)", res.Scale), rows)

@@ -28,9 +28,17 @@ type sizeResult struct {
 	RedisCallsPerMessage      float64 `json:"redis_calls_per_message"`
 	RedisRoundTripsPerMessage float64 `json:"redis_roundtrips_per_message"`
 	MergeSizeAvg              float64 `json:"merge_size_avg"`
-	InboxEventsPerCall        float64 `json:"inbox_events_per_call"`
-	FailedHandleCalls         int64   `json:"failed_handle_calls"`
-	SequencedOK               bool    `json:"sequenced_ok"`
+	// The records of one conversation in one poll merge with each other
+	// only: of n of them, ceil(n/merge size) sequencing calls are the
+	// fewest. MergeSizeBestAvg is the average those fewest calls would
+	// have; MergesOverLimit the calls that merged more than the limit.
+	SequencingCalls       uint64  `json:"sequencing_calls"`
+	FewestSequencingCalls int     `json:"fewest_sequencing_calls"`
+	MergeSizeBestAvg      float64 `json:"merge_size_best_avg"`
+	MergesOverLimit       uint64  `json:"merges_over_limit"`
+	InboxEventsPerCall    float64 `json:"inbox_events_per_call"`
+	FailedHandleCalls     int64   `json:"failed_handle_calls"`
+	SequencedOK           bool    `json:"sequenced_ok"`
 	// The same worker with one inbox script call per recipient per merge
 	// batch (redisstore.Config.InboxesPerCall 1), on its own groups.
 	PerRecipientDeliveriesPerSec     float64 `json:"per_recipient_deliveries_per_sec"`
@@ -201,6 +209,13 @@ func (b *bench) pipeline(ctx context.Context, msgs []*schemas.Message, what stri
 	sr.RedisCallsPerMessage = harness.Round(float64(cmds)/float64(sr.Messages), 3)
 	sr.RedisRoundTripsPerMessage = harness.Round(float64(trips)/float64(sr.Messages), 4)
 	sr.MergeSizeAvg = harness.Round(harness.Ratio(sum, float64(n)), 2)
+	within, err := fo.MergedAtMost("sequence", fanout.DefaultMergeSize)
+	if err != nil {
+		return err
+	}
+	sr.SequencingCalls, sr.MergesOverLimit = n, n-within
+	sr.FewestSequencingCalls = fo.FewestBatches(fanout.DefaultMergeSize)
+	sr.MergeSizeBestAvg = harness.Round(harness.Ratio(sum, float64(sr.FewestSequencingCalls)), 2)
 	sr.InboxEventsPerCall = harness.Round(harness.Ratio(inSum, float64(in)), 2)
 	sr.FailedHandleCalls = fo.Failed()
 	return nil

@@ -153,3 +153,23 @@ func TestUUIDLooksLikeAVersion4UUID(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestFewestBatchesCutsEachKeysRecordsOfACallByTheMergeSize(t *testing.T) {
+	tests := []struct {
+		name string
+		runs map[int]int // records of a key in one call → how many times
+		size int
+		want int
+	}{
+		{"nothing handled", map[int]int{}, 20, 0},
+		{"whole merges", map[int]int{20: 3, 40: 1}, 20, 5},
+		{"a poll cut a key's records", map[int]int{37: 1, 63: 1}, 20, 2 + 4},
+		{"one record a call", map[int]int{1: 10}, 20, 10},
+		{"merge of one", map[int]int{3: 2}, 1, 6},
+	}
+	for _, tc := range tests {
+		if got := fewestBatches(tc.runs, tc.size); got != tc.want {
+			t.Errorf("%s: %d batches, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Stage struct {
 
 	mu          sync.Mutex
 	first, last time.Time
+	// runs counts, for the successful Handle calls, how often a key came
+	// with n records in one call: runs[n] (see FewestBatches).
+	runs map[int]int
 }
 
 // countingHandler counts the records of successful Handle calls.
@@ -58,8 +61,15 @@ func (h countingHandler) Handle(ctx context.Context, recs []*kgo.Record) ([]stre
 		h.s.failed.Add(1)
 		return dead, err
 	}
+	perKey := map[string]int{}
+	for _, r := range recs {
+		perKey[string(r.Key)]++
+	}
 	h.s.mu.Lock()
 	h.s.last = time.Now()
+	for _, n := range perKey {
+		h.s.runs[n]++
+	}
 	h.s.mu.Unlock()
 	h.s.handled.Add(int64(len(recs)))
 	return dead, nil
@@ -68,7 +78,7 @@ func (h countingHandler) Handle(ctx context.Context, recs []*kgo.Record) ([]stre
 // StartStage runs h in consumer group cfg.Group until Stop; cfg is a
 // stage's topology.Stage.RunnerConfig with the caller's own settings.
 func StartStage(cfg stream.Config, h stream.Handler) (*Stage, error) {
-	s := &Stage{done: make(chan struct{})}
+	s := &Stage{done: make(chan struct{}), runs: map[int]int{}}
 	if cfg.Logger == nil {
 		cfg.Logger = QuietLogger()
 	}
@@ -102,6 +112,24 @@ func (s *Stage) Busy() time.Duration {
 		return 0
 	}
 	return s.last.Sub(s.first)
+}
+
+// FewestBatches is the fewest batches of at most size records of one key
+// that the successful Handle calls allow: a key's records in one call
+// cannot merge with those of another call, so a stage that merges per key
+// and call makes at least this many, however well it merges.
+func (s *Stage) FewestBatches(size int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fewestBatches(s.runs, size)
+}
+
+func fewestBatches(runs map[int]int, size int) int {
+	total := 0
+	for n, times := range runs {
+		total += times * ((n + size - 1) / size)
+	}
+	return total
 }
 
 // ResetClock forgets the first and last Handle times, before a timed phase.
@@ -195,6 +223,12 @@ func (f *Fanout) close() {
 	_ = f.rdb.Close()
 }
 
+// MergedAtMost counts the fanout's merges of one stage ("sequence" or
+// "inbox") of at most bound records (a bucket bound of the histogram).
+func (f *Fanout) MergedAtMost(stage string, bound int) (uint64, error) {
+	return HistogramAtMost(f.Registry, "offlinebox_fanout_merge_size", "stage", stage, float64(bound))
+}
+
 // MergeSizes reads the fanout's merge-size histogram of one stage
 // ("sequence" or "inbox"): how many observations and their sum.
 func (f *Fanout) MergeSizes(stage string) (count uint64, sum float64, err error) {
@@ -226,6 +260,45 @@ func Histogram(g prometheus.Gatherer, name, label, value string) (count uint64, 
 		}
 	}
 	return count, sum, nil
+}
+
+// HistogramAtMost counts the observations of the histogram name in g at or
+// below bound, which must be one of its bucket bounds, over the series
+// whose label has the given value (every series when label is "").
+func HistogramAtMost(g prometheus.Gatherer, name, label, value string, bound float64) (uint64, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gather metrics: %w", err)
+	}
+	var count uint64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := label == ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					match = true
+				}
+			}
+			h := m.GetHistogram()
+			if !match || h == nil {
+				continue
+			}
+			found := false
+			for _, b := range h.GetBucket() {
+				if b.GetUpperBound() == bound {
+					count += b.GetCumulativeCount()
+					found = true
+				}
+			}
+			if !found {
+				return 0, fmt.Errorf("histogram %s has no bucket of bound %g", name, bound)
+			}
+		}
+	}
+	return count, nil
 }
 
 // Produce sends msgs to im.messages keyed by conversation, in order, in
