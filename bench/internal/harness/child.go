@@ -123,6 +123,10 @@ func ProcessCPU(pid int) (time.Duration, error) {
 // beforeShutdown (when not nil) and shuts down within 5 s.
 func ServeChild(ln net.Listener, h http.Handler, beforeShutdown func()) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The signals are caught before READY is said: a parent that stops
+	// the child as soon as it read the line would otherwise kill it.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Printf("READY http://%s\n", ln.Addr())
 	gone := make(chan struct{})
@@ -130,8 +134,6 @@ func ServeChild(ln net.Listener, h http.Handler, beforeShutdown func()) error {
 		_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // EOF when the parent goes
 		close(gone)
 	}()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {
 	case <-gone:
 	case <-sig:
