@@ -97,6 +97,12 @@ type Subscription struct {
 	shared *redis.PubSub
 	closed bool
 	wg     sync.WaitGroup
+
+	// The server confirms each subscribe on the subscribing connection;
+	// Add waits for it, because a publish before it reaches nobody here.
+	cmu       sync.Mutex
+	confirmed map[string]chan struct{} // channel → closed once confirmed
+	stale     map[string]int           // confirmations still due for channels removed before them
 }
 
 // ErrClosed is returned by a closed subscription.
@@ -106,30 +112,72 @@ var ErrClosed = errors.New("live: subscription closed")
 // messages of them; a full buffer makes the Redis reader wait, never drop).
 func (b *Bus) Subscribe(ctx context.Context, buffer int) *Subscription {
 	b.Sharded(ctx)
-	return &Subscription{bus: b, out: make(chan []byte, buffer), subs: map[string]*redis.PubSub{}}
+	return &Subscription{bus: b, out: make(chan []byte, buffer), subs: map[string]*redis.PubSub{},
+		confirmed: map[string]chan struct{}{}, stale: map[string]int{}}
 }
 
 // Messages is where the subscribed channels' payloads arrive.
 func (s *Subscription) Messages() <-chan []byte { return s.out }
 
-// Add subscribes channels. On Redis Cluster each channel gets a pubsub of
-// its own (a sharded subscription is bound to the node of its slot); on a
+// Add subscribes channels and returns once the server confirmed every
+// one of them (also those another Add subscribed and that are still
+// unconfirmed): from then on, whatever is published on them arrives on
+// Messages. On Redis Cluster each channel gets a pubsub of its own (a
+// sharded subscription is bound to the node of its slot); on a
 // standalone server all share one.
 func (s *Subscription) Add(ctx context.Context, channels ...string) error {
+	waits, err := s.add(ctx, channels)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.bus.timeout)
+	defer cancel()
+	for c, ready := range waits {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the subscription to %s: %w", c, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// add sends the subscribe commands of the channels not subscribed yet and
+// returns what to wait for.
+func (s *Subscription) add(ctx context.Context, channels []string) (map[string]chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
+	waits := make(map[string]chan struct{}, len(channels))
 	var fresh []string
+	s.cmu.Lock()
 	for _, c := range channels {
 		if _, ok := s.subs[c]; !ok {
 			fresh = append(fresh, c)
+			s.confirmed[c] = make(chan struct{})
 		}
+		waits[c] = s.confirmed[c]
 	}
+	s.cmu.Unlock()
 	if len(fresh) == 0 {
-		return nil
+		return waits, nil
 	}
+	if err := s.subscribeFresh(ctx, fresh); err != nil {
+		s.cmu.Lock()
+		for _, c := range fresh {
+			if _, ok := s.subs[c]; !ok {
+				delete(s.confirmed, c)
+			}
+		}
+		s.cmu.Unlock()
+		return nil, err
+	}
+	return waits, nil
+}
+
+func (s *Subscription) subscribeFresh(ctx context.Context, fresh []string) error {
 	_, cluster := s.bus.rdb.(*redis.ClusterClient)
 	if !cluster {
 		if s.shared == nil {
@@ -164,11 +212,57 @@ func (s *Subscription) newPubSub(ctx context.Context) *redis.PubSub {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for m := range ps.Channel(redis.WithChannelSize(1024)) {
-			s.out <- []byte(m.Payload)
+		for m := range ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)) {
+			switch m := m.(type) {
+			case *redis.Message:
+				s.out <- []byte(m.Payload)
+			case *redis.Subscription:
+				if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+					s.confirm(m.Channel)
+				}
+			}
 		}
 	}()
 	return ps
+}
+
+// confirm marks channel subscribed. A confirmation nobody waits for is a
+// resubscription after a reconnect (go-redis sends them itself) or one of
+// a channel removed before it came.
+func (s *Subscription) confirm(channel string) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.stale[channel] > 0 {
+		if s.stale[channel]--; s.stale[channel] == 0 {
+			delete(s.stale, channel)
+		}
+		return
+	}
+	if ready, ok := s.confirmed[channel]; ok {
+		select {
+		case <-ready:
+		default:
+			close(ready)
+		}
+	}
+}
+
+// forget drops what Add waits for on channel (removed); a confirmation
+// still due for it must not pass for that of a later Add.
+func (s *Subscription) forget(channel string) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	ready, ok := s.confirmed[channel]
+	if !ok {
+		return
+	}
+	delete(s.confirmed, channel)
+	select {
+	case <-ready:
+	default:
+		close(ready) // its waiters asked for a channel no longer wanted
+		s.stale[channel]++
+	}
 }
 
 func (s *Subscription) subscribe(ctx context.Context, ps *redis.PubSub, channels ...string) error {
@@ -202,9 +296,11 @@ func (s *Subscription) Remove(ctx context.Context, channels ...string) error {
 		}
 		delete(s.subs, c)
 		if ps != s.shared {
+			s.forgetClosed(c)
 			_ = ps.Close()
 			continue
 		}
+		s.forget(c)
 		var err error
 		if s.bus.sharded {
 			err = ps.SUnsubscribe(ctx, c)
@@ -216,6 +312,21 @@ func (s *Subscription) Remove(ctx context.Context, channels ...string) error {
 		}
 	}
 	return nil
+}
+
+// forgetClosed drops what Add waits for on a channel whose own pubsub
+// closes: no confirmation will come on it any more.
+func (s *Subscription) forgetClosed(channel string) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if ready, ok := s.confirmed[channel]; ok {
+		delete(s.confirmed, channel)
+		select {
+		case <-ready:
+		default:
+			close(ready)
+		}
+	}
 }
 
 // Close ends every subscription; Messages is closed once the readers
