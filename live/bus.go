@@ -192,22 +192,21 @@ func (s *Subscription) subscribeFresh(ctx context.Context, fresh []string) error
 		return nil
 	}
 	for _, c := range fresh {
-		ps := s.newPubSub(ctx)
-		if err := s.subscribe(ctx, ps, c); err != nil {
-			_ = ps.Close()
-			return err
-		}
-		s.subs[c] = ps
+		// Subscribed as it is made: the connection goes to the node of
+		// the channel's slot only if the pubsub knows the channel before
+		// its reader connects (a reader first connects to any node).
+		// A failed subscribe shows as a confirmation that never comes.
+		s.subs[c] = s.newPubSub(ctx, c)
 	}
 	return nil
 }
 
-func (s *Subscription) newPubSub(ctx context.Context) *redis.PubSub {
+func (s *Subscription) newPubSub(ctx context.Context, channels ...string) *redis.PubSub {
 	var ps *redis.PubSub
 	if s.bus.sharded {
-		ps = s.bus.rdb.SSubscribe(ctx)
+		ps = s.bus.rdb.SSubscribe(ctx, channels...)
 	} else {
-		ps = s.bus.rdb.Subscribe(ctx)
+		ps = s.bus.rdb.Subscribe(ctx, channels...)
 	}
 	s.wg.Add(1)
 	go func() {
