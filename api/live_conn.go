@@ -43,6 +43,9 @@ type liveConn struct {
 	// with the seq its user joined at: what the channel carries up to it
 	// is not theirs (the push stage may lag behind a join).
 	groups map[string]uint64
+	// catching are those of groups whose catch-up is not done: their
+	// channel's records wait (live_catchup.go).
+	catching map[string]*catchUp
 }
 
 type queued struct {
@@ -380,25 +383,23 @@ func (c *liveConn) hasPending() bool {
 	return len(c.pending) > 0
 }
 
-// unknownJoin stands for a join not read yet: no record of the channel
-// is pushed meanwhile (what is sequenced before the read is in the notice).
+// unknownJoin stands for a join not read yet: the channel's records wait
+// meanwhile (what is sequenced before the read is in the notice).
 const unknownJoin = ^uint64(0)
 
-// joinedAt records the seq the user joined conv at: the channel's records
-// up to it are not pushed to this connection.
-func (c *liveConn) joinedAt(conv string, joined uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.groups[conv]; ok {
-		c.groups[conv] = joined
-	}
-}
-
-// listensAt reports whether a record of seq on conv's channel is this
-// connection's.
-func (c *liveConn) listensAt(conv string, seq uint64) bool {
+// admit reports whether a record of conv's channel is to be pushed to
+// this connection now; while the connection catches up on conv, the
+// record waits its turn instead.
+func (c *liveConn) admit(conv string, sq *schemas.Sequenced, frame []byte, large bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	joined, ok := c.groups[conv]
-	return ok && seq > joined
+	if !ok {
+		return false
+	}
+	if cu := c.catching[conv]; cu != nil {
+		cu.hold(heldPush{sq: sq, frame: frame, large: large}, c.hub.heldLimit())
+		return false
+	}
+	return sq.GetSeq() > joined
 }

@@ -322,7 +322,7 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
-	var listened, news []string
+	var listened, added, news []string
 	byConv := map[string]redisstore.ConvItem{}
 	for _, it := range items {
 		if !it.Left {
@@ -334,9 +334,9 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 		}
 	}
 	if len(listened) > 0 {
-		// Nothing on these channels is pushed to c until its join is
-		// read below: a record of before it may still be on its way.
-		if err := s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
+		// What these channels bring waits until c's join is read
+		// below: a record of before it may still be on its way.
+		if added, err = s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
 			return out, nil, err
 		}
 	}
@@ -354,13 +354,15 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 			return out, nil, err
 		}
 	}
-	for _, conv := range listened {
+	floors := make(map[string]uint64, len(added))
+	for _, conv := range added {
 		if a := access[conv]; a.Member {
-			c.joinedAt(conv, a.Joined)
+			floors[conv] = a.Joined
 		} else {
 			s.live.unlisten(c, conv) // left since the list was read
 		}
 	}
+	s.live.release(c, floors)
 	for _, it := range items {
 		if _, ok := byConv[it.Conv]; ok || it.Left {
 			continue

@@ -33,8 +33,17 @@ func newLiveEnv(t *testing.T, cfg Config) *liveEnv { return newLiveEnvWith(t, cf
 // newLiveEnvWith registers the first node's metrics on reg.
 func newLiveEnvWith(t *testing.T, cfg Config, reg prometheus.Registerer) *liveEnv {
 	t.Helper()
+	return newLiveEnvOpts(t, envOptions{cfg: cfg, metrics: reg})
+}
+
+// newLiveEnvOpts is newLiveEnv with the environment's options (o.cfg is
+// the nodes' configuration).
+func newLiveEnvOpts(t *testing.T, o envOptions) *liveEnv {
+	t.Helper()
+	cfg := o.cfg
 	cfg.Live.Node = "node-a"
-	e := newEnv(t, envOptions{cfg: cfg, metrics: reg})
+	o.cfg = cfg
+	e := newEnv(t, o)
 	e.runPipeline()
 	p, err := push.New(push.Config{Store: e.storeCfg, Logger: quietLogger(t)}, e.store.Client())
 	if err != nil {

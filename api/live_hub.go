@@ -44,6 +44,15 @@ type liveHub struct {
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
 	acks     *ackBatcher
+
+	// catchUps wait for a worker (live_catchup.go); dispatchRuns are
+	// finished ones, run by the dispatcher in turn with the channels'
+	// records.
+	catchUps     chan catchUpJob
+	dispatchRuns chan func()
+	// beforeSubscribe, when set (tests), runs before a catch-up
+	// subscribes a conversation's channel.
+	beforeSubscribe func(conv string)
 }
 
 type devKey struct{ user, device string }
@@ -53,7 +62,8 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
-		withPend: map[*liveConn]bool{}, perUser: map[string]int{}}
+		withPend: map[*liveConn]bool{}, perUser: map[string]int{},
+		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue)}
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
 	h.acks = &ackBatcher{store: st}
@@ -73,6 +83,9 @@ func (h *liveHub) start() error {
 			return
 		}
 		go h.run()
+		for range catchUpWorkers {
+			go h.catchUpLoop()
+		}
 	})
 	return h.startErr
 }
@@ -116,6 +129,8 @@ func (h *liveHub) run() {
 				return
 			}
 			h.dispatch(data)
+		case f := <-h.dispatchRuns:
+			f()
 		case now := <-t.C:
 			h.repushDue(now)
 			h.raises.flushDue(h.ctx)
@@ -200,15 +215,17 @@ func (h *liveHub) unregister(c *liveConn) {
 	}
 }
 
-// listen makes c receive what is pushed on the conversations' channels;
+// listen makes c receive what is pushed on the conversations' channels
+// (the notice's list) and returns once the subscriptions are confirmed;
 // a connection listens to at most NoticeConversations of them (the rest
 // reach it by pull).
 //
 // joined is the seq up to which the channel's records are not c's (see
-// liveConn.groups): the push stage's word, or unknownJoin until the
-// notice read the member's join.
-func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) error {
-	var fresh []string
+// liveConn.groups): unknownJoin until the notice read the member's join.
+// Until then the conversations c did not listen to yet hold what their
+// channels bring (release); added names them.
+func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) (added []string, _ error) {
+	var channels []string
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
@@ -223,26 +240,38 @@ func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs 
 			break
 		}
 		c.groups[g] = joined
+		added = append(added, g)
 		set := h.groups[g]
 		if set == nil {
 			set = map[*liveConn]bool{}
 			h.groups[g] = set
-			fresh = append(fresh, h.store.Keys().ConvChannel(g))
 		}
 		set[c] = true
+		// Also a channel this node subscribed already: its confirmation
+		// may still be due.
+		channels = append(channels, h.store.Keys().ConvChannel(g))
+	}
+	if len(added) > 0 {
+		if c.catching == nil {
+			c.catching = map[string]*catchUp{}
+		}
+		for _, g := range added {
+			c.catching[g] = &catchUp{}
+		}
 	}
 	c.mu.Unlock()
 	h.mu.Unlock()
-	if len(fresh) == 0 {
-		return nil
+	if len(channels) == 0 {
+		return added, nil
 	}
-	return h.sub.Add(ctx, fresh...)
+	return added, h.sub.Add(ctx, channels...)
 }
 
 func (h *liveHub) unlisten(c *liveConn, conv string) {
 	h.mu.Lock()
 	c.mu.Lock()
 	delete(c.groups, conv)
+	delete(c.catching, conv)
 	c.mu.Unlock()
 	empty := false
 	if set := h.groups[conv]; set != nil {
@@ -315,9 +344,7 @@ func (h *liveHub) dispatch(data []byte) {
 		case live.KindListen:
 			conns, joined := h.targetsJoined(e)
 			for i, c := range conns {
-				if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
-					h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
-				}
+				h.follow(c, e.Conv, joined[i], nil, nil, e.Large)
 			}
 		case live.KindKick:
 			for _, c := range h.targets(e) {
@@ -392,10 +419,9 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			// A push to named connections: the membership changed (or
 			// the push stage does not know who listens); from now on
 			// the connection listens to the conversation's channel.
-			if err := h.listen(h.ctx, c, joined[i], e.Conv); err != nil {
-				h.log.Warn("listen to a conversation", "conv", e.Conv, "err", err)
+			if h.follow(c, e.Conv, joined[i], sq, frame, e.Large) {
+				c.pushFrame(sq, frame, e.Large)
 			}
-			c.pushFrame(sq, frame, e.Large)
 		}
 		return
 	}
@@ -410,7 +436,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		if !c.listensAt(e.Conv, sq.GetSeq()) {
+		if !c.admit(e.Conv, sq, frame, e.Large) {
 			continue
 		}
 		c.pushFrame(sq, frame, e.Large)
