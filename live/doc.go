@@ -8,7 +8,10 @@
 // once on its channel, whatever the member count; only when a membership
 // is new to it does it look the members up in the presence registry
 // (redisstore.PresenceOf) and send the nodes holding them envelopes by
-// name, which make those connections listen.
+// name, which make those connections listen. Pub/sub keeps nothing for a
+// subscriber not there yet, so Subscription.Add returns only once the
+// server confirmed the subscription, and a node that starts listening
+// reads from the store what the channel carried before.
 //
 // The bus only makes delivery early. Everything on it is already stored
 // (or, for QoS 0, never will be); a publish that reaches nobody costs

@@ -25,13 +25,6 @@ type Config struct {
 	Limits schemas.Limits
 	// MemberCache bounds the conversations whose members are cached.
 	MemberCache int
-	// ListenGrace is how long after the stage first sees a membership it
-	// still pushes that conversation's records to the members' nodes by
-	// name, as well as on the channel: a node told to listen subscribes
-	// to the channel only after the envelope reaches it, and pub/sub keeps
-	// nothing for a subscriber that is not there yet. Named pushes of a
-	// seq already pushed are dropped by the connection.
-	ListenGrace time.Duration
 	// Clock (time.Now).
 	Clock func() time.Time
 	// Logger (slog.Default when nil).
@@ -42,9 +35,6 @@ type Config struct {
 
 // DefaultMemberCache is the default of Config.MemberCache.
 const DefaultMemberCache = 10_000
-
-// DefaultListenGrace is the default of Config.ListenGrace.
-const DefaultListenGrace = 3 * time.Second
 
 func (c Config) withDefaults() Config {
 	if c.SequencedTopic == "" {
@@ -59,9 +49,6 @@ func (c Config) withDefaults() Config {
 	c.Limits = c.Limits.WithDefaults()
 	if c.MemberCache == 0 {
 		c.MemberCache = DefaultMemberCache
-	}
-	if c.ListenGrace == 0 {
-		c.ListenGrace = DefaultListenGrace
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -84,8 +71,6 @@ func (c Config) Validate() error {
 	switch {
 	case c.MemberCache < 1:
 		return fmt.Errorf("push: MemberCache %d is below 1", c.MemberCache)
-	case c.ListenGrace < 0:
-		return fmt.Errorf("push: ListenGrace %s is negative", c.ListenGrace)
 	case c.SequencedTopic == c.MessagesTopic:
 		return fmt.Errorf("push: SequencedTopic and MessagesTopic are both %q", c.SequencedTopic)
 	}

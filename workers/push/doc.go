@@ -10,9 +10,11 @@
 // version), then one publish per conversation on its channel, which the
 // nodes with a member connection listen to: no per-member Redis work,
 // whatever the size. A membership this stage has not seen (a join, a new
-// direct conversation, a restart) is pushed to the members' nodes by name
-// instead, from one pipelined presence read, so that they start
-// listening.
+// direct conversation, a restart) has the record that carries it pushed
+// by name to the nodes of the members not told yet, from one pipelined
+// presence read, so that they start listening; what follows goes on the
+// channel alone, and a node that subscribed late reads what it missed
+// from the store.
 //
 // It also consumes im.messages for the QoS 0 records fanout drops (typing,
 // presence): pushed once to online members, never stored; and

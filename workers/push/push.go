@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,7 +37,11 @@ var _ stream.Handler = (*Pusher)(nil)
 type memberEntry struct {
 	version uint64
 	members map[string]uint64 // member → seq that made them one
-	seen    time.Time         // when this stage first read this version
+	// untold are the members whose nodes this stage has not sent a record
+	// of the conversation by name yet, nor told to listen: they may not
+	// listen to its channel. A member who stays one across a change of
+	// the membership stays told.
+	untold map[string]bool
 }
 
 // New returns a Pusher reading presence and members from rdb (the main
@@ -86,6 +90,9 @@ type item struct {
 	listeners []string
 	// joined: user → the seq they joined at (for the targets' floors).
 	joined map[string]uint64
+	// told are the members of users and listeners named for the first
+	// time (see memberEntry.untold).
+	told []string
 	// exceptUser is left out (the sender of a QoS 0 record).
 	exceptUser string
 	rejected   *live.Rejected
@@ -185,13 +192,17 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 	if err != nil {
 		return err
 	}
-	members := map[string]map[string]uint64{}
-	changed := map[string]bool{}
+	entries := map[string]memberEntry{}
+	// untold: each conversation's untold members, a copy for this batch:
+	// the cache learns who was told once the batch is published.
+	untold := map[string]map[string]bool{}
 	for _, c := range convs {
 		if a := aud[c]; !a.Large {
-			if members[c], changed[c], err = p.membersOf(ctx, c, a.Version); err != nil {
+			var e memberEntry
+			if e, err = p.membersOf(ctx, c, a.Version); err != nil {
 				return err
 			}
+			entries[c], untold[c] = e, e.untold
 		}
 	}
 	for _, it := range items {
@@ -209,30 +220,43 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 			}
 			continue
 		}
-		mem := members[it.conv]
+		mem := entries[it.conv].members
 		if it.kind == live.KindEphemeral {
 			if _, ok := mem[it.msg.GetSender()]; !ok {
 				p.metrics.skipped.WithLabelValues("sender_not_member").Inc()
 				continue
 			}
 		}
-		if !changed[it.conv] || it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
-			// The members are the ones the nodes listen for already (a
-			// leave: the nodes stop the leavers listening as it passes).
+		un := untold[it.conv]
+		if len(un) == 0 || it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+			// Every member's nodes listen already (a leave: the nodes
+			// stop the leavers listening as it passes).
 			it.channel = true
 			continue
 		}
+		// The members told already get it on the channel; the others'
+		// nodes get it by name and start listening (then read what the
+		// channel carried before their subscription took from the
+		// store), so everything after goes on the channel alone.
+		it.channel = len(un) < len(mem)
 		it.joined = mem
-		for u, joined := range mem {
+		for u := range un {
 			// Records of seq s go to members who joined before s; a
-			// joiner's nodes start listening with its join.
-			switch {
-			case it.seq == 0 || joined < it.seq:
+			// joiner's nodes start listening with its join. A QoS 0
+			// record tells nobody to listen.
+			switch joined := mem[u]; {
+			case it.seq == 0:
 				if u != it.exceptUser {
 					it.users = append(it.users, u)
 				}
+			case joined < it.seq:
+				it.users = append(it.users, u)
+				it.told = append(it.told, u)
+				delete(un, u)
 			case joined == it.seq:
 				it.listeners = append(it.listeners, u)
+				it.told = append(it.told, u)
+				delete(un, u)
 			}
 		}
 		sort.Strings(it.users)
@@ -249,20 +273,29 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 }
 
 // membersOf reads a conversation's members, from the cache while its
-// membership version is the same; changed reports that this stage had not
-// seen that version yet, or first saw it less than ListenGrace ago (the
-// members may include some whose nodes do not listen to the
-// conversation's channel yet).
-func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (_ map[string]uint64, changed bool, _ error) {
+// membership version is the same, with a copy of its untold members. A
+// membership this stage has not seen leaves untold the members it did
+// not know as such (all of them, the first time it sees the
+// conversation: its own restart).
+func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (memberEntry, error) {
 	p.mu.Lock()
-	e, ok := p.members[conv]
+	old, ok := p.members[conv]
+	if ok {
+		old.untold = maps.Clone(old.untold)
+	}
 	p.mu.Unlock()
-	if ok && e.version == version && version != 0 {
-		return e.members, p.cfg.Clock().Sub(e.seen) < p.cfg.ListenGrace, nil
+	if ok && old.version == version && version != 0 {
+		return old, nil
 	}
 	mem, err := p.store.Members(ctx, conv)
 	if err != nil {
-		return nil, false, err
+		return memberEntry{}, err
+	}
+	e := memberEntry{version: version, members: mem, untold: map[string]bool{}}
+	for u, joined := range mem {
+		if was, known := old.members[u]; !ok || !known || was != joined || old.untold[u] {
+			e.untold[u] = true
+		}
 	}
 	p.metrics.memberRead.Inc()
 	p.mu.Lock()
@@ -274,9 +307,27 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (_ 
 			}
 		}
 	}
-	p.members[conv] = memberEntry{version: version, members: mem, seen: p.cfg.Clock()}
+	p.members[conv] = e
 	p.mu.Unlock()
-	return mem, true, nil
+	e.untold = maps.Clone(e.untold)
+	return e, nil
+}
+
+// markTold records that the members the items named for the first time
+// were sent a record by name or told to listen (the items are published).
+func (p *Pusher) markTold(items []*item) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, it := range items {
+		if len(it.told) == 0 {
+			continue
+		}
+		if e, ok := p.members[it.conv]; ok {
+			for _, u := range it.told {
+				delete(e.untold, u)
+			}
+		}
+	}
 }
 
 // publish sends each conversation's records once on its channel, and
@@ -376,5 +427,6 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 	p.metrics.publishes.WithLabelValues("node").Add(float64(len(byNode)))
 	p.metrics.publishes.WithLabelValues("conv").Add(float64(convPublishes))
 	p.metrics.publishes.WithLabelValues("group").Add(float64(groupPublishes))
+	p.markTold(items)
 	return nil
 }

@@ -33,7 +33,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	p, err := New(Config{Store: cfg, Metrics: reg, ListenGrace: time.Millisecond}, rdb)
+	p, err := New(Config{Store: cfg, Metrics: reg}, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,11 +226,18 @@ func TestSmallConversationWithTheSameMembersIsOnePublishOnItsChannel(t *testing.
 	}
 }
 
-func TestAJoinerOfASmallGroupIsToldToListenNotPushedItsJoin(t *testing.T) {
+// TestAJoinerOfASmallGroupIsToldToListenAndTheJoinGoesOnTheChannel: the
+// members told already listen to the channel; only the joiner's node is
+// named, to listen (the join is not the joiner's to read).
+func TestAJoinerOfASmallGroupIsToldToListenAndTheJoinGoesOnTheChannel(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
+	if err := f.sub.Add(ctx, f.store.Keys().ConvChannel("team")); err != nil {
+		t.Fatal(err)
+	}
 	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
 	hello := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	f.online("bob", "phone", "b")
 	if _, err := f.p.Handle(ctx, []*kgo.Record{hello}); err != nil {
 		t.Fatal(err)
 	}
@@ -239,44 +246,74 @@ func TestAJoinerOfASmallGroupIsToldToListenNotPushedItsJoin(t *testing.T) {
 	join.ClientMsgId += "-carol"
 	rec := f.sequence(join)
 	f.online("carol", "phone", "a")
-	f.online("bob", "phone", "b")
 	if _, err := f.p.Handle(ctx, []*kgo.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
+	channel := 0
 	for _, e := range f.published(300 * time.Millisecond) {
+		if len(e.Targets) == 0 && e.Kind == live.KindPush {
+			channel++
+		}
 		for _, tg := range e.Targets {
 			got[tg.User] = e.Kind
 		}
 	}
-	if got["carol"] != live.KindListen || got["bob"] != live.KindPush || len(got) != 2 {
-		t.Fatalf("envelopes by user %v, want carol told to listen and bob pushed the join", got)
+	if got["carol"] != live.KindListen || len(got) != 1 || channel != 1 {
+		t.Fatalf("envelopes by user %v and %d on the channel, want carol told to listen and the join on the channel", got, channel)
 	}
 }
 
-// TestRecordsSoonAfterAMembershipChangeStillGoToTheMembersNodesByName:
-// a node told to listen subscribes only when the envelope reaches it, so
-// for ListenGrace the records after a change go to the members by name;
-// a channel publish alone could reach nobody.
-func TestRecordsSoonAfterAMembershipChangeStillGoToTheMembersNodesByName(t *testing.T) {
-	f := newFixture(t)
-	f.p.cfg.ListenGrace = time.Hour
-	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
-	first := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
-	f.online("bob", "phone", "a")
-	ctx := context.Background()
-	if _, err := f.p.Handle(ctx, []*kgo.Record{first}); err != nil {
-		t.Fatal(err)
-	}
-	if envs := f.published(300 * time.Millisecond); len(envs) != 1 || len(envs[0].Targets) != 1 {
-		t.Fatalf("first push %+v, want one envelope naming bob's phone", envs)
-	}
-	next := group("team", "alice", schemas.Kind_KIND_MESSAGE)
-	next.ClientMsgId += "-next"
-	if _, err := f.p.Handle(ctx, []*kgo.Record{f.sequence(next)}); err != nil {
-		t.Fatal(err)
-	}
-	if envs := f.published(300 * time.Millisecond); len(envs) != 1 || len(envs[0].Targets) != 1 || envs[0].Targets[0].User != "bob" {
-		t.Fatalf("push within the grace %+v, want one envelope naming bob's phone", envs)
+// TestOnlyTheRecordCarryingAMembershipChangeGoesByName: once the members'
+// nodes were sent a record by name, they listen and catch up from the
+// store themselves; the records after it, in the same batch or the next,
+// go on the channel alone, with no presence lookup.
+func TestOnlyTheRecordCarryingAMembershipChangeGoesByName(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same batch", true: "next batch"}[split], func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if err := f.sub.Add(ctx, f.store.Keys().ConvChannel("team")); err != nil {
+				t.Fatal(err)
+			}
+			f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+			f.online("bob", "phone", "a")
+			var recs []*kgo.Record
+			for i := 0; i < 3; i++ {
+				m := group("team", "alice", schemas.Kind_KIND_MESSAGE)
+				m.ClientMsgId += string(rune('a' + i))
+				recs = append(recs, f.sequence(m))
+			}
+			batches := [][]*kgo.Record{recs}
+			if split {
+				batches = [][]*kgo.Record{recs[:1], recs[1:]}
+			}
+			var envs []live.Envelope
+			for _, b := range batches {
+				if _, err := f.p.Handle(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+				envs = append(envs, f.published(300*time.Millisecond)...)
+			}
+			var named, channel []uint64
+			for _, e := range envs {
+				var sq schemas.Sequenced
+				if err := proto.Unmarshal(e.Record, &sq); err != nil {
+					t.Fatal(err)
+				}
+				if len(e.Targets) > 0 {
+					named = append(named, sq.GetSeq())
+				} else {
+					channel = append(channel, sq.GetSeq())
+				}
+			}
+			sort.Slice(channel, func(i, j int) bool { return channel[i] < channel[j] })
+			if len(named) != 1 || named[0] != 2 || len(channel) != 2 || channel[0] != 3 || channel[1] != 4 {
+				t.Fatalf("by name %v, on the channel %v; want seq 2 by name, 3 and 4 on the channel", named, channel)
+			}
+			if n := testutil.ToFloat64(f.p.metrics.lookups); n != 2 {
+				t.Errorf("%v presence lookups, want 2 (alice and bob, once)", n)
+			}
+		})
 	}
 }
