@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
@@ -238,9 +239,37 @@ func (f *Fanout) MergeSizes(stage string) (count uint64, sum float64, err error)
 // Histogram sums the observations of the histogram name in g, over the
 // series whose label has the given value (every series when label is "").
 func Histogram(g prometheus.Gatherer, name, label, value string) (count uint64, sum float64, err error) {
+	err = eachHistogram(g, name, label, value, func(h *dto.Histogram) error {
+		count += h.GetSampleCount()
+		sum += h.GetSampleSum()
+		return nil
+	})
+	return count, sum, err
+}
+
+// HistogramAtMost counts the observations of the histogram name in g at or
+// below bound, which must be one of its bucket bounds, over the series
+// whose label has the given value (every series when label is "").
+func HistogramAtMost(g prometheus.Gatherer, name, label, value string, bound float64) (uint64, error) {
+	var count uint64
+	err := eachHistogram(g, name, label, value, func(h *dto.Histogram) error {
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == bound {
+				count += b.GetCumulativeCount()
+				return nil
+			}
+		}
+		return fmt.Errorf("histogram %s has no bucket of bound %g", name, bound)
+	})
+	return count, err
+}
+
+// eachHistogram calls fn with each series of the histogram name in g whose
+// label has the given value (every series when label is "").
+func eachHistogram(g prometheus.Gatherer, name, label, value string, fn func(*dto.Histogram) error) error {
 	mfs, err := g.Gather()
 	if err != nil {
-		return 0, 0, fmt.Errorf("gather metrics: %w", err)
+		return fmt.Errorf("gather metrics: %w", err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -254,51 +283,13 @@ func Histogram(g prometheus.Gatherer, name, label, value string) (count uint64, 
 				}
 			}
 			if h := m.GetHistogram(); match && h != nil {
-				count += h.GetSampleCount()
-				sum += h.GetSampleSum()
-			}
-		}
-	}
-	return count, sum, nil
-}
-
-// HistogramAtMost counts the observations of the histogram name in g at or
-// below bound, which must be one of its bucket bounds, over the series
-// whose label has the given value (every series when label is "").
-func HistogramAtMost(g prometheus.Gatherer, name, label, value string, bound float64) (uint64, error) {
-	mfs, err := g.Gather()
-	if err != nil {
-		return 0, fmt.Errorf("gather metrics: %w", err)
-	}
-	var count uint64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					match = true
+				if err := fn(h); err != nil {
+					return err
 				}
 			}
-			h := m.GetHistogram()
-			if !match || h == nil {
-				continue
-			}
-			found := false
-			for _, b := range h.GetBucket() {
-				if b.GetUpperBound() == bound {
-					count += b.GetCumulativeCount()
-					found = true
-				}
-			}
-			if !found {
-				return 0, fmt.Errorf("histogram %s has no bucket of bound %g", name, bound)
-			}
 		}
 	}
-	return count, nil
+	return nil
 }
 
 // Produce sends msgs to im.messages keyed by conversation, in order, in
