@@ -194,7 +194,18 @@ type syncSizer struct {
 	ctx    context.Context
 	device string
 	open   func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)
-	msgs   map[encodedAs]json.RawMessage
+	// msgs are the encodings made one at a time (mentions, a lone
+	// message), and those of reads once a lookup missed reads.
+	msgs map[encodedAs]json.RawMessage
+	// reads are the slice reads measured, by their newest entry: a
+	// conversation's messages are the newest of a read, so a run of them
+	// is found with one lookup, not one per message. A table entry per
+	// message was a tenth of the API server's CPU in a reconnect storm.
+	reads map[*schemas.Sequenced]measuredRead
+	// measured is every read in order; msgs holds the encodings of the
+	// first indexed of them too.
+	measured []measuredRead
+	indexed  int
 	// shared are the slice-form encodings other syncs made of the same
 	// decoded entries (nil: none).
 	shared *sharedEncodings
@@ -204,13 +215,20 @@ type syncSizer struct {
 	err   error
 }
 
-// syncSizerMessages is room for the messages an answer of the default
-// budget measures (about 400 of the founding scenario's), so that the
-// table does not grow while the budget is counted.
-const syncSizerMessages = 512
+// measuredRead is one slice read's entries and their slice-form encodings.
+type measuredRead struct {
+	entries []*schemas.Sequenced
+	encs    []json.RawMessage
+}
+
+// syncSizerReads is room for the slice reads an answer of the default
+// budget measures (the founding scenario's users are in 20 groups), so
+// that the table does not grow while the budget is counted.
+const syncSizerReads = 32
 
 func newSyncSizer(ctx context.Context, device string, open func(context.Context, *schemas.Sequenced) (*schemas.Sequenced, error)) *syncSizer {
-	return &syncSizer{ctx: ctx, device: device, open: open, msgs: make(map[encodedAs]json.RawMessage, syncSizerMessages)}
+	return &syncSizer{ctx: ctx, device: device, open: open, msgs: map[encodedAs]json.RawMessage{},
+		reads: make(map[*schemas.Sequenced]measuredRead, syncSizerReads)}
 }
 
 // encodedAs names one encoding of a message: a mention's is the full form,
@@ -263,21 +281,66 @@ func (z *syncSizer) Messages(entries []*schemas.Sequenced, sizes []int) {
 			z.shared.put(entries, encs)
 		}
 	}
-	for i, m := range entries {
-		z.msgs[encodedAs{m, sliceForm}] = encs[i]
+	for i := range entries {
 		sizes[i] = len(encs[i]) + 1
 	}
+	if len(entries) > 0 {
+		r := measuredRead{entries: entries, encs: encs}
+		z.reads[entries[len(entries)-1]] = r
+		z.measured = append(z.measured, r)
+	}
+}
+
+// runEncodings is the slice-form encodings of run: without a copy when
+// run is the newest entries of one read, as a conversation's messages are.
+func (z *syncSizer) runEncodings(run []*schemas.Sequenced) []json.RawMessage {
+	if len(run) == 0 {
+		return nil
+	}
+	if r, ok := z.reads[run[len(run)-1]]; ok && len(r.entries) >= len(run) {
+		tail := r.entries[len(r.entries)-len(run):]
+		same := true
+		for i := range run {
+			if tail[i] != run[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return r.encs[len(r.encs)-len(run):]
+		}
+	}
+	out := make([]json.RawMessage, len(run))
+	for i, m := range run {
+		out[i] = z.message(m, sliceForm)
+	}
+	return out
 }
 
 func (z *syncSizer) message(m *schemas.Sequenced, form messageForm) json.RawMessage {
 	if b, ok := z.msgs[encodedAs{m, form}]; ok {
 		return b
 	}
+	if form == sliceForm && z.indexed < len(z.measured) {
+		// A message looked up alone, not as the newest of a read: the
+		// reads' encodings go in msgs, each read once, rather than
+		// encoding it again.
+		for _, r := range z.measured[z.indexed:] {
+			for i, e := range r.entries {
+				z.msgs[encodedAs{e, sliceForm}] = r.encs[i]
+			}
+		}
+		z.indexed = len(z.measured)
+		if b, ok := z.msgs[encodedAs{m, form}]; ok {
+			return b
+		}
+	}
 	b, _ := z.encodeMessage(m, form)
+	z.msgs[encodedAs{m, form}] = b
 	return b
 }
 
-// encodeMessage opens m and encodes it in form, keeping it for the answer. A body
+// encodeMessage opens m and encodes it in form. A body
 // that does not open is kept in z.err (it fails the answer) and encoded
 // sealed.
 func (z *syncSizer) encodeMessage(m *schemas.Sequenced, form messageForm) (json.RawMessage, error) {
@@ -288,9 +351,7 @@ func (z *syncSizer) encodeMessage(m *schemas.Sequenced, form messageForm) (json.
 		}
 		open = m
 	}
-	b := json.RawMessage(appendMessageJSON(nil, open, form))
-	z.msgs[encodedAs{m, form}] = b
-	return b, err
+	return json.RawMessage(appendMessageJSON(nil, open, form)), err
 }
 
 // encode assembles the answer from the encodings the budget was counted
@@ -400,8 +461,8 @@ func (z *syncSizer) sizeHint(res *redisstore.SyncResult) int {
 		n += len(z.message(m.Message, fullForm))
 	}
 	for i := range res.Convs {
-		for _, m := range res.Convs[i].Messages {
-			n += len(z.message(m, sliceForm)) + 1
+		for _, b := range z.runEncodings(res.Convs[i].Messages) {
+			n += len(b) + 1
 		}
 	}
 	return n

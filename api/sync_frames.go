@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"runtime"
 	"sync"
 	"weak"
@@ -86,17 +87,18 @@ func (w *answerWriter) messages(run []*schemas.Sequenced) {
 		w.out = w.z.appendMessages(w.out, run)
 		return
 	}
+	encs := w.z.runEncodings(run)
 	n := len(run) - 1
-	for _, m := range run {
-		n += len(w.z.message(m, sliceForm))
+	for _, b := range encs {
+		n += len(b)
 	}
 	if n < minSplicedRunBytes {
-		w.out = w.z.appendMessages(w.out, run)
+		w.out = appendEncodings(w.out, encs)
 		return
 	}
 	w.flush()
 	w.frames = append(w.frames, w.shared.frame(messageRun{first: run[0], n: len(run)}, func() []byte {
-		return w.z.appendMessages(make([]byte, 0, n), run)
+		return appendEncodings(make([]byte, 0, n), encs)
 	}, w.enc))
 	w.flushed += n
 	w.runs++
@@ -126,11 +128,16 @@ func (w *answerWriter) finish() *codedAnswer {
 
 // appendMessages appends the slice-form encodings of run, comma-separated.
 func (z *syncSizer) appendMessages(out []byte, run []*schemas.Sequenced) []byte {
-	for j, m := range run {
+	return appendEncodings(out, z.runEncodings(run))
+}
+
+// appendEncodings appends encs, comma-separated.
+func appendEncodings(out []byte, encs []json.RawMessage) []byte {
+	for j, b := range encs {
 		if j > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, z.message(m, sliceForm)...)
+		out = append(out, b...)
 	}
 	return out
 }
