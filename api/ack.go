@@ -91,13 +91,15 @@ func (s *Server) checkedSeqItems(decoded []seqItemJSON, field string) ([]seqItem
 }
 
 // checkSeqItems refuses the whole batch unless the user is a member of
-// every conversation and every seq exists there.
+// every conversation and every seq exists there. The access it returns
+// holds what those checks read (redisstore.ConversationBounds): a
+// member's current span, not their earlier ones.
 func (s *Server) checkSeqItems(ctx context.Context, user string, items []seqItem) (map[string]redisstore.ConvAccess, error) {
 	convs := make([]string, 0, len(items))
 	for _, it := range items {
 		convs = append(convs, it.conv)
 	}
-	access, err := s.router.Main().ConversationAccess(ctx, user, convs)
+	access, err := s.router.Main().ConversationBounds(ctx, user, convs)
 	if err != nil {
 		return nil, err
 	}

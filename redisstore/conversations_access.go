@@ -38,6 +38,20 @@ type ConvAccess struct {
 // user is a member. One pipeline; each conversation's reads stay in its
 // slot.
 func (s *Store) ConversationAccess(ctx context.Context, user string, convs []string) (map[string]ConvAccess, error) {
+	return s.conversationAccess(ctx, user, convs, true)
+}
+
+// ConversationBounds is ConversationAccess for checking seqs a user names
+// (acks, reads, receipts): Member, Left, Seq, Epoch, Large and, for a
+// former member, LastReadable are as ConversationAccess reads them, but a
+// current member's earlier spans are not read (Spans holds the current
+// one only). That is a command less per conversation on every ack; a user
+// who is not a member has the past spans read in a second pipeline.
+func (s *Store) ConversationBounds(ctx context.Context, user string, convs []string) (map[string]ConvAccess, error) {
+	return s.conversationAccess(ctx, user, convs, false)
+}
+
+func (s *Store) conversationAccess(ctx context.Context, user string, convs []string, allSpans bool) (map[string]ConvAccess, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	metas := make([]*redis.SliceCmd, len(convs))
@@ -47,17 +61,26 @@ func (s *Store) ConversationAccess(ctx context.Context, user string, convs []str
 		for i, c := range convs {
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLarge)
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
-			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
+			if allSpans {
+				pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
+			}
 		}
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("read access of %s to %d conversations: %w", user, len(convs), err)
 	}
+	if !allSpans {
+		if err := s.readPastOfStrangers(ctx, user, convs, mems, pasts); err != nil {
+			return nil, err
+		}
+	}
 	out := make(map[string]ConvAccess, len(convs))
 	for i, c := range convs {
 		a := convAccessOf(c, metas[i].Val())
-		a.Spans = parsePastSpans(pasts[i].Val())
+		if pasts[i] != nil {
+			a.Spans = parsePastSpans(pasts[i].Val())
+		}
 		if j, err := mems[i].Result(); err == nil {
 			a.Member = true
 			a.Joined, _ = strconv.ParseUint(j, 10, 64)
@@ -69,6 +92,30 @@ func (s *Store) ConversationAccess(ctx context.Context, user string, convs []str
 		out[c] = a
 	}
 	return out, nil
+}
+
+// readPastOfStrangers reads, in one pipeline, the past spans of user in
+// the conversations mems says they are not a member of now.
+func (s *Store) readPastOfStrangers(ctx context.Context, user string, convs []string, mems, pasts []*redis.StringCmd) error {
+	var strangers []int
+	for i := range convs {
+		if mems[i].Err() == redis.Nil {
+			strangers = append(strangers, i)
+		}
+	}
+	if len(strangers) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, i := range strangers {
+			pasts[i] = p.HGet(ctx, s.keys.PastMembers(convs[i]), user)
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return fmt.Errorf("read past membership of %s in %d conversations: %w", user, len(strangers), err)
+	}
+	return nil
 }
 
 // convAccessOf reads an HMGET of seq, epoch, first, type, large.
