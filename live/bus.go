@@ -103,6 +103,10 @@ type Subscription struct {
 	cmu       sync.Mutex
 	confirmed map[string]chan struct{} // channel → closed once confirmed
 	stale     map[string]int           // confirmations still due for channels removed before them
+	// resubscribed, when set, is told of each channel the server
+	// confirmed again without an Add: go-redis reconnected and
+	// resubscribed it, and what was published meanwhile reached nobody.
+	resubscribed func(channel string)
 }
 
 // ErrClosed is returned by a closed subscription.
@@ -114,6 +118,17 @@ func (b *Bus) Subscribe(ctx context.Context, buffer int) *Subscription {
 	b.Sharded(ctx)
 	return &Subscription{bus: b, out: make(chan []byte, buffer), subs: map[string]*redis.PubSub{},
 		confirmed: map[string]chan struct{}{}, stale: map[string]int{}}
+}
+
+// OnResubscribed makes f hear of every channel confirmed again after the
+// connection under it dropped and go-redis resubscribed it by itself;
+// whatever was published on the channel in between is lost to this
+// subscription. f runs on a reader and must not block. Set it before the
+// first Add.
+func (s *Subscription) OnResubscribed(f func(channel string)) {
+	s.cmu.Lock()
+	s.resubscribed = f
+	s.cmu.Unlock()
 }
 
 // Messages is where the subscribed channels' payloads arrive.
@@ -229,20 +244,32 @@ func (s *Subscription) newPubSub(ctx context.Context, channels ...string) *redis
 // resubscription after a reconnect (go-redis sends them itself) or one of
 // a channel removed before it came.
 func (s *Subscription) confirm(channel string) {
+	if f := s.confirmAgain(channel); f != nil {
+		f(channel)
+	}
+}
+
+// confirmAgain records a confirmation and returns whom to tell when it is
+// a resubscription.
+func (s *Subscription) confirmAgain(channel string) func(string) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	if s.stale[channel] > 0 {
 		if s.stale[channel]--; s.stale[channel] == 0 {
 			delete(s.stale, channel)
 		}
-		return
+		return nil
 	}
-	if ready, ok := s.confirmed[channel]; ok {
-		select {
-		case <-ready:
-		default:
-			close(ready)
-		}
+	ready, ok := s.confirmed[channel]
+	if !ok {
+		return nil
+	}
+	select {
+	case <-ready:
+		return s.resubscribed
+	default:
+		close(ready)
+		return nil
 	}
 }
 

@@ -69,3 +69,50 @@ func FreePort() (int, error) {
 	}
 	return ports[0], nil
 }
+
+// KillPubSubClients closes, on every server rdb talks to, the pub/sub
+// connections of the clients named name (CLIENT SETNAME), as a Redis
+// restart or a network blip would; it returns how many it closed.
+func KillPubSubClients(t testing.TB, rdb redis.UniversalClient, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var killed atomic.Int64
+	kill := func(ctx context.Context, c *redis.Client) error {
+		list, err := c.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+		if err != nil {
+			return fmt.Errorf("list pub/sub clients: %w", err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			var id string
+			named := false
+			for _, field := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(field, "id="); ok {
+					id = v
+				}
+				named = named || field == "name="+name
+			}
+			if !named || id == "" {
+				continue
+			}
+			if err := c.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+				return fmt.Errorf("kill pub/sub client %s: %w", id, err)
+			}
+			killed.Add(1)
+		}
+		return nil
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachShard(ctx, kill)
+	case *redis.Client:
+		err = kill(ctx, c)
+	default:
+		err = fmt.Errorf("no way to reach the servers of a %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(killed.Load())
+}
