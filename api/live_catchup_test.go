@@ -1,12 +1,18 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -184,5 +190,144 @@ func TestAJoinerMissingMoreThanAReplayIsToldToPull(t *testing.T) {
 	le.produce(textMsg("crew", "crew-6", "erin"))
 	if got := carol.messagesUntilQuiet("crew"); len(got) != 1 || got[0] != "crew-6" {
 		t.Fatalf("after the notice carol was pushed %v, want crew-6", got)
+	}
+}
+
+// busDropper cuts node n's bus connection and holds its reconnection, as
+// a Redis restart or a network blip would: go-redis redials and
+// resubscribes by itself only once released, and what is published
+// meanwhile reaches nobody on that node. It must be made before the node
+// has a connection (its hub subscribes on the first).
+type busDropper struct {
+	t       *testing.T
+	rdb     *redis.Client
+	name    string
+	mu      sync.Mutex
+	gate    chan struct{} // nil: dials go through
+	reached chan struct{}
+}
+
+func (le *liveEnv) busDropper(n int) *busDropper {
+	t := le.t.(*testing.T)
+	d := &busDropper{t: t, name: fmt.Sprintf("bus-of-node-%d", n), reached: make(chan struct{}, 1)}
+	var dialer net.Dialer
+	d.rdb = redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), ClientName: d.name, DialTimeout: time.Minute,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d.mu.Lock()
+			gate := d.gate
+			d.mu.Unlock()
+			if gate != nil {
+				select {
+				case d.reached <- struct{}{}:
+				default:
+				}
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}})
+	t.Cleanup(func() { _ = d.rdb.Close() })
+	t.Cleanup(d.release)
+	h := le.nodes[n].server.live
+	h.bus = live.NewBus(d.rdb, h.store.Config().CallTimeout)
+	return d
+}
+
+// drop closes the bus's pub/sub connection and returns once go-redis is
+// redialling, held until release.
+func (d *busDropper) drop() {
+	d.t.Helper()
+	d.mu.Lock()
+	d.gate = make(chan struct{})
+	d.mu.Unlock()
+	if testenv.KillPubSubClients(d.t, d.rdb, d.name) == 0 {
+		d.t.Fatal("the node's bus has no pub/sub connection to close")
+	}
+	select {
+	case <-d.reached:
+	case <-time.After(30 * time.Second):
+		d.t.Fatal("the node's bus never redialled")
+	}
+}
+
+func (d *busDropper) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gate != nil {
+		close(d.gate)
+		d.gate = nil
+	}
+}
+
+// TestRecordsPublishedWhileTheBusWasDownArePushedOnceInOrder: a device
+// is online and listening to a group; its node's bus connection drops
+// and, while it redials, records are stored and published, reaching
+// nobody there. Once go-redis resubscribed, the node reads what the
+// device lacks: a few come by push, each once and in seq order; more
+// than a replay come as a notice naming the conversation; what follows
+// comes from the channel again.
+func TestRecordsPublishedWhileTheBusWasDownArePushedOnceInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		replayMax int
+		missed    int
+		notice    bool
+	}{
+		{name: "a few missed are pushed", replayMax: 20, missed: 3},
+		{name: "more than a replay missed is a notice", replayMax: 3, missed: 5, notice: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			le := newLiveEnv(t, Config{Live: LiveConfig{ReplayMax: tc.replayMax}})
+			bus := le.busDropper(1)
+			le.produce(founding("crew", "erin", "dave", "carol"))
+			dave := le.device(0, "dave", "phone")
+			carol := le.device(1, "carol", "phone")
+			dave.connect()
+			carol.connect()
+			le.produce(textMsg("crew", "crew-0", "erin"))
+			carol.pushedAll("crew-0")
+			dave.pushedAll("crew-0")
+
+			bus.drop()
+			var missed []string
+			for i := 1; i <= tc.missed; i++ {
+				m := textMsg("crew", fmt.Sprintf("crew-%d", i), "erin")
+				le.produce(m)
+				missed = append(missed, m.ClientMsgId)
+			}
+			// Published: the other node, whose bus stayed up, pushed them.
+			dave.pushedAll(missed...)
+			bus.release()
+
+			var pushed []string
+			var notices []obclient.Frame
+			for _, f := range carol.quiet(2*time.Second, "ping", "receipt") {
+				switch {
+				case f.Type == "notice":
+					notices = append(notices, f)
+				case f.Type == "message" && f.Message.ConvID == "crew":
+					pushed = append(pushed, f.Message.ClientMsgID)
+				}
+			}
+			if tc.notice {
+				if len(pushed) != 0 || len(notices) != 1 || len(notices[0].Conversations) != 1 || notices[0].Conversations[0].ConvID != "crew" {
+					t.Fatalf("after the bus came back carol was pushed %v and noticed %v, want no push and one notice of crew", pushed, notices)
+				}
+				if nc := notices[0].Conversations[0]; nc.MaxSeq != uint64(2+tc.missed) {
+					t.Fatalf("carol's notice is %s, want crew up to seq %d", notices[0].Raw, 2+tc.missed)
+				}
+			} else if fmt.Sprint(pushed) != fmt.Sprint(missed) || len(notices) != 0 {
+				t.Fatalf("after the bus came back carol was pushed %v (notices %v), want %v: each once, in order", pushed, notices, missed)
+			}
+
+			after := textMsg("crew", "crew-after", "erin")
+			le.produce(after)
+			if got := carol.messagesUntilQuiet("crew"); len(got) != 1 || got[0] != after.ClientMsgId {
+				t.Fatalf("after the catch-up carol was pushed %v, want only %s, from the channel", got, after.ClientMsgId)
+			}
+		})
 	}
 }

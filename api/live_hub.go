@@ -50,6 +50,13 @@ type liveHub struct {
 	// records.
 	catchUps     chan catchUpJob
 	dispatchRuns chan func()
+	// resubscribedFull are catch-ups after a resubscription that found
+	// the workers' queue full, for the dispatcher to turn into notices
+	// (at most one per connection and conversation listened to: each is
+	// marked catching up meanwhile); resubscribedSignal wakes it.
+	resubMu            sync.Mutex
+	resubscribedFull   []catchUpJob
+	resubscribedSignal chan struct{}
 	// beforeSubscribe, when set (tests), runs before a catch-up
 	// subscribes a conversation's channel.
 	beforeSubscribe func(conv string)
@@ -63,7 +70,8 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
 		withPend: map[*liveConn]bool{}, perUser: map[string]int{},
-		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue)}
+		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
+		resubscribedSignal: make(chan struct{}, 1)}
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
 	h.acks = &ackBatcher{store: st}
@@ -76,6 +84,7 @@ func (h *liveHub) start() error {
 		h.ctx, h.cancel = context.WithCancel(context.Background())
 		h.done = make(chan struct{})
 		h.sub = h.bus.Subscribe(h.ctx, 4096)
+		h.sub.OnResubscribed(h.noteResubscribed)
 		if err := h.sub.Add(h.ctx, h.store.Keys().NodeChannel(h.cfg.Node)); err != nil {
 			h.startErr = err
 			h.sub.Close()
@@ -131,6 +140,8 @@ func (h *liveHub) run() {
 			h.dispatch(data)
 		case f := <-h.dispatchRuns:
 			f()
+		case <-h.resubscribedSignal:
+			h.noticeResubscribedFull()
 		case now := <-t.C:
 			h.repushDue(now)
 			h.raises.flushDue(h.ctx)

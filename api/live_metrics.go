@@ -19,6 +19,7 @@ type liveMetrics struct {
 	ephemeral         prometheus.Counter
 	ephemeralDropped  prometheus.Counter
 	receiptsSent      prometheus.Counter
+	resubscribed      prometheus.Counter
 	receiptsCoalesced prometheus.Counter
 	notices           *prometheus.CounterVec
 }
@@ -69,6 +70,9 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		receiptsSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_receipts_sent_total", Help: "Receipt events queued on senders' connections.",
 		}),
+		resubscribed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_live_bus_resubscriptions_total", Help: "Channels the bus resubscribed after its connection dropped (each one's listeners catch up).",
+		}),
 		receiptsCoalesced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_receipts_coalesced_total", Help: "Receipt events that replaced one still queued for the same conversation.",
 		}),
@@ -81,7 +85,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
-		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent,
+		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent, m.resubscribed,
 		m.receiptsCoalesced, m.notices} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
