@@ -142,12 +142,14 @@ func TestAMemberWhoLeftAndCameBackReadsEachSpanAndNothingBetween(t *testing.T) {
 	pa, pb := e.token("pa", ""), e.token("pb", "pb-phone")
 	e.send(pa, groupBody("p-g", "create", "kind", "member_join", "recipients", []string{"pa", "pb"})) // 1
 	e.send(pa, groupBody("p-g", "m2"))
-	e.waitMaxSeq(pa, "p-g", 2) // the API checks pb's own leave against the membership it reads
+	// The API checks pb's own leave against the membership it reads.
+	e.waitMaxSeq(pa, "p-g", 2)
 	e.send(pb, groupBody("p-g", "bye", "kind", "member_leave", "recipients", []string{"pb"})) // 3
 	e.send(pa, groupBody("p-g", "m4"))
 	e.send(pa, groupBody("p-g", "back", "kind", "member_join", "recipients", []string{"pb"})) // 5
 	e.send(pa, groupBody("p-g", "m6"))
-	e.waitMaxSeq(pa, "p-g", 6) // pb is a member again before it leaves again
+	// pb is a member again before it leaves again.
+	e.waitMaxSeq(pa, "p-g", 6)
 	e.send(pb, groupBody("p-g", "bye2", "kind", "member_leave", "recipients", []string{"pb"})) // 7
 	e.send(pa, groupBody("p-g", "m8"))
 	e.waitMaxSeq(pa, "p-g", 8)
