@@ -66,24 +66,6 @@ func (m *Message) fromSlice(conv string, epoch uint64, convType string) {
 	}
 }
 
-// sliced is an answer whose messages get what their slice says once.
-type sliced interface{ fillSlices() }
-
-func (r *SyncResponse) fillSlices() {
-	for i := range r.Conversations {
-		sc := &r.Conversations[i]
-		for j := range sc.Messages {
-			sc.Messages[j].fromSlice(sc.ConvID, sc.Epoch, sc.Kind)
-		}
-	}
-}
-
-func (p *Page) fillSlices() {
-	for i := range p.Messages {
-		p.Messages[i].fromSlice(p.ConvID, p.Epoch, p.ConvType)
-	}
-}
-
 // Cursor is a position in a conversation: a seq of an epoch. It is what
 // the client holds of one conversation, and where a held message sits.
 type Cursor struct {
@@ -244,11 +226,12 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		return len(raw), len(data), fmt.Errorf("%s %s: %w", method, path, statusError(resp, data))
 	}
 	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return len(raw), len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
+		decode := func() error { return json.Unmarshal(data, out) }
+		if w, ok := out.(wireAnswer); ok {
+			decode = func() error { return w.decodeWire(data) }
 		}
-		if sl, ok := out.(sliced); ok {
-			sl.fillSlices()
+		if err := decode(); err != nil {
+			return len(raw), len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 		}
 	}
 	return len(raw), len(data), nil

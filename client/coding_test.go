@@ -15,11 +15,26 @@ func TestMessagesOfASliceGetWhatTheSliceSaysOnceAndTextBecomesTheBody(t *testing
 		{"seq":2,"client_msg_id":"b","kind":"message","sender":"u","content_type":"image/png","body":"AAEC"},
 		{"seq":3,"client_msg_id":"c","kind":"message","sender":"u","content_type":"text/markdown","text":""}]}],
 		"mentions":[{"conv_id":"g","message":{"conv_id":"g","seq":9,"epoch":6,"conv_type":"group","text":"@you"}}]}`
-	var r SyncResponse
-	if err := json.Unmarshal([]byte(answer), &r); err != nil {
-		t.Fatal(err)
+	decoders := []struct {
+		name   string
+		decode func(*SyncResponse) error
+	}{
+		{"the client's own path", func(r *SyncResponse) error { return r.decodeWire([]byte(answer)) }},
+		{"json.Unmarshal anywhere", func(r *SyncResponse) error { return json.Unmarshal([]byte(answer), r) }},
 	}
-	r.fillSlices()
+	for _, d := range decoders {
+		t.Run(d.name, func(t *testing.T) {
+			var r SyncResponse
+			if err := d.decode(&r); err != nil {
+				t.Fatal(err)
+			}
+			checkSliceAnswer(t, r)
+		})
+	}
+}
+
+func checkSliceAnswer(t *testing.T, r SyncResponse) {
+	t.Helper()
 	ms := r.Conversations[0].Messages
 	tests := []struct {
 		got  Message
@@ -66,6 +81,34 @@ func TestAnswersDecodeInEachCodingAndARefusedOneSaysWhy(t *testing.T) {
 		}
 		if !tt.ok && err == nil {
 			t.Errorf("%q of what is not in it decoded", tt.coding)
+		}
+	}
+}
+
+func TestMessagesOfAPageGetWhatThePageSaysOnce(t *testing.T) {
+	answer := []byte(`{"conv_id":"d","epoch":3,"conv_type":"direct","max_seq":2,"messages":[
+		{"seq":1,"sender":"u","text":"hi"},{"seq":2,"sender":"v","content_type":"image/png","body":"AAEC"}]}`)
+	var viaWire, viaJSON Page
+	if err := viaWire.decodeWire(answer); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(answer, &viaJSON); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Page{viaWire, viaJSON} {
+		if len(p.Messages) != 2 || p.MaxSeq != 2 {
+			t.Fatalf("page: %+v", p)
+		}
+		for _, m := range p.Messages {
+			if m.ConvID != "d" || m.Epoch != 3 || m.ConvType != "direct" {
+				t.Errorf("message %d: %+v; want conv d, epoch 3, direct", m.Seq, m)
+			}
+		}
+		if m := p.Messages[0]; string(m.Body) != "hi" || m.ContentType != "text/plain" {
+			t.Errorf("a text body: %+v", m)
+		}
+		if m := p.Messages[1]; string(m.Body) != "\x00\x01\x02" || m.ContentType != "image/png" {
+			t.Errorf("a binary body: %+v", m)
 		}
 	}
 }
