@@ -14,30 +14,12 @@ import (
 	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
-// scriptCalls is a go-redis hook that counts script calls (EVALSHA/EVAL).
+// scriptCalls counts script calls (EVALSHA/EVAL), shown them by a commandHook.
 type scriptCalls struct{ n atomic.Int64 }
 
 func (h *scriptCalls) count(cmd redis.Cmder) {
 	if name := strings.ToLower(cmd.Name()); name == "evalsha" || name == "eval" {
 		h.n.Add(1)
-	}
-}
-
-func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.count(c)
-		}
-		return next(ctx, cmds)
 	}
 }
 
@@ -98,7 +80,7 @@ func TestApplyInboxesManyUsersPerCallWriteWhatACallPerUpdateWrites(t *testing.T)
 			t.Fatal(err)
 		}
 		calls[per] = &scriptCalls{}
-		rdb.AddHook(calls[per])
+		rdb.AddHook(commandHook(calls[per].count))
 		s, err := New(rdb, Config{Prefix: prefix, InboxesPerCall: per})
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +138,7 @@ func TestApplyInboxesGroupsUsersBySlotOnACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := &scriptCalls{}
-	crdb.AddHook(calls)
+	crdb.AddHook(commandHook(calls.count))
 	s, err := New(crdb, Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)

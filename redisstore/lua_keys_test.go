@@ -61,19 +61,23 @@ func newKeysGuard(t *testing.T) *keysGuard {
 	return g
 }
 
-func (g *keysGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
+// commandHook is a go-redis hook that shows fn every command a client
+// sends, alone or in a pipeline, before it goes.
+type commandHook func(redis.Cmder)
 
-func (g *keysGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.guard(cmd)
+		h(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (g *keysGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			g.guard(c)
+			h(c)
 		}
 		return next(ctx, cmds)
 	}
@@ -124,7 +128,7 @@ func (g *keysGuard) notRun() []string {
 func TestTheKeysGuardCatchesAScriptThatBuildsAKey(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	g := newKeysGuard(t)
-	rdb.AddHook(g)
+	rdb.AddHook(commandHook(g.guard))
 	ctx := context.Background()
 	builds := redis.NewScript(`return redis.call('GET', KEYS[1] .. ':other')`)
 	g.sources[builds.Hash()], g.names[builds.Hash()] = `return redis.call('GET', KEYS[1] .. ':other')`, "inline"
@@ -142,7 +146,7 @@ func TestTheKeysGuardCatchesAScriptThatBuildsAKey(t *testing.T) {
 func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	g := newKeysGuard(t)
-	rdb.AddHook(g)
+	rdb.AddHook(commandHook(g.guard))
 	s, err := New(rdb, Config{Prefix: prefix, LargeGroupThreshold: 3, MaxDevices: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +389,7 @@ func TestScriptsGivenKeysFromAStaleReadRefuseAndAreRunAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb, prefix := testenv.Redis(t)
 			g := newKeysGuard(t)
-			rdb.AddHook(g)
+			rdb.AddHook(commandHook(g.guard))
 			s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
 			if err != nil {
 				t.Fatal(err)
