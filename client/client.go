@@ -35,21 +35,11 @@ type Message struct {
 
 // UnmarshalJSON reads both forms of a message and both forms of a body.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	type plain Message
-	var in struct {
-		*plain
-		Text *string `json:"text"`
-	}
-	in.plain = (*plain)(m)
-	if err := json.Unmarshal(data, &in); err != nil {
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	if in.Text != nil {
-		m.Body = []byte(*in.Text)
-		if m.ContentType == "" {
-			m.ContentType = "text/plain" // what text without a content type means
-		}
-	}
+	*m = w.message()
 	return nil
 }
 
