@@ -175,7 +175,8 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 	}
 	data, status := encodeJSON(status, body)
 	w.Header().Set("Vary", "Accept-Encoding")
-	coding := parseAcceptEncoding(r.Header.Values("Accept-Encoding")).choose(len(data))
+	accepted := parseAcceptEncoding(r.Header.Values("Accept-Encoding"))
+	coding := accepted.choose(len(data))
 	if coding == "" {
 		return s.writeError(w, &apiError{status: http.StatusNotAcceptable, code: "not_acceptable", field: "Accept-Encoding",
 			msg: "accepts none of zstd, gzip, identity"})
@@ -187,7 +188,7 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 			w.Header().Set("Content-Encoding", coding)
 			return writeRaw(w, status, coded)
 		}
-		if parseAcceptEncoding(r.Header.Values("Accept-Encoding")).identity == 0 {
+		if accepted.identity == 0 {
 			return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "no encoder was free in time; retry later"})
 		}
 	}
