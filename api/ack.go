@@ -47,10 +47,7 @@ type seqItem struct {
 
 // parseSeqItems decodes a batch of (conv_id, seq[, epoch]) objects.
 func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem, error) {
-	if len(raws) == 0 {
-		return nil, badRequest(field, "is empty")
-	}
-	if len(raws) > s.cfg.MaxCursors {
+	if len(raws) > s.cfg.MaxCursors { // refused before anything is decoded
 		return nil, badRequest(field, "holds %d items, more than %d", len(raws), s.cfg.MaxCursors)
 	}
 	decoded := make([]seqItemJSON, len(raws))
