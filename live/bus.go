@@ -273,9 +273,11 @@ func (s *Subscription) confirmAgain(channel string) func(string) {
 	}
 }
 
-// forget drops what Add waits for on channel (removed); a confirmation
-// still due for it must not pass for that of a later Add.
-func (s *Subscription) forget(channel string) {
+// forget drops what Add waits for on channel (removed). A confirmation
+// still due for it (confirmationDue: it was unsubscribed on the shared
+// pubsub) must not pass for that of a later Add; on a channel whose own
+// pubsub closes, none will come.
+func (s *Subscription) forget(channel string, confirmationDue bool) {
 	s.cmu.Lock()
 	defer s.cmu.Unlock()
 	ready, ok := s.confirmed[channel]
@@ -287,7 +289,9 @@ func (s *Subscription) forget(channel string) {
 	case <-ready:
 	default:
 		close(ready) // its waiters asked for a channel no longer wanted
-		s.stale[channel]++
+		if confirmationDue {
+			s.stale[channel]++
+		}
 	}
 }
 
@@ -322,11 +326,11 @@ func (s *Subscription) Remove(ctx context.Context, channels ...string) error {
 		}
 		delete(s.subs, c)
 		if ps != s.shared {
-			s.forgetClosed(c)
+			s.forget(c, false)
 			_ = ps.Close()
 			continue
 		}
-		s.forget(c)
+		s.forget(c, true)
 		var err error
 		if s.bus.sharded {
 			err = ps.SUnsubscribe(ctx, c)
@@ -338,21 +342,6 @@ func (s *Subscription) Remove(ctx context.Context, channels ...string) error {
 		}
 	}
 	return nil
-}
-
-// forgetClosed drops what Add waits for on a channel whose own pubsub
-// closes: no confirmation will come on it any more.
-func (s *Subscription) forgetClosed(channel string) {
-	s.cmu.Lock()
-	defer s.cmu.Unlock()
-	if ready, ok := s.confirmed[channel]; ok {
-		delete(s.confirmed, channel)
-		select {
-		case <-ready:
-		default:
-			close(ready)
-		}
-	}
 }
 
 // Close ends every subscription; Messages is closed once the readers
