@@ -259,8 +259,8 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
 	}
 	res := &SequenceResult{
-		Epoch:          readReplyUint((raw[0])),
-		LargeFrom:      readReplyUint((raw[1])),
+		Epoch:          readReplyUint(raw[0]),
+		LargeFrom:      readReplyUint(raw[1]),
 		LargeConverted: readReplyUint(raw[2]) == 1,
 		MemberCount:    int(readReplyUint(raw[3])),
 		Items:          make([]SequencedItem, n),
@@ -269,11 +269,11 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 		st, seq, data := readReplyUint(raw[4+3*i]), readReplyUint(raw[5+3*i]), readReplyString(raw[6+3*i])
 		it := &res.Items[i]
 		if st != seqStatusRejected {
-			it.Seq = uint64(seq)
+			it.Seq = seq
 		}
 		switch st {
 		case seqStatusNew:
-			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: uint64(seq)}
+			it.Status, it.Sequenced = SeqNew, &schemas.Sequenced{Seq: seq}
 		case seqStatusNotDone:
 			it.Status = seqNotDone
 		case seqStatusDuplicate:
@@ -297,7 +297,7 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 			res.Members[readReplyString(flat[i])] = readReplyUint((flat[i+1]))
 		}
 	}
-	res.counter = readReplyUint((raw[6+3*n]))
+	res.counter = readReplyUint(raw[6+3*n])
 	seqs, _ := raw[5+3*n].([]any)
 	res.MemberSeqs = make(map[string]uint64, len(probes))
 	for i, u := range probes {
