@@ -18,6 +18,7 @@ import (
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/seal"
 	"github.com/offlinebox/offlinebox/stream"
 )
 
@@ -379,4 +380,18 @@ func (c *redisCalls) reset() {
 // threshold.
 func redisstoreConfigLarge(threshold int) redisstore.Config {
 	return redisstore.Config{LargeGroupThreshold: threshold}
+}
+
+// sealTestRing is a key ring of one fresh master key.
+func sealTestRing(t *testing.T) *seal.FileRing {
+	t.Helper()
+	k, err := seal.GenerateMasterKey("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := seal.NewFileRing([]seal.MasterKey{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring
 }

@@ -182,14 +182,7 @@ func TestSealedBodiesStillOpenAfterRedisLosesItsTailAndItsDataKeys(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := seal.GenerateMasterKey("m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := seal.NewFileRing([]seal.MasterKey{key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ring := sealTestRing(t)
 	cfg := Config{}
 	cfg.Store.Sealer = seal.NewSealer(ring, plain, 0)
 	h := newHarnessOn(t, rdb, prefix, addrs, cfg)

@@ -44,14 +44,7 @@ func TestRecordsAWriterKeepsRacingAreDeadLetteredWithTheirReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := seal.GenerateMasterKey("m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ring, err := seal.NewFileRing([]seal.MasterKey{key})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ring := sealTestRing(t)
 	other, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, Sealer: seal.NewSealer(ring, plain, 0)})
 	if err != nil {
 		t.Fatal(err)
