@@ -104,14 +104,11 @@ func runChild() error {
 		defer stage.Stop()
 	}
 	if path := os.Getenv("OBL_CPUPROFILE"); path != "" {
-		f, err := os.Create(path + "." + c.Node)
+		stop, err := harness.StartCPUProfile(path + "." + c.Node)
 		if err != nil {
 			return err
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -82,15 +82,11 @@ func runServer() error {
 	}
 	defer srv.Close()
 	if path := os.Getenv("OBS_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
+		stop, err := harness.StartCPUProfile(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	if path := os.Getenv("OBS_MEMPROFILE"); path != "" {
 		defer func() {
