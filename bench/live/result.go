@@ -84,22 +84,18 @@ func (r *result) finish() {
 	if r.Pipeline != nil && r.Pipeline.Expected > 0 {
 		// The stream's rate falls when the machine is busy: the floor
 		// scales with what each phase's stream held, not its length.
-		over := func(p phase) float64 {
+		// above is a phase's CPU per delivery over the part of the
+		// pipeline phase's CPU (pipelineCPU of it) that its stream meant.
+		above := func(p phase, pipelineCPU float64) float64 {
 			if p.Deliveries == 0 {
 				return 0
 			}
-			floor := r.Pipeline.CPUSeconds / float64(r.Pipeline.Expected) * float64(p.Expected)
+			floor := pipelineCPU / float64(r.Pipeline.Expected) * float64(p.Expected)
 			return harness.Round(max(p.CPUSeconds-floor, 0)*1000/float64(p.Deliveries), 4)
 		}
-		r.PushOverPipelineCPUMSPerDelivery, r.PollOverPipelineCPUMSPerDelivery = over(r.Push), over(r.Poll)
-		own := func(p phase) float64 {
-			if p.Deliveries == 0 {
-				return 0
-			}
-			floor := r.Pipeline.CPUByProcess["redis"] / float64(r.Pipeline.Expected) * float64(p.Expected)
-			return harness.Round(max(p.CPUSeconds-floor, 0)*1000/float64(p.Deliveries), 4)
-		}
-		r.PushOwnCPUMSPerDelivery, r.PollOwnCPUMSPerDelivery = own(r.Push), own(r.Poll)
+		all, scripts := r.Pipeline.CPUSeconds, r.Pipeline.CPUByProcess["redis"]
+		r.PushOverPipelineCPUMSPerDelivery, r.PollOverPipelineCPUMSPerDelivery = above(r.Push, all), above(r.Poll, all)
+		r.PushOwnCPUMSPerDelivery, r.PollOwnCPUMSPerDelivery = above(r.Push, scripts), above(r.Poll, scripts)
 	}
 }
 
