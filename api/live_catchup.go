@@ -97,10 +97,8 @@ type catchUpDone struct {
 func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) bool {
 	h.mu.Lock()
 	c.mu.Lock()
-	if cur, ok := c.groups[conv]; ok {
-		if cur != unknownJoin && floor != unknownJoin && floor > cur {
-			c.groups[conv] = floor
-		}
+	if _, ok := c.groups[conv]; ok {
+		c.raiseFloorLocked(conv, floor)
 		cu := c.catching[conv]
 		if cu != nil && sq != nil {
 			cu.hold(heldPush{sq: sq, frame: frame, large: large}, h.heldLimit())
@@ -109,10 +107,10 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 		h.mu.Unlock()
 		return cu == nil
 	}
-	if len(c.groups) >= h.cfg.NoticeConversations {
+	cu := &catchUp{}
+	if !h.addListenerLocked(c, conv, floor, cu) {
 		c.mu.Unlock()
 		h.mu.Unlock()
-		h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
 		return true // pushed by name; what follows reaches c by pull
 	}
 	job := catchUpJob{c: c, conv: conv, from: floor, large: large}
@@ -130,21 +128,9 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 			job.from = max(job.from, k.seq)
 		}
 	}
-	c.groups[conv] = floor
-	cu := &catchUp{}
 	if sq != nil {
 		cu.hold(heldPush{sq: sq, frame: frame, large: large}, h.heldLimit())
 	}
-	if c.catching == nil {
-		c.catching = map[string]*catchUp{}
-	}
-	c.catching[conv] = cu
-	set := h.groups[conv]
-	if set == nil {
-		set = map[*liveConn]bool{}
-		h.groups[conv] = set
-	}
-	set[c] = true
 	c.mu.Unlock()
 	h.mu.Unlock()
 	select {
@@ -439,9 +425,7 @@ func (h *liveHub) pushHeld(c *liveConn, conv string, cu *catchUp, last uint64) {
 		}
 	}
 	c.mu.Lock()
-	if cur, ok := c.groups[conv]; ok && cur != unknownJoin && last > cur {
-		c.groups[conv] = last
-	}
+	c.raiseFloorLocked(conv, last)
 	c.mu.Unlock()
 }
 

@@ -387,6 +387,14 @@ func (c *liveConn) hasPending() bool {
 // meanwhile (what is sequenced before the read is in the notice).
 const unknownJoin = ^uint64(0)
 
+// raiseFloorLocked raises c's floor in conv (a conversation it listens
+// to) to floor, when both are known. c.mu is held.
+func (c *liveConn) raiseFloorLocked(conv string, floor uint64) {
+	if cur, ok := c.groups[conv]; ok && cur != unknownJoin && floor != unknownJoin && floor > cur {
+		c.groups[conv] = floor
+	}
+}
+
 // admit reports whether a record of conv's channel is to be pushed to
 // this connection now; while the connection catches up on conv, the
 // record waits its turn instead.

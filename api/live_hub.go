@@ -226,6 +226,29 @@ func (h *liveHub) unregister(c *liveConn) {
 	}
 }
 
+// addListenerLocked makes c listen to conv, the channel's records up to
+// floor not being c's and the others waiting in cu until its catch-up is
+// done; false when c listens to as many conversations as it may (what
+// else comes reaches it by pull). h.mu and c.mu are held.
+func (h *liveHub) addListenerLocked(c *liveConn, conv string, floor uint64, cu *catchUp) bool {
+	if len(c.groups) >= h.cfg.NoticeConversations {
+		h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
+		return false
+	}
+	c.groups[conv] = floor
+	if c.catching == nil { // most connections never catch up: no map until one does
+		c.catching = map[string]*catchUp{}
+	}
+	c.catching[conv] = cu
+	set := h.groups[conv]
+	if set == nil {
+		set = map[*liveConn]bool{}
+		h.groups[conv] = set
+	}
+	set[c] = true
+	return true
+}
+
 // listen makes c receive what is pushed on the conversations' channels
 // (the notice's list) and returns once the subscriptions are confirmed;
 // a connection listens to at most NoticeConversations of them (the rest
@@ -240,35 +263,17 @@ func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs 
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
-		if floor, ok := c.groups[g]; ok {
-			if floor != unknownJoin && joined != unknownJoin && joined > floor {
-				c.groups[g] = joined
-			}
+		if _, ok := c.groups[g]; ok {
+			c.raiseFloorLocked(g, joined)
 			continue
 		}
-		if len(c.groups) >= h.cfg.NoticeConversations {
-			h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
+		if !h.addListenerLocked(c, g, joined, &catchUp{}) {
 			break
 		}
-		c.groups[g] = joined
 		added = append(added, g)
-		set := h.groups[g]
-		if set == nil {
-			set = map[*liveConn]bool{}
-			h.groups[g] = set
-		}
-		set[c] = true
 		// Also a channel this node subscribed already: its confirmation
 		// may still be due.
 		channels = append(channels, h.store.Keys().ConvChannel(g))
-	}
-	if len(added) > 0 {
-		if c.catching == nil {
-			c.catching = map[string]*catchUp{}
-		}
-		for _, g := range added {
-			c.catching[g] = &catchUp{}
-		}
 	}
 	c.mu.Unlock()
 	h.mu.Unlock()
