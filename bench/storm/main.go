@@ -34,6 +34,9 @@ type options struct {
 	// memprofile, when set, receives the API server's allocations (the
 	// allocs profile) over its life, written when it stops.
 	memprofile string
+	// clientcpuprofile, when set, receives a CPU profile of this process
+	// (the clients) over the levels.
+	clientcpuprofile string
 	// baseline is a storm program built from another tree; its API server
 	// serves the same data beside ours, and every level runs against both.
 	baseline string
@@ -59,6 +62,10 @@ type level struct {
 	// level, per reconnect (refused and retried requests included). It is
 	// the stable figure: wall time swings with whatever else the cores do.
 	ServerCPUMSPerReconnect float64 `json:"server_cpu_ms_per_reconnect"`
+	// ClientCPUMSPerReconnect: this process's CPU over the level (the
+	// clients, the idle fanout and broker), per reconnect: the share of the
+	// cores the servers did not get.
+	ClientCPUMSPerReconnect float64 `json:"client_cpu_ms_per_reconnect"`
 	// RedisCPUMSPerReconnect: Redis's own CPU over the level, per reconnect.
 	RedisCPUMSPerReconnect float64 `json:"redis_cpu_ms_per_reconnect"`
 	// RedisCalls: per command, calls and time inside Redis per reconnect.
@@ -112,6 +119,7 @@ func main() {
 		fs.StringVar(&o.baseline, "baseline", "", "a storm program built from the baseline tree: its API server runs beside ours on the same data and every level runs against both, in turn")
 		fs.StringVar(&o.baselineName, "baseline-name", "main", "what the -baseline program was built from, for the results")
 		fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the API server process over the levels to this file")
+		fs.StringVar(&o.clientcpuprofile, "client-cpuprofile", "", "write a CPU profile of the clients (this process) over the levels to this file")
 		fs.StringVar(&o.memprofile, "memprofile", "", "write the API server process's allocations (allocs profile) to this file when it stops")
 	})
 	for _, s := range strings.Split(levels, ",") {
@@ -145,6 +153,13 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	defer s.stop()
 	if err := s.seed(ctx); err != nil {
 		return err
+	}
+	if o.clientcpuprofile != "" {
+		stop, err := harness.StartCPUProfile(o.clientcpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	for i, n := range o.levels {
 		ours := func() error {
@@ -220,6 +235,7 @@ func printTable(r *result) []harness.Row {
 		redisOut := func(l level) string { return fmt.Sprintf("%.1f KB", l.RedisBytesOutPerReconnect/1000) }
 		cpu := ms(func(l level) float64 { return l.ServerCPUMSPerReconnect }, 2)
 		redisCPU := ms(func(l level) float64 { return l.RedisCPUMSPerReconnect }, 2)
+		clientCPU := ms(func(l level) float64 { return l.ClientCPUMSPerReconnect }, 2)
 		p := fmt.Sprintf("%d users at once: ", lv.Users)
 		cpuRow := harness.Info(p+"server CPU per reconnect", cpu(lv), b(cpu))
 		if i < len(r.BaselineLevels) {
@@ -238,7 +254,8 @@ func printTable(r *result) []harness.Row {
 			harness.Info(p+"first response avg", first(lv), b(first)),
 			harness.Info(p+"Redis bytes sent per reconnect", redisOut(lv), b(redisOut)),
 			cpuRow,
-			harness.Info(p+"Redis CPU per reconnect", redisCPU(lv), b(redisCPU)))
+			harness.Info(p+"Redis CPU per reconnect", redisCPU(lv), b(redisCPU)),
+			harness.Info(p+"client CPU per reconnect", clientCPU(lv), b(clientCPU)))
 	}
 	title := ""
 	if r.Baseline != "" {

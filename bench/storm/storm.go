@@ -193,6 +193,7 @@ func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string)
 	per := func(d float64) float64 { return d / float64(max(1, n-lv.Errors)) }
 	lv.RedisBytesOutPerReconnect = harness.Round(per(float64(after.redisOut-before.redisOut)), 0)
 	lv.ServerCPUMSPerReconnect = harness.Round(per(harness.Millis(after.serverCPU-before.serverCPU)), 2)
+	lv.ClientCPUMSPerReconnect = harness.Round(per(harness.Millis(after.clientCPU-before.clientCPU)), 2)
 	lv.RedisCPUMSPerReconnect = harness.Round(per((after.redisCPU-before.redisCPU)*1000), 2)
 	lv.RedisCalls = map[string]redisCalls{}
 	for cmd, a := range after.commands {
@@ -213,6 +214,7 @@ func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string)
 // Redis's CPU, bytes sent and calls per command.
 type costs struct {
 	serverCPU time.Duration
+	clientCPU time.Duration
 	redisCPU  float64 // seconds
 	redisOut  int64
 	commands  map[string]commandStat
@@ -224,6 +226,9 @@ func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 	var c costs
 	var err error
 	if c.serverCPU, err = srv.CPU(); err != nil {
+		return c, err
+	}
+	if c.clientCPU, err = harness.ProcessCPU(os.Getpid()); err != nil {
 		return c, err
 	}
 	info, err := s.st.Redis.Info(ctx, "stats", "cpu", "commandstats").Result()
