@@ -9,8 +9,10 @@ import (
 )
 
 // raiseBatcher gathers the delivered marks of acks on this node's sockets
-// and raises them together on the hub's tick: one receipt script per
-// conversation per batch for every member that acked it, not one per ack.
+// and raises them together on the hub's tick: every member that acked a
+// conversation in one raise of it, the conversations that share a hash
+// slot (all of them on a standalone server) in one script call, not a
+// call per ack.
 // The device's own cursors are written before the ack is answered; only
 // the members' delivered cursors, which the receipts count, wait (at most
 // a tick). A node that stops before its batch is sent loses those raises

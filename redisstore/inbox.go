@@ -110,21 +110,37 @@ func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]Inbo
 // inboxCalls cuts updates into script calls: the indexes of each call's
 // updates, whose keys all share a hash slot.
 func (s *Store) inboxCalls(updates []InboxUpdate) [][]int {
+	return s.slotCalls(len(updates), s.cfg.InboxesPerCall, nil, func(i int) string { return s.keys.Inbox(updates[i].User) })
+}
+
+// slotCalls cuts items 0..n-1 into script calls whose keys all share a
+// hash slot, as a script's keys must on Redis Cluster: on a standalone
+// server any items go together, on a Cluster the items of one slot
+// (slotKey(i) is a key of item i; each item's keys share its tag). A call
+// closes once its items weigh per (weight nil: 1 each); an item heavier
+// than that has a call of its own. The calls hold the items in order.
+func (s *Store) slotCalls(n, per int, weight func(i int) int, slotKey func(i int) string) [][]int {
 	_, cluster := s.rdb.(*redis.ClusterClient)
-	bySlot := map[int]int{} // slot → index in calls of its open call
+	type open struct{ call, weight int }
+	bySlot := map[int]open{} // slot → its open call
 	var calls [][]int
-	for i, u := range updates {
+	for i := range n {
 		slot := 0
 		if cluster {
-			slot = keyHashSlot(s.keys.Inbox(u.User))
+			slot = keyHashSlot(slotKey(i))
 		}
-		k, ok := bySlot[slot]
-		if !ok || len(calls[k]) == s.cfg.InboxesPerCall {
-			k = len(calls)
-			bySlot[slot] = k
+		w := 1
+		if weight != nil {
+			w = max(1, weight(i))
+		}
+		o, ok := bySlot[slot]
+		if !ok || o.weight+w > per && o.weight > 0 {
+			o = open{call: len(calls)}
 			calls = append(calls, nil)
 		}
-		calls[k] = append(calls[k], i)
+		calls[o.call] = append(calls[o.call], i)
+		o.weight += w
+		bySlot[slot] = o
 	}
 	return calls
 }

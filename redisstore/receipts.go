@@ -40,8 +40,9 @@ type RaisedReceipt struct {
 }
 
 // RaiseReceipts raises members' delivered (kind ReceiptDelivered) or read
-// cursors (see lua/receipts_raise.lua): one script per conversation, all
-// in one pipeline. Marks of a stale epoch change nothing.
+// cursors (see lua/receipts_raise.lua): the conversations whose keys share
+// a hash slot in one script call (all of them on a standalone server),
+// every call in one pipeline. Marks of a stale epoch change nothing.
 func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMark) ([]RaisedReceipt, error) {
 	if len(marks) == 0 {
 		return nil, nil
@@ -51,16 +52,23 @@ func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMar
 	defer cancel()
 	cmds, err := s.evalPiped(ctx, receiptsRaiseScript, rc.calls)
 	if err != nil {
-		return nil, fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+		return nil, fmt.Errorf("raise receipts of %d conversations: %w", rc.convs, err)
 	}
 	return rc.parse(marks, cmds)
 }
 
-// raising is the script calls of a RaiseReceipts, one per conversation
-// and epoch, and which marks each carries.
+// receiptMarksPerCall bounds the marks of one receipts script call (a
+// conversation's marks are never split): a call runs alone on its
+// server, and the live channel raises thousands of marks in one batch.
+const receiptMarksPerCall = 512
+
+// raising is the script calls of a RaiseReceipts: each call raises the
+// marks of its conversations (one per conversation and epoch), and idx
+// says which marks each conversation of each call carries.
 type raising struct {
 	calls []scriptCall
-	idx   [][]int
+	idx   [][][]int // call → conversation → indexes of marks
+	convs int
 }
 
 func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
@@ -69,8 +77,8 @@ func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
 		epoch uint64
 	}
 	var order []ce
+	var of [][]int // per conversation and epoch, its marks
 	at := map[ce]int{}
-	var r raising
 	for i, m := range marks {
 		k := ce{m.Conv, m.Epoch}
 		j, ok := at[k]
@@ -78,34 +86,58 @@ func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
 			j = len(order)
 			at[k] = j
 			order = append(order, k)
-			r.idx = append(r.idx, nil)
+			of = append(of, nil)
 		}
-		r.idx[j] = append(r.idx[j], i)
+		of[j] = append(of[j], i)
 	}
-	for j, k := range order {
-		args := []any{k.epoch, string(kind)}
-		for _, i := range r.idx[j] {
-			args = append(args, marks[i].Member, marks[i].Seq)
+	groups := s.slotCalls(len(order), receiptMarksPerCall, func(j int) int { return len(of[j]) },
+		func(j int) string { return s.keys.ConvMeta(order[j].conv) })
+	r := raising{calls: make([]scriptCall, len(groups)), idx: make([][][]int, len(groups)), convs: len(order)}
+	for g, js := range groups {
+		n := 0
+		for _, j := range js {
+			n += len(of[j])
 		}
-		r.calls = append(r.calls, scriptCall{keys: []string{s.keys.ConvMeta(k.conv), s.keys.Delivered(k.conv), s.keys.ReadBy(k.conv),
-			s.keys.ReceiptEpoch(k.conv)}, args: args})
+		keys := make([]string, 0, 4*len(js))
+		args := make([]any, 0, 1+2*len(js)+2*n)
+		args = append(args, string(kind))
+		for _, j := range js {
+			c := order[j].conv
+			keys = append(keys, s.keys.ConvMeta(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c))
+			args = append(args, order[j].epoch, len(of[j]))
+			for _, i := range of[j] {
+				args = append(args, marks[i].Member, marks[i].Seq)
+			}
+			r.idx[g] = append(r.idx[g], of[j])
+		}
+		r.calls[g] = scriptCall{keys: keys, args: args}
 	}
 	return r
 }
 
+// parse reads each call's answer: per conversation, a {raised, prev} pair
+// per mark.
 func (r raising) parse(marks []ReceiptMark, cmds []*redis.Cmd) ([]RaisedReceipt, error) {
 	out := make([]RaisedReceipt, len(marks))
-	for j, c := range cmds {
+	for i := range marks {
+		out[i] = RaisedReceipt{ReceiptMark: marks[i]}
+	}
+	for g, c := range cmds {
 		vals, err := c.Slice()
 		if err != nil {
 			return nil, fmt.Errorf("raise receipts: %w", err)
 		}
-		for n, i := range r.idx[j] {
-			out[i] = RaisedReceipt{ReceiptMark: marks[i]}
-			if n < len(vals) {
-				if pair, ok := vals[n].([]any); ok && len(pair) == 2 {
-					out[i].Raised = readReplyUint(pair[0]) == 1
-					out[i].Prev = readReplyUint(pair[1])
+		if len(vals) != len(r.idx[g]) {
+			return nil, fmt.Errorf("raise receipts: script answered %d conversations for %d", len(vals), len(r.idx[g]))
+		}
+		for k, conv := range r.idx[g] {
+			pairs, _ := vals[k].([]any)
+			for n, i := range conv {
+				if n < len(pairs) {
+					if pair, ok := pairs[n].([]any); ok && len(pair) == 2 {
+						out[i].Raised = readReplyUint(pair[0]) == 1
+						out[i].Prev = readReplyUint(pair[1])
+					}
 				}
 			}
 		}
@@ -114,8 +146,8 @@ func (r raising) parse(marks []ReceiptMark, cmds []*redis.Cmd) ([]RaisedReceipt,
 }
 
 // AckAndRaise is AckDevice and RaiseReceipts(ReceiptDelivered) in one
-// round trip: two scripts (the device's cursors on the user's slot, the
-// members' cursors on each conversation's), one pipeline. Both are
+// round trip: the device's cursors in one script on the user's slot, the
+// members' cursors in the receipt calls of RaiseReceipts, one pipeline. Both are
 // idempotent, so a failure of either is retried whole by the caller. s
 // must hold both the user's keys and the conversations'.
 func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []AckItem, nowMS int64, marks []ReceiptMark) (AckResult, []RaisedReceipt, error) {
@@ -156,7 +188,7 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 				return err // OBDEVICES: withDeviceSet reads the set again
 			}
 			if err != nil {
-				return fmt.Errorf("raise receipts of %d conversations: %w", len(rc.calls), err)
+				return fmt.Errorf("raise receipts of %d conversations: %w", rc.convs, err)
 			}
 			vals, _ := ack.Slice()
 			res = ackResultOf(vals)

@@ -1,54 +1,75 @@
--- Raises one member's delivered or read cursor in a conversation's receipt
--- set: the highest seq any of the member's devices stored (delivered) or
--- the member read. Cursors only rise, so replays and reordered acks change
--- nothing; a device evicted later does not lower what was delivered.
+-- Raises members' delivered or read cursors in the receipt sets of many
+-- conversations in one call, each conversation's raise one atomic step (the
+-- call is one). A cursor is the highest seq any of the member's devices
+-- stored (delivered) or the member read. Cursors only rise, so replays and
+-- reordered acks change nothing; a device evicted later does not lower what
+-- was delivered. All keys of a call share a hash slot: on a standalone
+-- server any conversations, on a Redis Cluster those of one slot (the
+-- caller groups them).
 --
 -- The sets belong to one epoch: seqs of two epochs name different messages.
--- When the conversation's epoch moved on (a rebuild), the old sets are
+-- When a conversation's epoch moved on (a rebuild), its old sets are
 -- dropped first; a raise of another epoch than the conversation's is
 -- ignored.
 --
--- KEYS[1] the conversation's meta (hash: epoch, ...)
--- KEYS[2] delivered cursors (zset: member -> seq)
--- KEYS[3] read cursors (zset: member -> seq)
--- KEYS[4] the epoch the sets belong to (string)
--- ARGV[1] epoch of the seqs
--- ARGV[2] 'd' (delivered) or 'r' (read; a read message was delivered too)
--- ARGV[3..] pairs: member, seq
--- Returns {raised?, previous seq} per pair ({-1, 0} for a stale epoch).
-local meta, delivered, read, sets_epoch = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local which = ARGV[2]
-local epoch = ARGV[1]
-local cur = redis.call('HGET', meta, 'epoch')
-local out = {}
-if cur ~= epoch then
-  for i = 3, #ARGV, 2 do
-    out[#out + 1] = {-1, 0}
+-- KEYS, 4 per conversation, in the order of the conversations of ARGV:
+--   the conversation's meta (hash: epoch, ...)
+--   delivered cursors (zset: member -> seq)
+--   read cursors (zset: member -> seq)
+--   the epoch the sets belong to (string)
+-- ARGV[1] 'd' (delivered) or 'r' (read; a read message was delivered too)
+-- ARGV[2..] per conversation: the epoch of its seqs, n, then n pairs:
+--   member, seq
+-- Returns per conversation a list of {raised?, previous seq}, one per pair
+-- ({-1, 0} for a stale epoch).
+--
+-- Why it is written the way it is: an ack raises one cursor in each
+-- conversation it names (20 for a user of 20 groups coming back), and a
+-- script call costs Redis more than the four commands of a raise, so the
+-- conversations of a call share one.
+local which = ARGV[1]
+
+local call, tonumber = redis.call, tonumber
+local target_is_read = which == 'r'
+
+-- raise_one raises the n pairs from ARGV[a] in the conversation whose keys
+-- start at KEYS[kb]; it returns their results.
+local function raise_one(kb, epoch, a, n)
+  local meta, delivered, read, sets_epoch = KEYS[kb], KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3]
+  local out = {}
+  if call('HGET', meta, 'epoch') ~= epoch then
+    for i = 1, n do out[i] = {-1, 0} end
+    return out
+  end
+  if call('GET', sets_epoch) ~= epoch then
+    call('DEL', delivered, read)
+    call('SET', sets_epoch, epoch)
+  end
+  local target = delivered
+  if target_is_read then target = read end
+  for i = 1, n do
+    local at = a + 2 * (i - 1)
+    local member, seq = ARGV[at], tonumber(ARGV[at + 1])
+    local prev = tonumber(call('ZSCORE', target, member) or '0')
+    if seq > prev then
+      call('ZADD', target, seq, member)
+      if target_is_read then
+        local d = tonumber(call('ZSCORE', delivered, member) or '0')
+        if seq > d then call('ZADD', delivered, seq, member) end
+      end
+      out[i] = {1, prev}
+    else
+      out[i] = {0, prev}
+    end
   end
   return out
 end
-if redis.call('GET', sets_epoch) ~= epoch then
-  redis.call('DEL', delivered, read)
-  redis.call('SET', sets_epoch, epoch)
-end
-local target = delivered
-if which == 'r' then
-  target = read
-end
-for i = 3, #ARGV, 2 do
-  local member, seq = ARGV[i], tonumber(ARGV[i + 1])
-  local prev = tonumber(redis.call('ZSCORE', target, member) or '0')
-  if seq > prev then
-    redis.call('ZADD', target, seq, member)
-    if which == 'r' then
-      local d = tonumber(redis.call('ZSCORE', delivered, member) or '0')
-      if seq > d then
-        redis.call('ZADD', delivered, seq, member)
-      end
-    end
-    out[#out + 1] = {1, prev}
-  else
-    out[#out + 1] = {0, prev}
-  end
+
+local out = {}
+local a = 2
+for kb = 1, #KEYS, 4 do
+  local epoch, n = ARGV[a], tonumber(ARGV[a + 1])
+  out[#out + 1] = raise_one(kb, epoch, a + 2, n)
+  a = a + 2 + 2 * n
 end
 return out
