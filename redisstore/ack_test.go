@@ -129,3 +129,46 @@ func TestAckDevicesWritesEveryDeviceAndEvictsThroughARetry(t *testing.T) {
 		t.Fatalf("devices evicted from users with one: %+v %+v", res[0], res[1])
 	}
 }
+
+// One ack of many conversations (more than one chunk of fields, a
+// conversation named twice, newer and older epochs) leaves the cursor one
+// ack per item leaves.
+func TestAckOfManyConversationsWritesWhatOneAckPerItemWrites(t *testing.T) {
+	ctx := context.Background()
+	batched, single := readTestStore(t, 100), readTestStore(t, 100)
+	var first, second []AckItem
+	for i := range 400 {
+		c := fmt.Sprintf("c%03d", i)
+		first = append(first, AckItem{c, uint64(10 + i%7), 100})
+		switch i % 4 {
+		case 0:
+			second = append(second, AckItem{c, 5, 100}) // lower: nothing
+		case 1:
+			second = append(second, AckItem{c, 3, 200}, AckItem{c, 8, 200}) // a new epoch, raised again
+		case 2:
+			second = append(second, AckItem{c, 90, 50}) // an older epoch: nothing
+		default:
+			second = append(second, AckItem{c, 30, 100}, AckItem{c, 20, 100})
+		}
+	}
+	for n, items := range [][]AckItem{first, second} {
+		if _, err := batched.AckDevice(ctx, "ann", "phone", items, int64(1000+n)); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if _, err := single.AckDevice(ctx, "ann", "phone", []AckItem{it}, int64(1000+n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := batched.rdb.HGetAll(ctx, batched.keys.Cursor("ann", "phone")).Val()
+	o := single.rdb.HGetAll(ctx, single.keys.Cursor("ann", "phone")).Val()
+	if fmt.Sprint(b) != fmt.Sprint(o) {
+		t.Fatalf("one ack\n%v\none per item\n%v", b, o)
+	}
+	for c, want := range map[string]string{"c000": "10@100", "c001": "8@200", "c002": "12@100", "c003": "30@100"} {
+		if got := b[c] + "@" + b[c+":e"]; got != want {
+			t.Errorf("%s: cursor %s, want %s", c, got, want)
+		}
+	}
+}

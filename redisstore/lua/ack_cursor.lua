@@ -66,14 +66,45 @@ for _, old in ipairs(victims) do
   redis.call('SADD', evicted, old)
   out[#out + 1] = old
 end
+-- The items' cursor fields are read in one HMGET and the raised ones
+-- written in one HSET (an ack names every conversation a device stored:
+-- a command per field was most of this script's work), in chunks that
+-- stay within Lua's argument limit.
+local fields, at = {}, {}
+for i = 5 + k, #ARGV, 3 do
+  local conv = ARGV[i]
+  if not at[conv] then
+    at[conv] = #fields + 1
+    fields[#fields + 1] = conv
+    fields[#fields + 1] = conv .. ':e'
+  end
+end
+local held = {}
+for i = 1, #fields, 500 do
+  local part = redis.call('HMGET', cursor, unpack(fields, i, math.min(i + 499, #fields)))
+  for j = 1, #part do held[i + j - 1] = part[j] end
+end
+local changed = {}
 for i = 5 + k, #ARGV, 3 do
   local conv, seq, epoch = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local cur_epoch = tonumber(redis.call('HGET', cursor, conv .. ':e') or '0')
-  local cur = tonumber(redis.call('HGET', cursor, conv) or '0')
+  local f = at[conv]
+  local cur, cur_epoch = tonumber(held[f] or '0'), tonumber(held[f + 1] or '0')
   if epoch > cur_epoch then
-    redis.call('HSET', cursor, conv, seq, conv .. ':e', epoch)
+    held[f], held[f + 1] = ARGV[i + 1], ARGV[i + 2]
+    changed[f], changed[f + 1] = true, true
   elseif epoch == cur_epoch and seq > cur then
-    redis.call('HSET', cursor, conv, seq)
+    held[f] = ARGV[i + 1]
+    changed[f] = true
   end
+end
+local writes = {}
+for f = 1, #fields do
+  if changed[f] then
+    writes[#writes + 1] = fields[f]
+    writes[#writes + 1] = held[f]
+  end
+end
+for i = 1, #writes, 500 do
+  redis.call('HSET', cursor, unpack(writes, i, math.min(i + 499, #writes)))
 end
 return out
