@@ -56,12 +56,11 @@ type ConvList struct {
 }
 
 // ListConversations reads one page of user's conversation list: one script
-// on the user's slot, plus one pipelined read of the user's large groups
-// (their order and counters are derived from the groups themselves). The
-// script's work is bounded by the page and the user's large groups; a user
-// whose list indexes predate them gets them built first, in bounded steps
-// (BuildListIndex).
-// device may be empty; then Acked is 0. s holds the conversations and the
+// on the user's slot, plus one pipelined read of the groups' own keys (the
+// large groups' order and counters are derived from them, and whether the
+// user left a small one). The script's work is bounded by the page and
+// the user's large groups; a user whose list indexes predate them gets
+// them built first, in bounded steps (BuildListIndex). device may be empty; then Acked is 0. s holds the conversations and the
 // user's keys; InboxRouter.ListConversations reads the user's from the
 // store holding them.
 func (s *Store) ListConversations(ctx context.Context, user, device string, after ListCursor, limit int) (ConvList, error) {
@@ -93,10 +92,7 @@ func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, d
 	if err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
 	}
-	if err := s.fillLargeGroups(ctx, large); err != nil {
-		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
-	}
-	if err := s.markLeft(ctx, user, small); err != nil {
+	if err := s.readGroupSides(ctx, user, small, large); err != nil {
 		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, err)
 	}
 	items := small
@@ -175,50 +171,61 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 	return small, large, nil
 }
 
-// fillLargeGroups derives the counters, order and preview of large groups
-// from the groups' own keys: no per-member writes happen for them. The
-// unread is the seqs above the user's read (or join) seq less the join and
-// leave notices among them (P{c:C}:ns).
-func (s *Store) fillLargeGroups(ctx context.Context, large []ConvItem) error {
-	if len(large) == 0 {
-		return nil
-	}
-	metas := make([]*redis.SliceCmd, len(large))
-	alls := make([]*redis.StringSliceCmd, len(large))
-	notices := make([]*redis.IntCmd, len(large))
+// readGroupSides reads what the list takes from the groups' own keys, in
+// one pipeline: the large groups' counters (fillLargeGroups) and which
+// small groups the user left, with their notices (markLeft).
+func (s *Store) readGroupSides(ctx context.Context, user string, small, large []ConvItem) error {
+	var fill, mark func()
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, it := range large {
-			// The notices are counted before the counter is read: one
-			// sequenced in between is counted as unread until the next
-			// read, never a message hidden.
-			seen := max(it.ReadSeq, it.LastSeq)
-			notices[i] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(seen+1, 10), "+inf")
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaSeq, MetaLastTime, MetaLastSender, MetaLastPreview, MetaEpoch)
-			alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
-		}
+		fill = s.fillLargeGroups(ctx, p, large)
+		mark = s.markLeft(ctx, p, user, small)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read large groups: %w", err)
+		return fmt.Errorf("read groups: %w", err)
 	}
-	for i := range large {
-		it := &large[i]
-		m := metas[i].Val()
-		seq := readReplyUint(m[0])
-		seen := max(it.ReadSeq, it.LastSeq) // LastSeq holds the join seq here
-		it.LastSeq = seq
-		it.Unread = subFloor(subFloor(seq, seen), uint64(notices[i].Val()))
-		it.Activity, _ = strconv.ParseInt(readReplyString(m[1]), 10, 64)
-		if seq > 0 {
-			it.Preview = &Preview{Seq: seq, Epoch: readReplyUint(m[4]), Sender: readReplyString(m[2]), TS: it.Activity, Text: readReplyString(m[3])}
-		}
-		for _, a := range alls[i].Val() {
-			if n, err := strconv.ParseUint(a, 10, 64); err == nil && n > seen {
-				it.Mentions++
+	fill()
+	mark()
+	return nil
+}
+
+// fillLargeGroups derives the counters, order and preview of large groups
+// from the groups' own keys: no per-member writes happen for them. The
+// unread is the seqs above the user's read (or join) seq less the join and
+// leave notices among them (P{c:C}:ns). It queues its reads on p and
+// returns what fills large once p ran.
+func (s *Store) fillLargeGroups(ctx context.Context, p redis.Pipeliner, large []ConvItem) func() {
+	metas := make([]*redis.SliceCmd, len(large))
+	alls := make([]*redis.StringSliceCmd, len(large))
+	notices := make([]*redis.IntCmd, len(large))
+	for i, it := range large {
+		// The notices are counted before the counter is read: one
+		// sequenced in between is counted as unread until the next
+		// read, never a message hidden.
+		seen := max(it.ReadSeq, it.LastSeq)
+		notices[i] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(seen+1, 10), "+inf")
+		metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaSeq, MetaLastTime, MetaLastSender, MetaLastPreview, MetaEpoch)
+		alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
+	}
+	return func() {
+		for i := range large {
+			it := &large[i]
+			m := metas[i].Val()
+			seq := readReplyUint(m[0])
+			seen := max(it.ReadSeq, it.LastSeq) // LastSeq holds the join seq here
+			it.LastSeq = seq
+			it.Unread = subFloor(subFloor(seq, seen), uint64(notices[i].Val()))
+			it.Activity, _ = strconv.ParseInt(readReplyString(m[1]), 10, 64)
+			if seq > 0 {
+				it.Preview = &Preview{Seq: seq, Epoch: readReplyUint(m[4]), Sender: readReplyString(m[2]), TS: it.Activity, Text: readReplyString(m[3])}
+			}
+			for _, a := range alls[i].Val() {
+				if n, err := strconv.ParseUint(a, 10, 64); err == nil && n > seen {
+					it.Mentions++
+				}
 			}
 		}
 	}
-	return nil
 }
 
 // subFloor is a − b, never below 0.
@@ -230,41 +237,34 @@ func subFloor(a, b uint64) uint64 {
 }
 
 // markLeft sets Left on the groups of items the user is no longer a
-// member of: one pipelined read of the groups' member sets (large groups
-// are listed only while the user is a member). In the same pipeline it
-// takes the join and leave notices out of each group's unread: the inbox
-// counts every seq delivered, the notices among (read, last] are no one's
-// unread (as in large groups, fillLargeGroups).
-func (s *Store) markLeft(ctx context.Context, user string, items []ConvItem) error {
+// member of: a read of each group's member set (large groups are listed
+// only while the user is a member). With it it takes the join and leave
+// notices out of each group's unread: the inbox counts every seq
+// delivered, the notices among (read, last] are no one's unread (as in
+// large groups, fillLargeGroups). It queues its reads on p and returns
+// what marks items once p ran.
+func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, items []ConvItem) func() {
 	var groups []int
 	for i, it := range items {
 		if it.Type == schemas.ConvType_CONV_TYPE_GROUP && !it.Large {
 			groups = append(groups, i)
 		}
 	}
-	if len(groups) == 0 {
-		return nil
-	}
 	in := make([]*redis.BoolCmd, len(groups))
 	notices := make([]*redis.IntCmd, len(groups))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	for k, i := range groups {
+		it := items[i]
+		in[k] = p.HExists(ctx, s.keys.Members(it.Conv), user)
+		if it.Unread > 0 {
+			notices[k] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(it.ReadSeq+1, 10), strconv.FormatUint(it.LastSeq, 10))
+		}
+	}
+	return func() {
 		for k, i := range groups {
-			it := items[i]
-			in[k] = p.HExists(ctx, s.keys.Members(it.Conv), user)
-			if it.Unread > 0 {
-				notices[k] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(it.ReadSeq+1, 10), strconv.FormatUint(it.LastSeq, 10))
+			items[i].Left = !in[k].Val()
+			if notices[k] != nil {
+				items[i].Unread = subFloor(items[i].Unread, uint64(notices[k].Val()))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read memberships: %w", err)
 	}
-	for k, i := range groups {
-		items[i].Left = !in[k].Val()
-		if notices[k] != nil {
-			items[i].Unread = subFloor(items[i].Unread, uint64(notices[k].Val()))
-		}
-	}
-	return nil
 }

@@ -4,9 +4,9 @@
 -- large group of the user (their order comes from the conversations
 -- themselves, which live in other slots; the caller merges them in).
 --
--- Its work is sized by its answer: one indexed range of the list, and per
--- conversation answered a few field reads and one range count of the
--- mention index. The user's large groups come whole from the inbox field
+-- Its work is sized by its answer: one indexed range of the list, the
+-- fields of the conversations answered in one read per hash, and per
+-- conversation one range count of the mention index. The user's large groups come whole from the inbox field
 -- :lg (large groups that were small once may still sit in the list; the
 -- page skips them). The indexes (:lg, mx) are kept by the scripts that
 -- change what they index; a user whose indexes are not complete yet (no
@@ -50,21 +50,11 @@ for conv in string.gmatch(idx[2] or '', '[^\n]+') do
   large[conv] = true
 end
 
-local out = {0}
--- record appends one conversation's values; a value added to the list
--- answer goes at the end here and raises listRecordLen (conversations.go).
-local function record(conv, activity)
-  local f = redis.call('HMGET', ib, conv .. ':l', conv .. ':u', conv .. ':r', conv .. ':j', conv .. ':t')
-  out[#out + 1] = conv
-  out[#out + 1] = activity
-  for i = 1, 5 do
-    out[#out + 1] = f[i] or ''
-  end
-  out[#out + 1] = redis.call('HGET', pv, conv) or ''
-  out[#out + 1] = redis.call('HGET', cur, conv) or ''
-  out[#out + 1] = redis.call('ZLEXCOUNT', mx, '[' .. conv .. ':', '(' .. conv .. ';')
-end
-
+-- The page's conversations: the next `limit` small ones in list order,
+-- then every large group; their fields are read once the page is known,
+-- each hash in one HMGET (a chunk at a time) rather than a command per
+-- conversation and field.
+local convs, activities = {}, {}
 local offset, batch, n = 0, limit + 16, 0
 while n < limit do
   local page = redis.call('ZREVRANGEBYSCORE', cl, cursor_arg, '-inf', 'WITHSCORES', 'LIMIT', offset, batch)
@@ -72,7 +62,7 @@ while n < limit do
     local conv, score = page[i], page[i + 1]
     local skip = after ~= '' and tonumber(score) == cursor_score and conv >= after
     if n < limit and not skip and not large[conv] then
-      record(conv, score)
+      convs[#convs + 1], activities[#activities + 1] = conv, score
       n = n + 1
     end
   end
@@ -81,8 +71,42 @@ while n < limit do
   end
   offset = offset + batch
 end
-out[1] = n
 for conv in pairs(large) do
-  record(conv, '')
+  convs[#convs + 1], activities[#activities + 1] = conv, ''
+end
+
+-- hmget reads fields of key in chunks that stay within Lua's argument
+-- limit; the values are in the order of fields.
+local function hmget(key, fields)
+  local vals = {}
+  for i = 1, #fields, 500 do
+    local part = redis.call('HMGET', key, unpack(fields, i, math.min(i + 499, #fields)))
+    for j = 1, #part do vals[i + j - 1] = part[j] end
+  end
+  return vals
+end
+
+local inbox_fields = {}
+for _, conv in ipairs(convs) do
+  for _, f in ipairs({':l', ':u', ':r', ':j', ':t'}) do
+    inbox_fields[#inbox_fields + 1] = conv .. f
+  end
+end
+local inbox_vals = hmget(ib, inbox_fields)
+local preview_vals = hmget(pv, convs)
+local acked_vals = hmget(cur, convs)
+
+-- A record is the values of one conversation; a value added to the list
+-- answer goes at the end here and raises listRecordLen (conversations.go).
+local out = {n}
+for c, conv in ipairs(convs) do
+  out[#out + 1] = conv
+  out[#out + 1] = activities[c]
+  for i = 1, 5 do
+    out[#out + 1] = inbox_vals[5 * (c - 1) + i] or ''
+  end
+  out[#out + 1] = preview_vals[c] or ''
+  out[#out + 1] = acked_vals[c] or ''
+  out[#out + 1] = redis.call('ZLEXCOUNT', mx, '[' .. conv .. ':', '(' .. conv .. ';')
 end
 return out
