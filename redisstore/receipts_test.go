@@ -162,8 +162,8 @@ func TestReceiptsOfManyConversationsInOneCallCountWhatOneCallPerMarkCounts(t *te
 
 // On a Redis Cluster a receipts call holds the conversations of one slot:
 // those that share a slot go in one call, the others in one call per slot,
-// and every count is right.
-func TestReceiptsOnAClusterAreRaisedOneCallPerSlot(t *testing.T) {
+// alone or beside an ack's device script, and every count is right.
+func TestReceiptsOnAClusterAreRaisedOneCallPerSlotAloneOrWithAnAck(t *testing.T) {
 	ctx := context.Background()
 	crdb, prefix := testenv.RedisCluster(t)
 	probe, err := New(crdb, Config{Prefix: prefix})
@@ -220,6 +220,33 @@ func TestReceiptsOnAClusterAreRaisedOneCallPerSlot(t *testing.T) {
 	for i, r := range raised {
 		if r.Raised || r.Prev != marks[i].Seq {
 			t.Fatalf("replayed raise %d: %+v", i, r)
+		}
+	}
+	// An ack spanning the slots: the device's cursors on the user's slot,
+	// the receipts a call per slot, one pipeline split per node.
+	var items []AckItem
+	var acks []ReceiptMark
+	for _, c := range convs {
+		items = append(items, AckItem{Conv: c, Seq: 20, Epoch: 7})
+		acks = append(acks, ReceiptMark{Conv: c, Epoch: 7, Member: "alice", Seq: 20})
+	}
+	before = calls.n.Load()
+	if _, raised, err = s.AckAndRaise(ctx, "alice", "phone", items, 1, acks); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.n.Load() - before; got != int64(1+len(slots)) {
+		t.Fatalf("an ack of %d conversations in %d slots made %d script calls", len(convs), len(slots), got)
+	}
+	cur, err := s.DeviceCursors(ctx, "alice", "phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range convs {
+		if !raised[i].Raised || cur[c] != (Position{Seq: 20, Epoch: 7}) {
+			t.Fatalf("%s after the ack: raised %+v, cursor %+v", c, raised[i], cur[c])
+		}
+		if n, err := s.CountReceipts(ctx, c, 20, "bob"); err != nil || n.Delivered != 1 {
+			t.Fatalf("%s seq 20 from bob: %+v %v, want delivered to alice", c, n, err)
 		}
 	}
 }
