@@ -327,33 +327,40 @@ func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]P
 }
 
 // PeerReceipts reads, for direct conversations, the cursors of the
-// participant other than user: two pipelines whatever the count.
+// participant other than user: one pipeline whatever the count. A direct
+// conversation's receipt sets hold the cursors of its two participants
+// only (only members ack and read, and neither leaves), so the peer's are
+// the ones that are not user's, and the peer need not be looked up first.
 func (s *Store) PeerReceipts(ctx context.Context, user string, convs []string) (map[string]MemberReceipts, error) {
 	if len(convs) == 0 {
 		return nil, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	cmds := make([]*redis.StringSliceCmd, len(convs))
-	_, err := s.rdb.Pipelined(cctx, func(p redis.Pipeliner) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	type pair struct{ d, r *redis.ZSliceCmd }
+	cmds := make([]pair, len(convs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
-			cmds[i] = p.HKeys(cctx, s.keys.Members(c))
+			cmds[i] = pair{p.ZRangeWithScores(ctx, s.keys.Delivered(c), 0, -1), p.ZRangeWithScores(ctx, s.keys.ReadBy(c), 0, -1)}
 		}
 		return nil
 	})
-	cancel()
-	if err != nil && err != redis.Nil {
-		return nil, fmt.Errorf("read participants of %d conversations: %w", len(convs), err)
+	if err != nil {
+		return nil, fmt.Errorf("read peer receipts of %d conversations: %w", len(convs), err)
 	}
-	want := map[string]string{}
-	for i, c := range convs {
-		for _, m := range cmds[i].Val() {
-			if m != user {
-				want[c] = m
-				break
+	peer := func(zs []redis.Z) uint64 {
+		for _, z := range zs {
+			if m, _ := z.Member.(string); m != user {
+				return uint64(z.Score)
 			}
 		}
+		return 0
 	}
-	return s.ReceiptsOf(ctx, want)
+	out := make(map[string]MemberReceipts, len(convs))
+	for i, c := range convs {
+		out[c] = MemberReceipts{Delivered: peer(cmds[i].d.Val()), Read: peer(cmds[i].r.Val())}
+	}
+	return out, nil
 }
 
 // ReceiptQuery asks for the receipts of one seq of a conversation.

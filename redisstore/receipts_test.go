@@ -250,3 +250,34 @@ func TestReceiptsOnAClusterAreRaisedOneCallPerSlotAloneOrWithAnAck(t *testing.T)
 		}
 	}
 }
+
+// A direct conversation's peer cursors are the participant's other than
+// the user's own, 0 where the peer has none yet.
+func TestPeerReceiptsAreTheOtherParticipantsCursors(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := testenv.Redis(t)
+	s, _ := receiptStore(t, rdb, prefix, []string{"d1", "d2", "d3"})
+	for _, r := range []struct {
+		kind  byte
+		marks []ReceiptMark
+	}{
+		{ReceiptDelivered, []ReceiptMark{{Conv: "d1", Epoch: 7, Member: "ann", Seq: 9}, {Conv: "d1", Epoch: 7, Member: "bob", Seq: 4},
+			{Conv: "d2", Epoch: 7, Member: "ann", Seq: 3}}},
+		{ReceiptRead, []ReceiptMark{{Conv: "d1", Epoch: 7, Member: "bob", Seq: 2}, {Conv: "d3", Epoch: 7, Member: "bob", Seq: 6}}},
+	} {
+		if _, err := s.RaiseReceipts(ctx, r.kind, r.marks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.PeerReceipts(ctx, "ann", []string{"d1", "d2", "d3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]MemberReceipts{"d1": {Delivered: 4, Read: 2}, "d2": {}, "d3": {Delivered: 6, Read: 6}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ann's peers: %v, want %v", got, want)
+	}
+	if got, err := s.PeerReceipts(ctx, "bob", []string{"d1"}); err != nil || got["d1"] != (MemberReceipts{Delivered: 9}) {
+		t.Fatalf("bob's peer in d1: %v %v", got, err)
+	}
+}
