@@ -58,6 +58,9 @@ type level struct {
 	// RedisBytesOutPerReconnect: what Redis sent per reconnect (all its
 	// clients), to set against the answer's size.
 	RedisBytesOutPerReconnect float64 `json:"redis_bytes_out_per_reconnect"`
+	// RedisReadsPerReconnect: the reads Redis's event loop served per
+	// reconnect, about its round trips (a pipeline is one).
+	RedisReadsPerReconnect float64 `json:"redis_reads_per_reconnect"`
 	// ServerCPUMSPerReconnect: the API process's user+system CPU over the
 	// level, per reconnect (refused and retried requests included). It is
 	// the stable figure: wall time swings with whatever else the cores do.
@@ -233,6 +236,7 @@ func printTable(r *result) []harness.Row {
 		rate := func(l level) string { return fmt.Sprintf("%.1f", l.CatchupsPerSec) }
 		first := func(l level) string { return fmt.Sprintf("%.1f KB", l.FirstBytesAvg/1000) }
 		redisOut := func(l level) string { return fmt.Sprintf("%.1f KB", l.RedisBytesOutPerReconnect/1000) }
+		redisReads := func(l level) string { return fmt.Sprintf("%.1f", l.RedisReadsPerReconnect) }
 		cpu := ms(func(l level) float64 { return l.ServerCPUMSPerReconnect }, 2)
 		redisCPU := ms(func(l level) float64 { return l.RedisCPUMSPerReconnect }, 2)
 		clientCPU := ms(func(l level) float64 { return l.ClientCPUMSPerReconnect }, 2)
@@ -253,6 +257,7 @@ func printTable(r *result) []harness.Row {
 			harness.Info(p+"catch-ups/s", rate(lv), b(rate)),
 			harness.Info(p+"first response avg", first(lv), b(first)),
 			harness.Info(p+"Redis bytes sent per reconnect", redisOut(lv), b(redisOut)),
+			harness.Info(p+"Redis round trips per reconnect", redisReads(lv), b(redisReads)),
 			cpuRow,
 			harness.Info(p+"Redis CPU per reconnect", redisCPU(lv), b(redisCPU)),
 			harness.Info(p+"client CPU per reconnect", clientCPU(lv), b(clientCPU)))

@@ -193,6 +193,7 @@ func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string)
 	per := func(d float64) float64 { return d / float64(max(1, n-lv.Errors)) }
 	lv.RedisBytesOutPerReconnect = harness.Round(per(float64(after.redisOut-before.redisOut)), 0)
 	lv.ServerCPUMSPerReconnect = harness.Round(per(harness.Millis(after.serverCPU-before.serverCPU)), 2)
+	lv.RedisReadsPerReconnect = harness.Round(per(float64(after.redisReads-before.redisReads)), 1)
 	lv.ClientCPUMSPerReconnect = harness.Round(per(harness.Millis(after.clientCPU-before.clientCPU)), 2)
 	lv.RedisCPUMSPerReconnect = harness.Round(per((after.redisCPU-before.redisCPU)*1000), 2)
 	lv.RedisCalls = map[string]redisCalls{}
@@ -217,7 +218,11 @@ type costs struct {
 	clientCPU time.Duration
 	redisCPU  float64 // seconds
 	redisOut  int64
-	commands  map[string]commandStat
+	// redisReads counts the reads Redis's event loop served: a pipeline
+	// or a lone command that arrives in one piece is one, so it is the
+	// round trips Redis answered.
+	redisReads int64
+	commands   map[string]commandStat
 }
 
 type commandStat struct{ calls, usec int64 }
@@ -246,6 +251,8 @@ func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 		case k == "total_net_output_bytes":
 			c.redisOut, err = strconv.ParseInt(v, 10, 64)
 			seen++
+		case k == "total_reads_processed":
+			c.redisReads, err = strconv.ParseInt(v, 10, 64)
 		case k == "used_cpu_user" || k == "used_cpu_sys":
 			var f float64
 			f, err = strconv.ParseFloat(v, 64)
