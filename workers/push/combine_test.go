@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -107,4 +108,14 @@ func TestStoredRecordReadsTheQoSAsProtoUnmarshalDoes(t *testing.T) {
 			t.Fatal("an unreadable record reads as stored: it would be skipped undecoded")
 		}
 	})
+}
+
+func TestStoredRecordReadsTheQoSFieldAsAVarintOfTheNumberTheDescriptorGives(t *testing.T) {
+	fd := (&schemas.Message{}).ProtoReflect().Descriptor().Fields().ByName("qos")
+	if fd == nil || fd.Number() != messageQoSField {
+		t.Fatalf("qos field %v, reader looks at %d", fd, messageQoSField)
+	}
+	if fd.Kind() != protoreflect.EnumKind || fd.Cardinality() == protoreflect.Repeated {
+		t.Fatalf("qos is a %v %v; the reader takes one varint", fd.Cardinality(), fd.Kind())
+	}
 }

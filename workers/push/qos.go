@@ -6,8 +6,10 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// messageQoSField is schemas.Message's qos field number.
-const messageQoSField = 8
+// messageQoSField is schemas.Message's qos field number, read from the
+// generated descriptor so that a renumbering in the .proto cannot leave
+// this reader looking at another field.
+var messageQoSField = (&schemas.Message{}).ProtoReflect().Descriptor().Fields().ByName("qos").Number()
 
 // storedRecord reports, from the wire form alone, that an im.messages
 // record is stored (not QoS 0), so this stage, which pushes it once it
