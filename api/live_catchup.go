@@ -153,8 +153,7 @@ func (h *liveHub) release(c *liveConn, floors map[string]uint64) {
 	h.onDispatcher(func() {
 		for conv, floor := range floors {
 			c.mu.Lock()
-			cu := c.catching[conv]
-			delete(c.catching, conv)
+			cu := c.caughtUpLocked(conv)
 			if _, ok := c.groups[conv]; ok {
 				c.groups[conv] = floor
 			}
@@ -248,8 +247,7 @@ func (h *liveHub) catchUp(j catchUpJob) catchUpDone {
 func (h *liveHub) finish(d catchUpDone) {
 	c := d.c
 	c.mu.Lock()
-	cu := c.catching[d.conv]
-	delete(c.catching, d.conv)
+	cu := c.caughtUpLocked(d.conv)
 	_, listening := c.groups[d.conv]
 	if d.notice != nil && d.known.seq > 0 {
 		if k := c.known[d.conv]; k.epoch < d.known.epoch || (k.epoch == d.known.epoch && k.seq < d.known.seq) {

@@ -222,31 +222,23 @@ func (c *liveConn) takeLocked() ([]queued, int) {
 	return batch, size
 }
 
-// write sends frames, in one syscall when the socket is corked. Through
-// the cork the socket's write deadline bounds the whole batch, so a frame
-// needs no context of its own (the library arms a timer for each write
-// whose context can end: a timer per frame per connection).
+// write sends frames, in one syscall when the socket is corked (each
+// syscall bounded by the socket's write deadline, so a frame needs no
+// context of its own: the library arms a timer for each write whose
+// context can end).
 func (c *liveConn) write(batch []queued) error {
-	timeout := c.hub.cfg.WriteTimeout
-	if c.cork == nil {
-		for _, q := range batch {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			err := c.ws.Write(ctx, websocket.MessageText, q.data)
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+	if c.cork != nil {
+		return c.cork.writeFrames(batch)
 	}
-	c.cork.cork(timeout)
 	for _, q := range batch {
-		if err := c.ws.Write(context.Background(), websocket.MessageText, q.data); err != nil {
-			_ = c.cork.uncork()
+		ctx, cancel := context.WithTimeout(context.Background(), c.hub.cfg.WriteTimeout)
+		err := c.ws.Write(ctx, websocket.MessageText, q.data)
+		cancel()
+		if err != nil {
 			return err
 		}
 	}
-	return c.cork.uncork()
+	return nil
 }
 
 // close ends the connection with code (once).
@@ -393,6 +385,19 @@ func (c *liveConn) raiseFloorLocked(conv string, floor uint64) {
 	if cur, ok := c.groups[conv]; ok && cur != unknownJoin && floor != unknownJoin && floor > cur {
 		c.groups[conv] = floor
 	}
+}
+
+// caughtUpLocked ends c's catch-up on conv and returns it (nil: none
+// was running). The map goes with the last one: a connection catches up
+// on its conversations at connect and then seldom again, and an idle
+// connection keeps no empty map. c.mu is held.
+func (c *liveConn) caughtUpLocked(conv string) *catchUp {
+	cu := c.catching[conv]
+	delete(c.catching, conv)
+	if len(c.catching) == 0 {
+		c.catching = nil
+	}
+	return cu
 }
 
 // admit reports whether a record of conv's channel is to be pushed to

@@ -69,7 +69,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}
-	bw := &smallBuffers{ResponseWriter: w}
+	bw := &smallBuffers{ResponseWriter: w, writeTimeout: s.cfg.Live.WriteTimeout}
 	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
 		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
 	if err != nil {
@@ -138,15 +138,30 @@ func newConnID() string {
 }
 
 func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) {
+	c := s.openLive(ctx, ws, cork, user, dev)
+	if c == nil {
+		return
+	}
+	defer s.live.unregister(c)
+	s.readLive(ctx, c)
+	c.close(websocket.StatusNormalClosure, "")
+}
+
+// openLive registers the connection, queues hello, the notice and the
+// replay and lets writes start; nil when the connection was closed. It
+// returns before the connection's life of reads, so that its frames (the
+// notice's and the replay's) are off the stack that idles in a read: a
+// goroutine's stack shrinks only while it uses less than a quarter of it.
+func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) *liveConn {
 	h := s.live
 	c := newLiveConn(h, ws, user, dev, newConnID())
 	c.cork = cork
 	prev, had, err := h.register(ctx, c)
-	defer h.unregister(c)
 	if err != nil {
+		h.unregister(c)
 		s.log.Warn("register presence", "err", err)
 		_ = ws.Close(websocket.StatusInternalError, "presence registry unavailable; retry")
-		return
+		return nil
 	}
 	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
 		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes})
@@ -166,9 +181,10 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 	b := <-res
 	notice, replay, err := b.notice, b.replay, b.err
 	if err != nil {
+		h.unregister(c)
 		s.log.Warn("build the pull-before notice", "err", err)
 		_ = ws.Close(websocket.StatusInternalError, "store unavailable; retry")
-		return
+		return nil
 	}
 	c.sendFirst(hello, jsonFrame(notice))
 	c.start()
@@ -181,13 +197,18 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 		}
 		c.push(open)
 	}
+	return c
+}
+
+// readLive answers the client's frames until the connection ends.
+func (s *Server) readLive(ctx context.Context, c *liveConn) {
 	for {
 		// No context ends a read: the socket's close does (every way a
 		// connection ends closes it), and a context that can end makes
 		// the library arm a timer for each read.
-		_, r, err := ws.Reader(context.Background())
+		_, r, err := c.ws.Reader(context.Background())
 		if err != nil {
-			break
+			return
 		}
 		// The buffer is taken once a frame has begun, so an idle
 		// connection holds none.
@@ -202,10 +223,9 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 			frameBuffers.Put(buf)
 		}
 		if err != nil {
-			break
+			return
 		}
 	}
-	c.close(websocket.StatusNormalClosure, "")
 }
 
 // frameBuffers hold client frames while they are answered.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
@@ -9,18 +10,25 @@ import (
 	"time"
 )
 
-// liveBufferBytes sizes a live connection's read and write buffers. The
-// HTTP server's are 4 KiB each; frames are small and an idle connection
-// holds its buffers for its whole life, so it gets 1 KiB ones (a larger
-// frame is read and written through them in a few calls).
-const liveBufferBytes = 1024
+// liveReadBufferBytes sizes a live connection's read buffer. The HTTP
+// server's is 4 KiB; an idle connection holds its read buffer for its
+// whole life and a client's frames (acks, pongs) are small, so it gets a
+// 512-byte one (a larger frame is read through it in a few calls).
+const liveReadBufferBytes = 512
+
+// liveControlBufferBytes sizes the buffer the WebSocket library writes
+// through. The connection writes its data frames itself (corkConn.
+// writeFrames); the library writes only control frames (pong, close),
+// at most 127 bytes, so that each reaches the socket whole, in one Write.
+const liveControlBufferBytes = 256
 
 // smallBuffers hands the WebSocket library a hijacked connection with
 // small buffers instead of the HTTP server's, through a corkConn (set in
 // cork once Accept hijacked it).
 type smallBuffers struct {
 	http.ResponseWriter
-	cork *corkConn
+	writeTimeout time.Duration
+	cork         *corkConn
 }
 
 func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -32,14 +40,14 @@ func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.cork = &corkConn{Conn: conn}
+	w.cork = &corkConn{Conn: conn, timeout: w.writeTimeout}
 	r := brw.Reader
 	if r.Buffered() == 0 {
-		r = bufio.NewReaderSize(conn, liveBufferBytes)
+		r = bufio.NewReaderSize(conn, liveReadBufferBytes)
 	}
 	// The server's writer is empty after a hijack (the 101 answer was
 	// flushed), so nothing is lost by writing through another.
-	return w.cork, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cork, liveBufferBytes)), nil
+	return w.cork, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cork, liveControlBufferBytes)), nil
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
@@ -52,69 +60,114 @@ const maxCorkBytes = 32 << 10
 // connection holds none.
 var corkBuffers = sync.Pool{New: func() any { b := make([]byte, 0, maxCorkBytes); return &b }}
 
-// corkConn gathers the frames a connection's writer sends in one go
-// (everything queued when it runs, up to maxCorkBytes) into one write
-// syscall instead of one per frame. The library writes each frame with a
-// flush of its buffer; while corked, those writes land in the buffer and
-// uncork sends them together, within the write timeout.
+// corkConn is the socket under a live connection. The connection's data
+// frames do not go through the library: writeFrames frames what the
+// writer found queued (server frames are unmasked: a header and the
+// bytes) into one buffer and sends it in one write syscall, so the bytes
+// of a frame encoded once for every connection are copied once, into the
+// socket's batch, with none of the library's per-frame locking. The
+// library still writes its control frames (pong, close) through Write;
+// the mutex keeps them whole between batches, and after a close frame no
+// data frame follows.
+//
+// Every write is bounded by the socket's write deadline, kept between
+// half the timeout and the timeout ahead rather than set and cleared
+// around each batch (two timer changes per batch).
 type corkConn struct {
 	net.Conn
 
-	mu     sync.Mutex // held across writes to the socket: frames never interleave
-	corked bool
-	buf    *[]byte
+	timeout time.Duration // bounds each write
+
+	mu       sync.Mutex // held across writes to the socket: frames never interleave
+	closing  bool       // a close frame went out
+	deadline time.Time  // the socket's write deadline
 }
 
+// Write is the library's: a control frame, whole (see
+// liveControlBufferBytes), or the rare frame of a connection written
+// without the cork.
 func (c *corkConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.corked {
-		if c.buf == nil {
-			c.buf = corkBuffers.Get().(*[]byte)
-		}
-		if len(*c.buf)+len(p) <= maxCorkBytes {
-			*c.buf = append(*c.buf, p...)
-			return len(p), nil
-		}
-		if err := c.sendLocked(); err != nil {
-			return 0, err
-		}
+	if err := c.armLocked(); err != nil {
+		return 0, err
 	}
-	return c.Conn.Write(p)
-}
-
-// cork starts gathering writes; until uncork, every write to the socket
-// (what overflows the buffer, or a frame larger than it) ends by the
-// deadline timeout from now.
-func (c *corkConn) cork(timeout time.Duration) {
-	c.mu.Lock()
-	c.corked = true
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(timeout))
-	c.mu.Unlock()
-}
-
-// uncork sends what was gathered in one write, within the deadline cork
-// set, and lets writes through again.
-func (c *corkConn) uncork() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.corked = false
-	var err error
-	if c.buf != nil {
-		err = c.sendLocked()
-		(*c.buf) = (*c.buf)[:0]
-		corkBuffers.Put(c.buf)
-		c.buf = nil
+	n, err := c.Conn.Write(p)
+	if len(p) > 0 && p[0]&0x0f == wsOpClose {
+		c.closing = true
 	}
-	_ = c.Conn.SetWriteDeadline(time.Time{})
-	return err
+	return n, err
 }
 
-func (c *corkConn) sendLocked() error {
-	if c.buf == nil || len(*c.buf) == 0 {
+// armLocked makes sure the socket's write deadline is at least half the
+// timeout ahead. c.mu is held.
+func (c *corkConn) armLocked() error {
+	now := time.Now()
+	if c.deadline.Sub(now) >= c.timeout/2 {
 		return nil
 	}
-	_, err := c.Conn.Write(*c.buf)
-	*c.buf = (*c.buf)[:0]
-	return err
+	c.deadline = now.Add(c.timeout)
+	return c.Conn.SetWriteDeadline(c.deadline)
+}
+
+// WebSocket framing of what the server sends (RFC 6455 section 5.2).
+const (
+	wsFinText = 0x81 // FIN, opcode text
+	wsOpClose = 0x8
+	// wsMaxHeader is a header with a 64-bit length (a server's frames
+	// carry no mask).
+	wsMaxHeader = 10
+)
+
+// appendFrameHeader appends the header of an unmasked final text frame
+// of n bytes.
+func appendFrameHeader(b []byte, n int) []byte {
+	switch {
+	case n <= 125:
+		return append(b, wsFinText, byte(n))
+	case n <= 0xffff:
+		return append(b, wsFinText, 126, byte(n>>8), byte(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, wsFinText, 127), uint64(n))
+	}
+}
+
+// writeFrames sends frames as text messages, as many as fit in
+// maxCorkBytes a syscall.
+func (c *corkConn) writeFrames(frames []queued) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return net.ErrClosed
+	}
+	if err := c.armLocked(); err != nil {
+		return err
+	}
+	bp := corkBuffers.Get().(*[]byte)
+	defer func() { *bp = (*bp)[:0]; corkBuffers.Put(bp) }()
+	buf := (*bp)[:0]
+	for _, q := range frames {
+		if len(buf) > 0 && len(buf)+wsMaxHeader+len(q.data) > maxCorkBytes {
+			if _, err := c.Conn.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+		if wsMaxHeader+len(q.data) > maxCorkBytes {
+			// larger than a batch: its header, then its bytes as they are
+			bufs := net.Buffers{appendFrameHeader(buf, len(q.data)), q.data}
+			if _, err := bufs.WriteTo(c.Conn); err != nil {
+				return err
+			}
+			buf = buf[:0]
+			continue
+		}
+		buf = append(appendFrameHeader(buf, len(q.data)), q.data...)
+	}
+	if len(buf) > 0 {
+		if _, err := c.Conn.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -287,7 +287,7 @@ func (h *liveHub) unlisten(c *liveConn, conv string) {
 	h.mu.Lock()
 	c.mu.Lock()
 	delete(c.groups, conv)
-	delete(c.catching, conv)
+	c.caughtUpLocked(conv)
 	c.mu.Unlock()
 	empty := false
 	if set := h.groups[conv]; set != nil {

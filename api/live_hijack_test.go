@@ -1,0 +1,142 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// corkServer accepts one WebSocket through smallBuffers and hands its
+// corkConn and the library's Conn to serve.
+func corkServer(t *testing.T, serve func(ws *websocket.Conn, cork *corkConn)) *websocket.Conn {
+	t.Helper()
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bw := &smallBuffers{ResponseWriter: w, writeTimeout: 5 * time.Second}
+		ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		go func() {
+			defer close(done)
+			serve(ws, bw.cork)
+		}()
+	}))
+	t.Cleanup(func() { <-done; srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadLimit(1 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func TestCorkedFramesOfEveryLengthArriveAsTheTextMessagesTheyWere(t *testing.T) {
+	// Each length class of the header (7-bit, 16-bit, 64-bit), the edges
+	// between them, and a batch larger than one syscall's buffer.
+	sizes := []int{0, 1, 125, 126, 127, 300, 0xffff, 0x10000, maxCorkBytes - wsMaxHeader, maxCorkBytes, 200_000}
+	var frames []queued
+	for i, n := range sizes {
+		frames = append(frames, queued{data: bytes.Repeat([]byte{byte('a' + i)}, n)})
+	}
+	c := corkServer(t, func(_ *websocket.Conn, cork *corkConn) {
+		if err := cork.writeFrames(frames[:3]); err != nil {
+			t.Errorf("write: %v", err)
+		}
+		if err := cork.writeFrames(frames[3:]); err != nil {
+			t.Errorf("write: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, f := range frames {
+		typ, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("frame %d (%d bytes): %v", i, sizes[i], err)
+		}
+		if typ != websocket.MessageText || !bytes.Equal(data, f.data) {
+			t.Fatalf("frame %d: a %v message of %d bytes, want text of %d", i, typ, len(data), len(f.data))
+		}
+	}
+}
+
+func TestNoCorkedFrameFollowsTheCloseFrame(t *testing.T) {
+	after := make(chan error, 1)
+	c := corkServer(t, func(ws *websocket.Conn, cork *corkConn) {
+		if err := cork.writeFrames([]queued{{data: []byte(`{"type":"ping"}`)}}); err != nil {
+			t.Errorf("write before close: %v", err)
+		}
+		closed := make(chan struct{})
+		go func() { _ = ws.Close(CloseSlowConsumer, "send queue full"); close(closed) }()
+		// The close frame is out once the library's write passed the
+		// cork (it then waits for the peer's answer).
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			cork.mu.Lock()
+			closing := cork.closing
+			cork.mu.Unlock()
+			if closing {
+				break
+			}
+		}
+		after <- cork.writeFrames([]queued{{data: []byte(`{"type":"late"}`)}})
+		<-closed
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, data, err := c.Read(ctx); err != nil || string(data) != `{"type":"ping"}` {
+		t.Fatalf("first frame %q, %v", data, err)
+	}
+	_, data, err := c.Read(ctx)
+	if websocket.CloseStatus(err) != CloseSlowConsumer {
+		t.Fatalf("after the ping: %q, %v; want the close frame %d", data, err, CloseSlowConsumer)
+	}
+	if err := <-after; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("a frame written after the close frame: %v, want net.ErrClosed", err)
+	}
+}
+
+func TestTheLibrarysControlFramesPassTheCorkWhole(t *testing.T) {
+	// The client's ping makes the library answer with a pong through
+	// corkConn.Write between the connection's own batches.
+	pinged := make(chan struct{})
+	c := corkServer(t, func(ws *websocket.Conn, cork *corkConn) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		go func() { _, _, _ = ws.Read(ctx) }() // the library answers pings while it reads
+		for i := 0; i < 50; i++ {
+			if err := cork.writeFrames([]queued{{data: []byte(strings.Repeat("x", 100+i))}}); err != nil {
+				t.Errorf("write: %v", err)
+			}
+		}
+		<-pinged
+		_ = ws.Close(websocket.StatusNormalClosure, "")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pingDone := make(chan error, 1)
+	go func() { pingDone <- c.Ping(ctx) }()
+	for i := 0; i < 50; i++ {
+		_, data, err := c.Read(ctx)
+		if err != nil || len(data) != 100+i {
+			t.Fatalf("frame %d: %d bytes, %v", i, len(data), err)
+		}
+	}
+	// Reading on lets the pong in (the client reads it with the frames).
+	go func() { _, _, _ = c.Read(ctx) }()
+	if err := <-pingDone; err != nil {
+		t.Fatalf("the ping got no pong: %v", err)
+	}
+	close(pinged)
+}
