@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // TestSecondConnectionOfADeviceReplacesTheFirstOnAnyNode: one connection
@@ -217,5 +218,40 @@ func TestEvictedDeviceIsToldToResyncOnConnect(t *testing.T) {
 	}
 	if _, n := le.device(0, "bob", "new4").connect(); n.Resync {
 		t.Fatalf("a kept device's notice is %s", n.Raw)
+	}
+}
+
+// TestAConnectionWhosePushesWereAllAckedIsPushedAgainAfterItsNextPush: a
+// connection leaves the hub's set of those with pending pushes once none
+// is left, and its next push puts it back, so that push too comes again
+// on the schedule.
+func TestAConnectionWhosePushesWereAllAckedIsPushedAgainAfterItsNextPush(t *testing.T) {
+	le := newLiveEnv(t, Config{Live: LiveConfig{Repush: []time.Duration{time.Minute, time.Minute}}})
+	h := le.server.live
+	c := newLiveConn(h, nil, "bob", "phone", "c1") // never started: frames only queue
+	listed := func() bool {
+		h.pendMu.Lock()
+		defer h.pendMu.Unlock()
+		return h.withPend[c]
+	}
+	msg := func(seq uint64) *schemas.Sequenced {
+		return &schemas.Sequenced{Seq: seq, Epoch: 1, Message: &schemas.Message{ConvId: "dm-a-b", Sender: "alice", Kind: schemas.Kind_KIND_MESSAGE}}
+	}
+	c.push(msg(1))
+	if !listed() {
+		t.Fatal("a connection with a pending push is not in the hub's set")
+	}
+	c.acknowledged("dm-a-b", 1, 1, nil)
+	now := time.Now()
+	if items := c.due(now.Add(2 * time.Minute)); len(items) != 0 || listed() {
+		t.Fatalf("after its only push was acked: %d due, listed %v; want none and out of the set", len(items), listed())
+	}
+	c.push(msg(2))
+	if !listed() {
+		t.Fatal("the next push did not put the connection back in the set")
+	}
+	items := c.due(time.Now().Add(2 * time.Minute))
+	if len(items) != 1 || items[0].sq.GetSeq() != 2 || items[0].attempt != 2 {
+		t.Fatalf("due after the wait: %+v, want seq 2 for its second attempt", items)
 	}
 }

@@ -39,6 +39,8 @@ type liveConn struct {
 	// nextDue: no pending push is due before it (zero: look), so the
 	// hub's tick passes a connection with nothing due without a scan.
 	nextDue time.Time
+	// listed: c is in the hub's withPend (changed with c.mu held).
+	listed bool
 	// groups are the conversations this connection listens to, each
 	// with the seq its user joined at: what the channel carries up to it
 	// is not theirs (the push stage may lag behind a join).
@@ -115,40 +117,65 @@ func (c *liveConn) sendReceipt(conv string, data []byte) {
 
 func (c *liveConn) enqueue(q queued, coalesce bool) {
 	c.mu.Lock()
+	w := c.enqueueLocked(q, coalesce)
+	c.mu.Unlock()
+	c.after(w)
+}
+
+// queueWork is what an enqueue leaves to do once c.mu is released.
+type queueWork uint8
+
+const (
+	queueNothing    queueWork = iota
+	queueStartWrite           // a writer is to start (c.writing was set)
+	queueSlowClose            // the frame did not fit: the connection is closed
+)
+
+// enqueueLocked queues q. c.mu is held; the caller runs c.after with the
+// result once it released it.
+func (c *liveConn) enqueueLocked(q queued, coalesce bool) queueWork {
 	if c.closed {
-		c.mu.Unlock()
-		return
+		return queueNothing
 	}
 	if coalesce {
 		for i := range c.queue {
 			if c.queue[i].receipt == q.receipt {
 				c.bytes += len(q.data) - len(c.queue[i].data)
 				c.queue[i] = q
-				c.mu.Unlock()
 				c.hub.metrics.receiptsCoalesced.Inc()
-				return
+				return queueNothing
 			}
 		}
 	}
 	limit := c.hub.cfg.MaxQueueBytes
 	if q.ephemeral && c.bytes+len(q.data) > limit/2 {
-		c.mu.Unlock()
 		c.hub.metrics.ephemeralDropped.Inc()
-		return
+		return queueNothing
 	}
 	if c.bytes+len(q.data) > limit {
 		c.dropEphemeralLocked()
 	}
 	if c.bytes+len(q.data) > limit {
-		c.mu.Unlock()
-		c.hub.metrics.slowCloses.Inc()
-		c.close(CloseSlowConsumer, "send queue full; sync and reconnect")
-		return
+		return queueSlowClose
 	}
 	c.queue = append(c.queue, q)
 	c.bytes += len(q.data)
-	c.kickLocked()
-	c.mu.Unlock()
+	if c.startableLocked() {
+		c.writing = true
+		return queueStartWrite
+	}
+	return queueNothing
+}
+
+// after does what an enqueue left to do; c.mu is not held.
+func (c *liveConn) after(w queueWork) {
+	switch w {
+	case queueStartWrite:
+		go c.flush()
+	case queueSlowClose:
+		c.hub.metrics.slowCloses.Inc()
+		c.close(CloseSlowConsumer, "send queue full; sync and reconnect")
+	}
 }
 
 func (c *liveConn) dropEphemeralLocked() {
@@ -168,15 +195,18 @@ func (c *liveConn) dropEphemeralLocked() {
 func (c *liveConn) start() {
 	c.mu.Lock()
 	c.ready = true
-	c.kickLocked()
+	w := queueNothing
+	if c.startableLocked() {
+		c.writing = true
+		w = queueStartWrite
+	}
 	c.mu.Unlock()
+	c.after(w)
 }
 
-func (c *liveConn) kickLocked() {
-	if c.ready && !c.writing && len(c.queue) > 0 && !c.closed {
-		c.writing = true
-		go c.flush()
-	}
+// startableLocked: frames wait and no writer runs. c.mu is held.
+func (c *liveConn) startableLocked() bool {
+	return c.ready && !c.writing && len(c.queue) > 0 && !c.closed
 }
 
 // flush writes queued frames until none is left, then ends. What is
@@ -261,38 +291,69 @@ func (c *liveConn) push(sq *schemas.Sequenced) { c.pushFrame(sq, nil, false) }
 // pushFrame is push with the first attempt's frame already encoded
 // (shared by every connection an envelope names).
 func (c *liveConn) pushFrame(sq *schemas.Sequenced, frame []byte, large bool) {
-	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
-	now := time.Now()
+	if frame == nil {
+		frame = messageFrame(sq, 1)
+	}
 	c.mu.Lock()
+	w := c.pushLocked(sq, frame, large)
+	c.mu.Unlock()
+	c.after(w)
+}
+
+// deliver is admit and pushFrame under one hold of c.mu: a record of a
+// conversation's channel, pushed to every connection listening to it.
+func (c *liveConn) deliver(conv string, sq *schemas.Sequenced, frame []byte, large bool) {
+	c.mu.Lock()
+	w := queueNothing
+	if c.admitLocked(conv, sq, frame, large) {
+		w = c.pushLocked(sq, frame, large)
+	}
+	c.mu.Unlock()
+	c.after(w)
+}
+
+// pushLocked records what the push tells of its conversation, tracks it
+// for pushing again and queues its frame, unless the device acked it or
+// it is pending already. c.mu is held.
+func (c *liveConn) pushLocked(sq *schemas.Sequenced, frame []byte, large bool) queueWork {
+	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
 	if k := c.known[conv]; k.epoch < epoch || (k.epoch == epoch && k.seq < seq) {
 		c.known[conv] = knownConv{epoch: epoch, seq: seq, large: large || k.large}
 	}
 	if a, ok := c.acked[conv]; ok && a.epoch == epoch && a.seq >= seq {
-		c.mu.Unlock()
 		c.hub.metrics.pushSkipped.Inc()
-		return
+		return queueNothing
 	}
 	k := pushKey{conv, seq}
 	if _, ok := c.pending[k]; ok {
-		c.mu.Unlock()
-		return
+		return queueNothing
 	}
 	if len(c.pending) < c.hub.cfg.MaxPending && len(c.hub.cfg.Repush) > 0 {
+		now := time.Now()
 		next := now.Add(c.hub.cfg.Repush[0])
 		c.pending[k] = &pendingPush{sq: sq, epoch: epoch, attempts: 1, next: next, first: now}
 		if len(c.pending) == 1 || next.Before(c.nextDue) {
 			c.nextDue = next
 		}
-		c.hub.markPending(c)
+		c.listPendingLocked()
 	} else {
 		c.hub.metrics.fallbacks.WithLabelValues("pending_full").Inc()
 	}
-	c.mu.Unlock()
 	c.hub.metrics.firstPushes.Inc()
-	if frame == nil {
-		frame = messageFrame(sq, 1)
+	return c.enqueueLocked(queued{data: frame}, false)
+}
+
+// listPendingLocked puts c in the hub's set of connections with pushes
+// to look at on its ticks, once. c.mu is held (the set's lock is taken
+// inside it, never the other way round).
+func (c *liveConn) listPendingLocked() {
+	if c.listed {
+		return
 	}
-	c.send(frame, false)
+	c.listed = true
+	c.hub.pendMu.Lock()
+	c.hub.withPend[c] = true
+	c.hub.pendMu.Unlock()
 }
 
 // acknowledged raises what the device acked and forgets pushes up to it;
@@ -366,13 +427,14 @@ func (c *liveConn) due(now time.Time) []repush {
 		}
 	}
 	c.nextDue = next
+	if len(c.pending) == 0 && c.listed {
+		// Under c.mu, as the listing: a push meanwhile lists c again.
+		c.listed = false
+		c.hub.pendMu.Lock()
+		delete(c.hub.withPend, c)
+		c.hub.pendMu.Unlock()
+	}
 	return out
-}
-
-func (c *liveConn) hasPending() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pending) > 0
 }
 
 // unknownJoin stands for a join not read yet: the channel's records wait
@@ -400,12 +462,10 @@ func (c *liveConn) caughtUpLocked(conv string) *catchUp {
 	return cu
 }
 
-// admit reports whether a record of conv's channel is to be pushed to
-// this connection now; while the connection catches up on conv, the
-// record waits its turn instead.
-func (c *liveConn) admit(conv string, sq *schemas.Sequenced, frame []byte, large bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// admitLocked reports whether a record of conv's channel is to be pushed
+// to this connection now; while the connection catches up on conv, the
+// record waits its turn instead. c.mu is held.
+func (c *liveConn) admitLocked(conv string, sq *schemas.Sequenced, frame []byte, large bool) bool {
 	joined, ok := c.groups[conv]
 	if !ok {
 		return false

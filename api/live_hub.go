@@ -34,12 +34,17 @@ type liveHub struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 
-	mu       sync.Mutex
-	conns    map[string]*liveConn // conn id → conn
-	devices  map[devKey]*liveConn
-	groups   map[string]map[*liveConn]bool // conversation → connections here listening to it
+	mu      sync.Mutex
+	conns   map[string]*liveConn // conn id → conn
+	devices map[devKey]*liveConn
+	groups  map[string]map[*liveConn]bool // conversation → connections here listening to it
+	perUser map[string]int
+
+	// pendMu guards withPend, the connections with pushes not acked. It
+	// is taken inside a connection's mu (liveConn.listPendingLocked) and
+	// no other lock is taken while it is held.
+	pendMu   sync.Mutex
 	withPend map[*liveConn]bool
-	perUser  map[string]int
 
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
@@ -199,7 +204,6 @@ func (h *liveHub) unregister(c *liveConn) {
 	if h.devices[devKey{c.user, c.device}] == c {
 		delete(h.devices, devKey{c.user, c.device})
 	}
-	delete(h.withPend, c)
 	var drop []string
 	c.mu.Lock()
 	for g := range c.groups {
@@ -210,6 +214,12 @@ func (h *liveHub) unregister(c *liveConn) {
 				drop = append(drop, h.store.Keys().ConvChannel(g))
 			}
 		}
+	}
+	if c.listed {
+		c.listed = false
+		h.pendMu.Lock()
+		delete(h.withPend, c)
+		h.pendMu.Unlock()
 	}
 	c.mu.Unlock()
 	h.mu.Unlock()
@@ -316,12 +326,6 @@ func (h *liveHub) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.conns)
-}
-
-func (h *liveHub) markPending(c *liveConn) {
-	h.mu.Lock()
-	h.withPend[c] = true
-	h.mu.Unlock()
 }
 
 // dispatch hands one batch from the bus to its connections.
@@ -452,10 +456,7 @@ func (h *liveHub) dispatchPush(e *live.Envelope) {
 			h.unlisten(c, e.Conv)
 			continue
 		}
-		if !c.admit(e.Conv, sq, frame, e.Large) {
-			continue
-		}
-		c.pushFrame(sq, frame, e.Large)
+		c.deliver(e.Conv, sq, frame, e.Large)
 	}
 }
 
@@ -482,19 +483,14 @@ func (h *liveHub) dispatchEphemeral(e *live.Envelope) {
 // reads the devices' cursors: an ack through POST /v1/ack on another node
 // counts as well.
 func (h *liveHub) repushDue(now time.Time) {
-	h.mu.Lock()
+	h.pendMu.Lock()
 	conns := make([]*liveConn, 0, len(h.withPend))
 	for c := range h.withPend {
 		conns = append(conns, c)
 	}
-	h.mu.Unlock()
+	h.pendMu.Unlock()
 	for _, c := range conns {
 		items := c.due(now)
-		if !c.hasPending() {
-			h.mu.Lock()
-			delete(h.withPend, c)
-			h.mu.Unlock()
-		}
 		if len(items) == 0 {
 			continue
 		}
