@@ -85,8 +85,11 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 }
 
 func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, id auth.Identity, named string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// Every call of a connection is made on this goroutine and waited
+	// for, so a context of the connection's own would cancel nothing; the
+	// hub's ends them at shutdown, and an idle connection keeps no
+	// context (nor its parent's entry for it, nor its Done channel).
+	ctx := s.live.ctx
 	if tok == "" {
 		var err error
 		if id, err = s.authFrame(ctx, ws); err != nil {
