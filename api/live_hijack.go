@@ -71,7 +71,7 @@ var corkBuffers = sync.Pool{New: func() any { b := make([]byte, 0, maxCorkBytes)
 // data frame follows.
 //
 // Every write is bounded by the socket's write deadline, kept between
-// half the timeout and the timeout ahead rather than set and cleared
+// the timeout and half as much again ahead rather than set and cleared
 // around each batch (two timer changes per batch).
 type corkConn struct {
 	net.Conn
@@ -99,14 +99,17 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// armLocked makes sure the socket's write deadline is at least half the
-// timeout ahead. c.mu is held.
+// armLocked makes sure the socket's write deadline is at least the
+// timeout ahead: when it is not, it moves it to half as much again
+// ahead, so that a connection writing often moves it once every half
+// timeout, not on every write, and a write is never given less than the
+// timeout. c.mu is held.
 func (c *corkConn) armLocked() error {
 	now := time.Now()
-	if c.deadline.Sub(now) >= c.timeout/2 {
+	if c.deadline.Sub(now) >= c.timeout {
 		return nil
 	}
-	c.deadline = now.Add(c.timeout)
+	c.deadline = now.Add(c.timeout + c.timeout/2)
 	return c.Conn.SetWriteDeadline(c.deadline)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +140,53 @@ func TestTheLibrarysControlFramesPassTheCorkWhole(t *testing.T) {
 		t.Fatalf("the ping got no pong: %v", err)
 	}
 	close(pinged)
+}
+
+func TestAWriteToAClientThatStoppedReadingIsGivenTheWholeWriteTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	var blocked, gave time.Duration
+	var werr error
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bw := &smallBuffers{ResponseWriter: w, writeTimeout: timeout}
+		if _, err := websocket.Accept(bw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled}); err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		go func() {
+			defer close(done)
+			cork := bw.cork
+			frame := []queued{{data: bytes.Repeat([]byte("x"), 16<<10)}}
+			// A first write arms the deadline; the next, blocked, starts
+			// when three quarters of the timeout are left of it.
+			if err := cork.writeFrames(frame); err != nil {
+				t.Errorf("first write: %v", err)
+				return
+			}
+			time.Sleep(timeout / 4)
+			start := time.Now()
+			for werr == nil && time.Since(start) < 10*time.Second {
+				werr = cork.writeFrames(frame) // the client reads nothing: the socket fills, then the write waits
+			}
+			blocked = time.Since(start)
+			cork.mu.Lock()
+			gave = cork.deadline.Sub(start)
+			cork.mu.Unlock()
+		}()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	<-done
+	if !errors.Is(werr, os.ErrDeadlineExceeded) {
+		t.Fatalf("the write to a client that reads nothing ended with %v, want the deadline", werr)
+	}
+	if gave < timeout || blocked < timeout {
+		t.Fatalf("the write was given %v (it waited %v), want at least the timeout %v", gave, blocked, timeout)
+	}
 }
