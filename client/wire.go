@@ -8,6 +8,11 @@ import "encoding/json"
 // find its end and then again to check it, so decoding a sync answer
 // through Message.UnmarshalJSON read every message three times. Through
 // these it is read once.
+//
+// The client itself decodes these answers with the reader of
+// wire_decode.go; encoding/json through the mirrors (decodeReflect) is
+// what that reader must agree with, and what decodes the few shapes the
+// reader leaves to it.
 
 // plainMessage is Message without its UnmarshalJSON.
 type plainMessage Message
@@ -65,7 +70,10 @@ type wireSyncResponse struct {
 // messages given what the slice says once.
 type wireAnswer interface{ decodeWire(data []byte) error }
 
-func (r *SyncResponse) decodeWire(data []byte) error {
+// decodeReflect is the sync answer decoded by encoding/json through its
+// mirror: what the reader of jsonread.go must give, and what decodes the
+// shapes it leaves to encoding/json.
+func (r *SyncResponse) decodeReflect(data []byte) error {
 	var w wireSyncResponse
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
@@ -99,7 +107,8 @@ type wirePage struct {
 	Messages []wireMessage `json:"messages"`
 }
 
-func (p *Page) decodeWire(data []byte) error {
+// decodeReflect is the page decoded by encoding/json (see SyncResponse's).
+func (p *Page) decodeReflect(data []byte) error {
 	var w wirePage
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
@@ -113,8 +122,8 @@ func (p *Page) decodeWire(data []byte) error {
 }
 
 // UnmarshalJSON decodes a sync answer wherever it is read; the client's
-// own requests call decodeWire directly, which spares the extra scans an
-// UnmarshalJSON costs.
+// own requests call decodeWire directly, which spares the scans
+// encoding/json makes before it calls an UnmarshalJSON.
 func (r *SyncResponse) UnmarshalJSON(data []byte) error { return r.decodeWire(data) }
 
 // UnmarshalJSON decodes a page wherever it is read (see SyncResponse's).

@@ -1,0 +1,772 @@
+package client
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A reader for the client's large answers, without reflection: a cursor
+// over the bytes that the decoders of wire.go walk field by field. It
+// accepts exactly what encoding/json accepts (the whole input is checked,
+// nesting is bounded as encoding/json bounds it) and gives the same values
+// for the answers' types; a shape it does not decode the way
+// encoding/json does makes it stop with errReflectOnly, and the answer is
+// then decoded by encoding/json after all (see decodeOrFallBack).
+//
+// Keys are matched exactly, as the server writes them. encoding/json also
+// accepts a key in another case ("SEQ" for "seq"); such a key, which the
+// server never sends, is one of the shapes left to encoding/json.
+
+// errReflectOnly: the answer has a shape that only encoding/json decodes
+// the way the client has always decoded it (a repeated key, whose values
+// encoding/json merges; a key matching a field only in another case; a
+// body given as an array of numbers). The server sends none of them.
+var errReflectOnly = errors.New("answer shape left to encoding/json")
+
+// maxNestingDepth is encoding/json's bound on nesting.
+const maxNestingDepth = 10000
+
+type jsonReader struct {
+	data  []byte
+	pos   int
+	depth int
+	err   error
+	// buf holds an unescaped string or key until it is copied.
+	buf []byte
+	// names interns the strings an answer repeats (senders, members,
+	// conversation ids) for the length of one decode.
+	names map[string]string
+	// msgs is where an array of messages is read before it is copied out.
+	msgs []Message
+}
+
+func newJSONReader(data []byte) *jsonReader {
+	return &jsonReader{data: data}
+}
+
+// fail keeps the first error; every step after it does nothing.
+func (r *jsonReader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *jsonReader) syntax(what string) {
+	if r.pos >= len(r.data) {
+		r.fail(fmt.Errorf("invalid JSON: unexpected end of input (%s)", what))
+		return
+	}
+	r.fail(fmt.Errorf("invalid JSON at offset %d: %s, found %q", r.pos, what, r.data[r.pos]))
+}
+
+// mismatch reports a value of the wrong type. Whether the rest of the
+// input is well-formed does not matter: encoding/json fails on it too.
+func (r *jsonReader) mismatch(want string) {
+	if r.pos >= len(r.data) {
+		r.syntax("expected " + want)
+		return
+	}
+	r.fail(fmt.Errorf("at offset %d: %q does not start %s", r.pos, r.data[r.pos], want))
+}
+
+func (r *jsonReader) space() {
+	for r.pos < len(r.data) {
+		switch r.data[r.pos] {
+		case ' ', '\t', '\n', '\r':
+			r.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the first byte of the next value (0 at the end).
+func (r *jsonReader) peek() byte {
+	r.space()
+	if r.pos >= len(r.data) {
+		return 0
+	}
+	return r.data[r.pos]
+}
+
+// end checks that nothing but space follows the top-level value.
+func (r *jsonReader) end() error {
+	if r.err != nil {
+		return r.err
+	}
+	r.space()
+	if r.pos != len(r.data) {
+		r.syntax("expected the end after the top-level value")
+	}
+	return r.err
+}
+
+// literal consumes word (true, false, null) at pos.
+func (r *jsonReader) literal(word string) {
+	if len(r.data)-r.pos < len(word) || string(r.data[r.pos:r.pos+len(word)]) != word {
+		r.syntax("expected " + word)
+		return
+	}
+	r.pos += len(word)
+}
+
+// open consumes the opening of an object or array ('{' or '['); it is
+// false for a null (consumed) and on an error.
+func (r *jsonReader) open(c byte) bool {
+	if r.err != nil {
+		return false
+	}
+	switch r.peek() {
+	case c:
+		r.pos++
+		r.depth++
+		if r.depth > maxNestingDepth {
+			r.fail(fmt.Errorf("invalid JSON at offset %d: nested deeper than %d", r.pos, maxNestingDepth))
+			return false
+		}
+		return true
+	case 'n':
+		r.literal("null")
+		return false
+	}
+	if c == '{' {
+		r.mismatch("an object")
+	} else {
+		r.mismatch("an array")
+	}
+	return false
+}
+
+// more walks the members of an object or the elements of an array opened
+// by open: it consumes the separator before the next one, or the closing
+// byte (and is then false). first is true until the first member.
+func (r *jsonReader) more(first *bool, closing byte) bool {
+	if r.err != nil {
+		return false
+	}
+	c := r.peek()
+	if c == closing && *first {
+		r.pos++
+		r.depth--
+		return false
+	}
+	if !*first {
+		switch c {
+		case closing:
+			r.pos++
+			r.depth--
+			return false
+		case ',':
+			r.pos++
+		default:
+			if closing == '}' {
+				r.syntax("expected ',' or '}'")
+			} else {
+				r.syntax("expected ',' or ']'")
+			}
+			return false
+		}
+	}
+	*first = false
+	return true
+}
+
+// key reads a member's key and its colon. The bytes are valid until the
+// next string is read.
+func (r *jsonReader) key() []byte {
+	if r.peek() != '"' {
+		r.syntax("expected a string key")
+		return nil
+	}
+	k, _ := r.stringBytes()
+	if r.err != nil {
+		return nil
+	}
+	if r.peek() != ':' {
+		r.syntax("expected ':' after a key")
+		return nil
+	}
+	r.pos++
+	return k
+}
+
+// stringBytes reads the string at pos (its quote checked by the caller).
+// Without escapes and in valid UTF-8 it is the input's own bytes (raw is
+// then true); otherwise it is unescaped into r.buf as encoding/json
+// unescapes it. Either way the bytes are valid until the next string.
+func (r *jsonReader) stringBytes() (s []byte, raw bool) {
+	start := r.pos + 1
+	// Keys and names are short and plain: read them a byte at a time.
+	for i := start; i < len(r.data) && i < start+24; i++ {
+		c := r.data[i]
+		if c == '"' {
+			r.pos = i + 1
+			return r.data[start:i], true
+		}
+		if !plainByte[c] {
+			break
+		}
+	}
+	q := bytes.IndexByte(r.data[start:], '"')
+	if q < 0 {
+		return r.unquote(start), false
+	}
+	s = r.data[start : start+q]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return r.unquote(start), false
+	}
+	control, high := scanString(s)
+	if control || (high && !utf8.Valid(s)) {
+		return r.unquote(start), false
+	}
+	r.pos = start + q + 1
+	return s, true
+}
+
+// plainByte: an ASCII byte that a string holds as it is.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString says whether s holds a control character (which a JSON
+// string may not hold raw) and whether it holds a byte outside ASCII,
+// eight bytes at a time.
+func scanString(s []byte) (control, high bool) {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	var acc, hi uint64
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := binary.LittleEndian.Uint64(s[i:])
+		acc |= (w - 0x20*ones) &^ w & highs // a byte below 0x20
+		hi |= w & highs
+	}
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 {
+			acc = 1
+		}
+		hi |= uint64(c & 0x80)
+	}
+	return acc != 0, hi != 0
+}
+
+// unquote reads a string that needs unescaping or holds invalid UTF-8,
+// from start (after its opening quote), as encoding/json's unquote does:
+// \uXXXX pairs of surrogates make one rune, a lone surrogate or an
+// invalid byte becomes U+FFFD.
+func (r *jsonReader) unquote(start int) []byte {
+	b := r.buf[:0]
+	i := start
+	for {
+		if i >= len(r.data) {
+			r.pos = i
+			r.syntax("unterminated string")
+			return nil
+		}
+		c := r.data[i]
+		switch {
+		case c == '"':
+			r.pos = i + 1
+			r.buf = b
+			return b
+		case c == '\\':
+			if i+1 >= len(r.data) {
+				r.pos = i + 1
+				r.syntax("unterminated escape")
+				return nil
+			}
+			switch e := r.data[i+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+				i += 2
+			case 'b':
+				b = append(b, '\b')
+				i += 2
+			case 'f':
+				b = append(b, '\f')
+				i += 2
+			case 'n':
+				b = append(b, '\n')
+				i += 2
+			case 'r':
+				b = append(b, '\r')
+				i += 2
+			case 't':
+				b = append(b, '\t')
+				i += 2
+			case 'u':
+				rr := hex4(r.data, i+2)
+				if rr < 0 {
+					r.pos = i + 2
+					r.syntax("expected four hex digits after \\u")
+					return nil
+				}
+				i += 6
+				if utf16.IsSurrogate(rr) {
+					if next := escapedRune(r.data, i); next >= 0 {
+						if dec := utf16.DecodeRune(rr, next); dec != utf8.RuneError {
+							b = utf8.AppendRune(b, dec)
+							i += 6
+							continue
+						}
+					}
+					rr = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, rr)
+			default:
+				r.pos = i + 1
+				r.syntax("invalid escape")
+				return nil
+			}
+		case c < 0x20:
+			r.pos = i
+			r.syntax("control character in a string")
+			return nil
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			rr, size := utf8.DecodeRune(r.data[i:])
+			if rr == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, r.data[i:i+size]...)
+			}
+			i += size
+		}
+	}
+}
+
+// escapedRune is the rune of a \uXXXX at i, or -1 if there is none. A
+// malformed one is left for unquote to refuse when it reaches it.
+func escapedRune(data []byte, i int) rune {
+	if i+1 >= len(data) || data[i] != '\\' || data[i+1] != 'u' {
+		return -1
+	}
+	return hex4(data, i+2)
+}
+
+func hex4(data []byte, i int) rune {
+	if i+4 > len(data) {
+		return -1
+	}
+	var v rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		v = v<<4 | rune(c)
+	}
+	return v
+}
+
+// str reads a string into dst; a null leaves dst as it is.
+func (r *jsonReader) str(dst *string) {
+	if s, ok := r.strBytes(); ok {
+		*dst = string(s)
+	}
+}
+
+// strBytes reads a string's bytes (valid until the next string); false
+// for a null and on an error.
+func (r *jsonReader) strBytes() ([]byte, bool) {
+	if r.err != nil {
+		return nil, false
+	}
+	switch r.peek() {
+	case '"':
+		s, _ := r.stringBytes()
+		return s, r.err == nil
+	case 'n':
+		r.literal("null")
+		return nil, false
+	}
+	r.mismatch("a string")
+	return nil, false
+}
+
+// name reads a string the answer repeats (a sender, a member, a
+// conversation id): one string per distinct value of the decode.
+func (r *jsonReader) name(dst *string) {
+	s, ok := r.strBytes()
+	if !ok {
+		return
+	}
+	if v, ok := r.names[string(s)]; ok {
+		*dst = v
+		return
+	}
+	v := string(s)
+	if r.names == nil {
+		r.names = make(map[string]string, 64)
+	}
+	if len(r.names) < maxInterned && len(v) <= maxInternedLen {
+		r.names[v] = v
+	}
+	*dst = v
+}
+
+// The bounds of the names kept: an answer names its conversations and
+// their senders, a few hundred at most.
+const (
+	maxInterned    = 4096
+	maxInternedLen = 128
+)
+
+// word reads one of the few values a field takes (a kind, a content or
+// conversation type): the known ones are not allocated at all.
+func (r *jsonReader) word(dst *string) {
+	s, ok := r.strBytes()
+	if !ok {
+		return
+	}
+	switch string(s) {
+	case "message":
+		*dst = "message"
+	case "member_join":
+		*dst = "member_join"
+	case "member_leave":
+		*dst = "member_leave"
+	case "group":
+		*dst = "group"
+	case "direct":
+		*dst = "direct"
+	case "unspecified":
+		*dst = "unspecified"
+	case "text/plain":
+		*dst = "text/plain"
+	case "text/markdown":
+		*dst = "text/markdown"
+	case "application/octet-stream":
+		*dst = "application/octet-stream"
+	case "application/json":
+		*dst = "application/json"
+	case "image/png":
+		*dst = "image/png"
+	case "image/jpeg":
+		*dst = "image/jpeg"
+	case "":
+		*dst = ""
+	default:
+		*dst = string(s)
+	}
+}
+
+// strings reads an array of strings (nil for a null, empty for []), each
+// interned as a name.
+func (r *jsonReader) strings(dst *[]string) {
+	if !r.open('[') {
+		if r.err == nil {
+			*dst = nil
+		}
+		return
+	}
+	out := []string{}
+	for first := true; r.more(&first, ']'); {
+		var s string
+		r.name(&s)
+		out = append(out, s)
+	}
+	*dst = out
+}
+
+// base64Bytes reads a string holding base64 into dst (what encoding/json
+// does for a []byte); a null sets dst to nil.
+func (r *jsonReader) base64Bytes(dst *[]byte) {
+	if r.err != nil {
+		return
+	}
+	switch r.peek() {
+	case '"':
+	case 'n':
+		r.literal("null")
+		*dst = nil
+		return
+	case '[':
+		r.fail(errReflectOnly) // a []byte as an array of numbers
+		return
+	default:
+		r.mismatch("a base64 string")
+		return
+	}
+	at := r.pos
+	s, _ := r.stringBytes()
+	if r.err != nil {
+		return
+	}
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(b, s)
+	if err != nil {
+		r.fail(fmt.Errorf("at offset %d: body is not base64: %w", at, err))
+		return
+	}
+	*dst = b[:n]
+}
+
+// number reads a number's text, checked against JSON's grammar.
+func (r *jsonReader) number() []byte {
+	if r.err != nil {
+		return nil
+	}
+	r.space()
+	start, i, d := r.pos, r.pos, r.data
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		for i++; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
+		}
+	default:
+		r.pos = i
+		r.syntax("expected a digit")
+		return nil
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			r.pos = i
+			r.syntax("expected a digit after '.'")
+			return nil
+		}
+		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			r.pos = i
+			r.syntax("expected a digit in an exponent")
+			return nil
+		}
+		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
+		}
+	}
+	r.pos = i
+	return d[start:i]
+}
+
+// numberStart: the next value is a number; anything else but a null is
+// the wrong type.
+func (r *jsonReader) numberStart() bool {
+	if r.err != nil {
+		return false
+	}
+	switch c := r.peek(); {
+	case c == '-' || ('0' <= c && c <= '9'):
+		return true
+	case c == 'n':
+		r.literal("null")
+		return false
+	}
+	r.mismatch("a number")
+	return false
+}
+
+// uint reads an unsigned integer into dst as encoding/json does
+// (strconv.ParseUint of the number's text: no sign, fraction or
+// exponent, and in range); a null leaves dst as it is.
+func (r *jsonReader) uint(dst *uint64) {
+	if !r.numberStart() {
+		return
+	}
+	at := r.pos
+	s := r.number()
+	if r.err != nil {
+		return
+	}
+	if len(s) <= 19 && s[0] != '-' {
+		var v uint64
+		digits := true
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				digits = false
+				break
+			}
+			v = v*10 + uint64(c-'0')
+		}
+		if digits {
+			*dst = v
+			return
+		}
+	}
+	v, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		r.fail(fmt.Errorf("at offset %d: %s is not an unsigned 64-bit integer", at, s))
+		return
+	}
+	*dst = v
+}
+
+// int64 reads a signed integer of bits bits into dst as encoding/json
+// does (strconv.ParseInt); a null leaves dst as it is.
+func (r *jsonReader) intBits(dst *int64, bits int) {
+	if !r.numberStart() {
+		return
+	}
+	at := r.pos
+	s := r.number()
+	if r.err != nil {
+		return
+	}
+	if len(s) <= 18 && bits == 64 {
+		var v int64
+		digits := true
+		neg := s[0] == '-'
+		ds := s
+		if neg {
+			ds = s[1:]
+		}
+		for _, c := range ds {
+			if c < '0' || c > '9' {
+				digits = false
+				break
+			}
+			v = v*10 + int64(c-'0')
+		}
+		if digits {
+			if neg {
+				v = -v
+			}
+			*dst = v
+			return
+		}
+	}
+	v, err := strconv.ParseInt(string(s), 10, bits)
+	if err != nil {
+		r.fail(fmt.Errorf("at offset %d: %s is not a signed %d-bit integer", at, s, bits))
+		return
+	}
+	*dst = v
+}
+
+func (r *jsonReader) int64(dst *int64) { r.intBits(dst, 64) }
+
+func (r *jsonReader) int(dst *int) {
+	v := int64(*dst)
+	r.intBits(&v, strconv.IntSize)
+	*dst = int(v)
+}
+
+// bool reads true or false into dst; a null leaves dst as it is.
+func (r *jsonReader) bool(dst *bool) {
+	if r.err != nil {
+		return
+	}
+	switch r.peek() {
+	case 't':
+		r.literal("true")
+		if r.err == nil {
+			*dst = true
+		}
+	case 'f':
+		r.literal("false")
+		if r.err == nil {
+			*dst = false
+		}
+	case 'n':
+		r.literal("null")
+	default:
+		r.mismatch("a boolean")
+	}
+}
+
+// skip reads any value (of a key the client does not know), checking it
+// as encoding/json checks it.
+func (r *jsonReader) skip() {
+	if r.err != nil {
+		return
+	}
+	switch c := r.peek(); {
+	case c == '{':
+		r.open('{')
+		for first := true; r.more(&first, '}'); {
+			r.key()
+			r.skip()
+		}
+	case c == '[':
+		r.open('[')
+		for first := true; r.more(&first, ']'); {
+			r.skip()
+		}
+	case c == '"':
+		r.stringBytes()
+	case c == 't':
+		r.literal("true")
+	case c == 'f':
+		r.literal("false")
+	case c == 'n':
+		r.literal("null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		r.number()
+	default:
+		r.syntax("expected a value")
+	}
+}
+
+// unknown handles a key no field has: its value is skipped, unless the
+// key names a field in another case or in other than ASCII, which
+// encoding/json would match (see errReflectOnly).
+func (r *jsonReader) unknown(key []byte, fields ...string) {
+	for _, c := range key {
+		if c >= utf8.RuneSelf {
+			r.fail(errReflectOnly)
+			return
+		}
+	}
+	for _, f := range fields {
+		if len(f) == len(key) && asciiEqualFold(f, key) {
+			r.fail(errReflectOnly)
+			return
+		}
+	}
+	r.skip()
+}
+
+func asciiEqualFold(s string, b []byte) bool {
+	for i := range len(s) {
+		x, y := s[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// seen marks field bit of an object as read; a key read twice leaves the
+// answer to encoding/json, which merges repeated values.
+func (r *jsonReader) seen(mask *uint32, bit uint32) bool {
+	if *mask&bit != 0 {
+		r.fail(errReflectOnly)
+		return false
+	}
+	*mask |= bit
+	return true
+}
