@@ -204,7 +204,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		return 0, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := readAnswer(resp)
 	if err != nil {
 		return len(raw), 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
@@ -225,6 +225,19 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		}
 	}
 	return len(raw), len(data), nil
+}
+
+// readAnswer reads an answer's body into a buffer of the length the
+// server said, when it said one: io.ReadAll grows its buffer from 512
+// bytes, copying what it read at every step.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n < 0 || n > maxDecodedBytes {
+		return io.ReadAll(resp.Body)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	_, err := b.ReadFrom(resp.Body)
+	return b.Bytes(), err
 }
 
 // Conversations reads the first page of the conversation list.
