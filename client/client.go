@@ -208,7 +208,14 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	if err != nil {
 		return len(raw), 0, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
-	data, err := decodeBody(resp.Header.Get("Content-Encoding"), raw)
+	// A wire answer's decode copies what it keeps, so its decoded bytes
+	// can go to the next answer.
+	w, isWire := out.(wireAnswer)
+	var buf *[]byte
+	if isWire {
+		buf = decodedBuffer()
+	}
+	data, err := decodeBody(resp.Header.Get("Content-Encoding"), raw, buf)
 	if err != nil {
 		return len(raw), 0, fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 	}
@@ -217,12 +224,15 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	}
 	if out != nil {
 		decode := func() error { return json.Unmarshal(data, out) }
-		if w, ok := out.(wireAnswer); ok {
+		if isWire {
 			decode = func() error { return w.decodeWire(data) }
 		}
 		if err := decode(); err != nil {
 			return len(raw), len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 		}
+	}
+	if isWire {
+		recycleDecoded(buf)
 	}
 	return len(raw), len(data), nil
 }

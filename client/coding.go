@@ -25,8 +25,28 @@ var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBytes))
 })
 
-// decodeBody undoes the content coding of an answer.
-func decodeBody(coding string, raw []byte) ([]byte, error) {
+// decodedBuffers holds the buffers zstd answers were decoded into, for
+// answers whose decode keeps no part of them: a sync answer decodes to a
+// few hundred KB, otherwise allocated and cleared for every answer.
+var decodedBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBytes bounds a buffer kept for the next answer.
+const maxPooledBytes = 4 << 20
+
+func decodedBuffer() *[]byte { return decodedBuffers.Get().(*[]byte) }
+
+// recycleDecoded gives back a buffer of decodedBuffer, once nothing
+// refers to what was decoded into it.
+func recycleDecoded(buf *[]byte) {
+	if cap(*buf) <= maxPooledBytes {
+		*buf = (*buf)[:0]
+		decodedBuffers.Put(buf)
+	}
+}
+
+// decodeBody undoes the content coding of an answer. A zstd answer is
+// decoded into buf when one is given (which then holds the buffer used).
+func decodeBody(coding string, raw []byte, buf *[]byte) ([]byte, error) {
 	switch coding {
 	case "", "identity":
 		return raw, nil
@@ -35,9 +55,19 @@ func decodeBody(coding string, raw []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("zstd decoder: %w", err)
 		}
-		out, err := d.DecodeAll(raw, make([]byte, 0, 4*len(raw)))
+		var dst []byte
+		if buf != nil {
+			dst = (*buf)[:0]
+		}
+		if cap(dst) < 4*len(raw) {
+			dst = make([]byte, 0, 4*len(raw))
+		}
+		out, err := d.DecodeAll(raw, dst)
 		if err != nil {
 			return nil, fmt.Errorf("decode zstd answer: %w", err)
+		}
+		if buf != nil {
+			*buf = out
 		}
 		return out, nil
 	case "gzip":

@@ -75,7 +75,7 @@ func TestAnswersDecodeInEachCodingAndARefusedOneSaysWhy(t *testing.T) {
 		{"br", plain, false},
 	}
 	for _, tt := range tests {
-		got, err := decodeBody(tt.coding, tt.raw)
+		got, err := decodeBody(tt.coding, tt.raw, nil)
 		if tt.ok && (err != nil || !bytes.Equal(got, plain)) {
 			t.Errorf("%q: %v, %d bytes; want the %d bytes sent", tt.coding, err, len(got), len(plain))
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -41,7 +42,7 @@ type jsonReader struct {
 	buf []byte
 	// names interns the strings an answer repeats (senders, members,
 	// conversation ids) for the length of one decode.
-	names map[string]string
+	names [256]string
 	// msgs is where an array of messages is read before it is copied out.
 	msgs []Message
 }
@@ -402,32 +403,31 @@ func (r *jsonReader) strBytes() ([]byte, bool) {
 }
 
 // name reads a string the answer repeats (a sender, a member, a
-// conversation id): one string per distinct value of the decode.
+// conversation id): a value met again, while it holds its slot of a
+// small table, is the same string and costs no allocation. The table is
+// direct-mapped so that it never grows: names that share a slot take turns.
 func (r *jsonReader) name(dst *string) {
 	s, ok := r.strBytes()
 	if !ok {
 		return
 	}
-	if v, ok := r.names[string(s)]; ok {
-		*dst = v
+	if len(s) > maxInternedLen {
+		*dst = string(s)
 		return
 	}
-	v := string(s)
-	if r.names == nil {
-		r.names = make(map[string]string, 64)
+	slot := &r.names[maphash.Bytes(internSeed, s)%uint64(len(r.names))]
+	if *slot != string(s) {
+		*slot = string(s)
 	}
-	if len(r.names) < maxInterned && len(v) <= maxInternedLen {
-		r.names[v] = v
-	}
-	*dst = v
+	*dst = *slot
 }
 
-// The bounds of the names kept: an answer names its conversations and
-// their senders, a few hundred at most.
-const (
-	maxInterned    = 4096
-	maxInternedLen = 128
-)
+// internSeed seeds the name table's hash; which names share a slot only
+// matters to speed.
+var internSeed = maphash.MakeSeed()
+
+// maxInternedLen: a longer string is not a name.
+const maxInternedLen = 64
 
 // word reads one of the few values a field takes (a kind, a content or
 // conversation type): the known ones are not allocated at all.

@@ -520,3 +520,37 @@ func BenchmarkDecodeSyncAnswer(b *testing.B) {
 		})
 	}
 }
+
+// The client decodes the next zstd answer into the buffer of the last
+// one, so what a decode gives must hold no part of its input.
+func TestADecodedAnswerKeepsNothingOfTheBytesItWasReadFrom(t *testing.T) {
+	answers := map[string]struct {
+		data   []byte
+		decode func([]byte) (any, error)
+	}{
+		"sync answer": {serverSyncAnswer(2, 12, 10, true), func(b []byte) (any, error) { var v SyncResponse; err := v.decodeWire(b); return v, err }},
+		"sync answer left to encoding/json": {[]byte(`{"resync":true,"Resync":true,"conversations":[{"conv_id":"g","messages":[{"text":"t","body":"AAEC"}]}]}`),
+			func(b []byte) (any, error) { var v SyncResponse; err := v.decodeWire(b); return v, err }},
+		"page":              {serverPageAnswer(6, 30, true), func(b []byte) (any, error) { var v Page; err := v.decodeWire(b); return v, err }},
+		"conversation list": {serverConvList(8, 30), func(b []byte) (any, error) { var v ConvList; err := v.decodeWire(b); return v, err }},
+	}
+	for name, a := range answers {
+		t.Run(name, func(t *testing.T) {
+			buf := append([]byte{}, a.data...)
+			got, err := a.decode(buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range buf {
+				buf[i] = 'x'
+			}
+			want, err := a.decode(a.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("overwriting the input changed the decoded answer")
+			}
+		})
+	}
+}
