@@ -183,6 +183,10 @@ func (h *Held) Apply(resp SyncResponse) []AckItem {
 	for i := range resp.Conversations {
 		sc := &resp.Conversations[i]
 		hc := h.conv(sc.ConvID)
+		if len(hc.Msgs) == 0 && len(sc.Messages) > 8 {
+			// Sized once for the slice rather than grown through it.
+			hc.Msgs = make(map[Cursor]HeldMsg, len(sc.Messages))
+		}
 		gap, hasGap := hc.gapOf(sc)
 		sameEpoch := hc.Epoch == 0 || hc.Epoch == sc.Epoch
 		if sc.Rebase {
