@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -415,16 +414,17 @@ func (r *jsonReader) name(dst *string) {
 		*dst = string(s)
 		return
 	}
-	slot := &r.names[maphash.Bytes(internSeed, s)%uint64(len(r.names))]
+	h := uint32(2166136261) // FNV-1a: names are short
+	for _, c := range s {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	h ^= h >> 15
+	slot := &r.names[h%uint32(len(r.names))]
 	if *slot != string(s) {
 		*slot = string(s)
 	}
 	*dst = *slot
 }
-
-// internSeed seeds the name table's hash; which names share a slot only
-// matters to speed.
-var internSeed = maphash.MakeSeed()
 
 // maxInternedLen: a longer string is not a name.
 const maxInternedLen = 64

@@ -498,20 +498,32 @@ func TestTheReaderRefusesMalformedAnswersWithoutAPartialOne(t *testing.T) {
 }
 
 func TestTheReaderInternsRepeatedNamesAndKinds(t *testing.T) {
+	// Names that share a slot of the table take turns; these ten do not.
+	var answer strings.Builder
+	answer.WriteString(`{"conversations":[{"conv_id":"g","messages":[`)
+	for i := range 100 {
+		if i > 0 {
+			answer.WriteByte(',')
+		}
+		fmt.Fprintf(&answer, `{"seq":%d,"kind":"message","sender":"u%d","mentions":["u%d"]}`, i+1, i%10, (i+3)%10)
+	}
+	answer.WriteString(`]}]}`)
 	var r SyncResponse
-	if err := r.decodeWire(serverSyncAnswer(1, 4, 30, false)); err != nil {
+	if err := r.decodeWire([]byte(answer.String())); err != nil {
 		t.Fatal(err)
 	}
-	ms := r.Conversations[0].Messages
 	seen := map[string]*byte{}
-	for _, m := range ms {
-		for _, s := range []string{m.Sender, m.Kind} {
+	for _, m := range r.Conversations[0].Messages {
+		for _, s := range []string{m.Sender, m.Kind, m.Mentions[0]} {
 			p := unsafe.StringData(s)
 			if q, ok := seen[s]; ok && q != p {
 				t.Fatalf("%q decoded twice into two strings", s)
 			}
 			seen[s] = p
 		}
+	}
+	if len(seen) != 11 {
+		t.Fatalf("%d distinct strings; want the ten senders and the kind", len(seen))
 	}
 }
 
