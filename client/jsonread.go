@@ -12,12 +12,16 @@ import (
 )
 
 // A reader for the client's large answers, without reflection: a cursor
-// over the bytes that the decoders of wire.go walk field by field. It
-// accepts exactly what encoding/json accepts (the whole input is checked,
-// nesting is bounded as encoding/json bounds it) and gives the same values
-// for the answers' types; a shape it does not decode the way
-// encoding/json does makes it stop with errReflectOnly, and the answer is
-// then decoded by encoding/json after all (see decodeOrFallBack).
+// over the bytes that the walkers of wire_decode.go move field by field.
+// It accepts what encoding/json accepts (the whole input is checked,
+// nesting is bounded as encoding/json bounds it; numbers are refused out
+// of range, with a fraction or exponent, or signed for an unsigned field,
+// as strconv refuses them for encoding/json) and gives the same values
+// for the answers' types. Its errors say what is wrong in their own words:
+// only whether a decode fails is encoding/json's. A shape it does not
+// decode the way encoding/json does makes it stop with errReflectOnly,
+// and the answer is then decoded by encoding/json after all (see
+// SyncResponse.decodeWire).
 //
 // Keys are matched exactly, as the server writes them. encoding/json also
 // accepts a key in another case ("SEQ" for "seq"); such a key, which the
@@ -150,28 +154,20 @@ func (r *jsonReader) more(first *bool, closing byte) bool {
 	if r.err != nil {
 		return false
 	}
-	c := r.peek()
-	if c == closing && *first {
+	switch c := r.peek(); {
+	case c == closing:
 		r.pos++
 		r.depth--
 		return false
-	}
-	if !*first {
-		switch c {
-		case closing:
-			r.pos++
-			r.depth--
-			return false
-		case ',':
-			r.pos++
-		default:
-			if closing == '}' {
-				r.syntax("expected ',' or '}'")
-			} else {
-				r.syntax("expected ',' or ']'")
-			}
-			return false
-		}
+	case *first:
+	case c == ',':
+		r.pos++
+	case closing == '}':
+		r.syntax("expected ',' or '}'")
+		return false
+	default:
+		r.syntax("expected ',' or ']'")
+		return false
 	}
 	*first = false
 	return true
@@ -184,7 +180,7 @@ func (r *jsonReader) key() []byte {
 		r.syntax("expected a string key")
 		return nil
 	}
-	k, _ := r.stringBytes()
+	k := r.stringBytes()
 	if r.err != nil {
 		return nil
 	}
@@ -197,17 +193,17 @@ func (r *jsonReader) key() []byte {
 }
 
 // stringBytes reads the string at pos (its quote checked by the caller).
-// Without escapes and in valid UTF-8 it is the input's own bytes (raw is
-// then true); otherwise it is unescaped into r.buf as encoding/json
-// unescapes it. Either way the bytes are valid until the next string.
-func (r *jsonReader) stringBytes() (s []byte, raw bool) {
+// Without escapes and in valid UTF-8 it is the input's own bytes;
+// otherwise it is unescaped into r.buf as encoding/json unescapes it.
+// Either way the bytes are valid until the next string.
+func (r *jsonReader) stringBytes() []byte {
 	start := r.pos + 1
 	// Keys and names are short and plain: read them a byte at a time.
 	for i := start; i < len(r.data) && i < start+24; i++ {
 		c := r.data[i]
 		if c == '"' {
 			r.pos = i + 1
-			return r.data[start:i], true
+			return r.data[start:i]
 		}
 		if !plainByte[c] {
 			break
@@ -215,18 +211,18 @@ func (r *jsonReader) stringBytes() (s []byte, raw bool) {
 	}
 	q := bytes.IndexByte(r.data[start:], '"')
 	if q < 0 {
-		return r.unquote(start), false
+		return r.unquote(start)
 	}
-	s = r.data[start : start+q]
+	s := r.data[start : start+q]
 	if bytes.IndexByte(s, '\\') >= 0 {
-		return r.unquote(start), false
+		return r.unquote(start)
 	}
 	control, high := scanString(s)
 	if control || (high && !utf8.Valid(s)) {
-		return r.unquote(start), false
+		return r.unquote(start)
 	}
 	r.pos = start + q + 1
-	return s, true
+	return s
 }
 
 // plainByte: an ASCII byte that a string holds as it is.
@@ -391,7 +387,7 @@ func (r *jsonReader) strBytes() ([]byte, bool) {
 	}
 	switch r.peek() {
 	case '"':
-		s, _ := r.stringBytes()
+		s := r.stringBytes()
 		return s, r.err == nil
 	case 'n':
 		r.literal("null")
@@ -506,7 +502,7 @@ func (r *jsonReader) base64Bytes(dst *[]byte) {
 		return
 	}
 	at := r.pos
-	s, _ := r.stringBytes()
+	s := r.stringBytes()
 	if r.err != nil {
 		return
 	}
