@@ -615,7 +615,7 @@ func (r *jsonReader) uint(dst *uint64) {
 	*dst = v
 }
 
-// int64 reads a signed integer of bits bits into dst as encoding/json
+// intBits reads a signed integer of bits bits into dst as encoding/json
 // does (strconv.ParseInt); a null leaves dst as it is.
 func (r *jsonReader) intBits(dst *int64, bits int) {
 	if !r.numberStart() {
@@ -758,11 +758,9 @@ func asciiEqualFold(s string, b []byte) bool {
 
 // seen marks field bit of an object as read; a key read twice leaves the
 // answer to encoding/json, which merges repeated values.
-func (r *jsonReader) seen(mask *uint32, bit uint32) bool {
+func (r *jsonReader) seen(mask *uint32, bit uint32) {
 	if *mask&bit != 0 {
 		r.fail(errReflectOnly)
-		return false
 	}
 	*mask |= bit
-	return true
 }
