@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -50,8 +51,29 @@ type jsonReader struct {
 	msgs []Message
 }
 
+// readers keeps readers between decodes, with what they grew: the
+// buffer of messages, the table of names (names interned by one answer
+// serve the next), the buffer of unescaped strings.
+var readers = sync.Pool{New: func() any { return new(jsonReader) }}
+
+// newJSONReader is a reader of data; release gives it back.
 func newJSONReader(data []byte) *jsonReader {
-	return &jsonReader{data: data}
+	r := readers.Get().(*jsonReader)
+	r.data, r.pos, r.depth, r.err = data, 0, 0, nil
+	return r
+}
+
+// maxKeptBuffer bounds the unescaped-string buffer a released reader keeps.
+const maxKeptBuffer = 64 << 10
+
+// release gives the reader back once the decode is done; nothing it
+// keeps refers to the input.
+func (r *jsonReader) release() {
+	r.data, r.err = nil, nil
+	if cap(r.buf) > maxKeptBuffer {
+		r.buf = nil
+	}
+	readers.Put(r)
 }
 
 // fail keeps the first error; every step after it does nothing.

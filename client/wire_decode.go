@@ -27,7 +27,9 @@ func (r *SyncResponse) decodeWire(data []byte) error {
 	var out SyncResponse
 	rd := newJSONReader(data)
 	rd.syncResponse(&out)
-	if err := rd.end(); err != nil {
+	err := rd.end()
+	rd.release()
+	if err != nil {
 		if errors.Is(err, errReflectOnly) {
 			return r.decodeReflect(data)
 		}
@@ -41,7 +43,9 @@ func (p *Page) decodeWire(data []byte) error {
 	var out Page
 	rd := newJSONReader(data)
 	rd.page(&out)
-	if err := rd.end(); err != nil {
+	err := rd.end()
+	rd.release()
+	if err != nil {
 		if errors.Is(err, errReflectOnly) {
 			return p.decodeReflect(data)
 		}
@@ -57,7 +61,9 @@ func (l *ConvList) decodeWire(data []byte) error {
 	var out ConvList
 	rd := newJSONReader(data)
 	rd.convList(&out)
-	if err := rd.end(); err != nil {
+	err := rd.end()
+	rd.release()
+	if err != nil {
 		if errors.Is(err, errReflectOnly) {
 			return l.decodeReflect(data)
 		}
