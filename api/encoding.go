@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -196,20 +197,33 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 	return writeRaw(w, status, data)
 }
 
-// writeFrames writes an answer coded as it was assembled, frame by frame
-// (its length said first, so that nothing is chunked or copied).
+// writeFrames writes an answer coded as it was assembled (its length said
+// first, so that nothing is chunked). The frames are gathered into one
+// buffer and written at once: written one by one, each small frame went
+// through the server's 2 KiB and 4 KiB buffers, a write syscall every
+// 4 KiB, where one write of the whole answer costs two.
 func writeFrames(w http.ResponseWriter, status int, a *codedAnswer) (int, int) {
+	size := a.codedBytes()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Length", strconv.Itoa(a.codedBytes()))
+	w.Header().Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(status)
-	n := 0
+	bp := answerBuffers.Get().(*[]byte)
+	buf := (*bp)[:0]
 	for _, f := range a.frames {
-		k, err := w.Write(f)
-		n += k
-		if err != nil {
-			break
-		}
+		buf = append(buf, f...)
+	}
+	n, _ := w.Write(buf)
+	if cap(buf) <= maxPooledAnswerBytes {
+		*bp = buf[:0]
+		answerBuffers.Put(bp)
 	}
 	return status, n
 }
+
+// maxPooledAnswerBytes bounds the buffers answerBuffers keeps: the
+// default answer budget with room to spare; a larger one is let go.
+const maxPooledAnswerBytes = 256 << 10
+
+// answerBuffers are the buffers writeFrames gathers an answer in.
+var answerBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
