@@ -24,52 +24,35 @@ type (
 )
 
 func (r *SyncResponse) decodeWire(data []byte) error {
-	var out SyncResponse
-	rd := newJSONReader(data)
-	rd.syncResponse(&out)
-	err := rd.end()
-	rd.release()
-	if err != nil {
-		if errors.Is(err, errReflectOnly) {
-			return r.decodeReflect(data)
-		}
-		return err
-	}
-	*r = out
-	return nil
+	return walkAnswer(r, data, (*jsonReader).syncResponse, r.decodeReflect)
 }
 
 func (p *Page) decodeWire(data []byte) error {
-	var out Page
-	rd := newJSONReader(data)
-	rd.page(&out)
-	err := rd.end()
-	rd.release()
-	if err != nil {
-		if errors.Is(err, errReflectOnly) {
-			return p.decodeReflect(data)
-		}
-		return err
-	}
-	*p = out
-	return nil
+	return walkAnswer(p, data, (*jsonReader).page, p.decodeReflect)
 }
 
 // decodeWire decodes a page of the conversation list; it replaces l
 // (json.Unmarshal would merge into it: the client decodes into a new one).
 func (l *ConvList) decodeWire(data []byte) error {
-	var out ConvList
+	return walkAnswer(l, data, (*jsonReader).convList, l.decodeReflect)
+}
+
+// walkAnswer reads data into a new value with walk and puts it in dst; an
+// answer of a shape left to encoding/json (errReflectOnly) is decoded by
+// reflect instead.
+func walkAnswer[T any](dst *T, data []byte, walk func(*jsonReader, *T), reflect func([]byte) error) error {
+	var out T
 	rd := newJSONReader(data)
-	rd.convList(&out)
+	walk(rd, &out)
 	err := rd.end()
 	rd.release()
+	if errors.Is(err, errReflectOnly) {
+		return reflect(data)
+	}
 	if err != nil {
-		if errors.Is(err, errReflectOnly) {
-			return l.decodeReflect(data)
-		}
 		return err
 	}
-	*l = out
+	*dst = out
 	return nil
 }
 
