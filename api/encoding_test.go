@@ -65,21 +65,7 @@ func TestAnswersComeInTheNegotiatedCodingAndDecodeToTheSameJSON(t *testing.T) {
 	})
 	get := func(accept string) (*http.Response, []byte) {
 		t.Helper()
-		req := e.request("GET", "/v1/conversations/team/messages?after=0&limit=200", bob, nil)
-		if accept != "" {
-			req.Header.Set("Accept-Encoding", accept)
-		}
-		// A transport that adds nothing of its own, so the header is ours.
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, data
+		return roundTripAccepting(t, e.request("GET", "/v1/conversations/team/messages?after=0&limit=200", bob, nil), accept)
 	}
 	plainResp, plain := get("")
 	if plainResp.Header.Get("Content-Encoding") != "" || plainResp.Header.Get("Vary") != "Accept-Encoding" || len(plain) < minCodedBytes {
@@ -177,4 +163,24 @@ func BenchmarkAnswerCoding(b *testing.B) {
 			b.ReportMetric(float64(len(out))/float64(len(data)), "wire/decoded")
 		})
 	}
+}
+
+// roundTripAccepting sends req asking for the codings in accept (none when
+// empty) through a transport that adds nothing of its own, so the header
+// is the test's, and returns the answer with its body as it came.
+func roundTripAccepting(t *testing.T, req *http.Request, accept string) (*http.Response, []byte) {
+	t.Helper()
+	if accept != "" {
+		req.Header.Set("Accept-Encoding", accept)
+	}
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, data
 }

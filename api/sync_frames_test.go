@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"runtime"
@@ -207,18 +206,9 @@ func TestASplicedSyncAnswerDecodesToTheIdentityAnswer(t *testing.T) {
 	})
 	syncIn := func(accept string) (string, []byte) {
 		t.Helper()
-		req := e.request("POST", "/v1/sync", bob, map[string]any{})
-		if accept != "" {
-			req.Header.Set("Accept-Encoding", accept)
-		}
-		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("sync in %q: %d, %v: %s", accept, resp.StatusCode, err, data)
+		resp, data := roundTripAccepting(t, e.request("POST", "/v1/sync", bob, map[string]any{}), accept)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("sync in %q: %d: %s", accept, resp.StatusCode, data)
 		}
 		return resp.Header.Get("Content-Encoding"), data
 	}
