@@ -3,9 +3,7 @@ package api
 import (
 	"encoding/binary"
 	"encoding/json"
-	"runtime"
 	"sync"
-	"weak"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -143,45 +141,26 @@ func appendEncodings(out []byte, encs []json.RawMessage) []byte {
 }
 
 // sharedFrames keeps the zstd frame of each run for as long as its first
-// entry lives (weak keys, as sharedEncodings): bounded by the entries that
-// requests in flight hold.
+// entry lives (a runTable, as sharedEncodings): bounded by the entries
+// that requests in flight hold.
 type sharedFrames struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[schemas.Sequenced]][]*runFrame
+	runs runTable[*runFrame]
 }
 
 // runFrame is one run's frame, made once: those who ask meanwhile wait.
 type runFrame struct {
-	n     int
 	once  sync.Once
 	frame []byte
 }
 
 func newSharedFrames() *sharedFrames {
-	return &sharedFrames{m: map[weak.Pointer[schemas.Sequenced]][]*runFrame{}}
+	return &sharedFrames{runs: newRunTable[*runFrame]()}
 }
 
 // frame is run's frame, compressing plain() (the run's encoding) if no
 // other answer did yet.
 func (c *sharedFrames) frame(run messageRun, plain func() []byte, enc *zstd.Encoder) []byte {
-	k := weak.Make(run.first) // outside the lock: it takes the runtime's own
-	c.mu.Lock()
-	fs, had := c.m[k]
-	var f *runFrame
-	for _, x := range fs {
-		if x.n == run.n {
-			f = x
-			break
-		}
-	}
-	if f == nil {
-		f = &runFrame{n: run.n}
-		c.m[k] = append(fs, f)
-	}
-	c.mu.Unlock()
-	if !had {
-		runtime.AddCleanup(run.first, c.drop, k)
-	}
+	f, _ := c.runs.find(run.first, run.n, func() *runFrame { return new(runFrame) })
 	f.once.Do(func() {
 		b := plain()
 		f.frame = enc.EncodeAll(b, make([]byte, 0, len(b)/3+64))
@@ -189,28 +168,10 @@ func (c *sharedFrames) frame(run messageRun, plain func() []byte, enc *zstd.Enco
 	return f.frame
 }
 
-func (c *sharedFrames) drop(k weak.Pointer[schemas.Sequenced]) {
-	c.mu.Lock()
-	delete(c.m, k)
-	c.mu.Unlock()
-}
-
 // compressed counts the runs whose frame is kept.
-func (c *sharedFrames) compressed() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, fs := range c.m {
-		n += len(fs)
-	}
-	return n
-}
+func (c *sharedFrames) compressed() int { return c.runs.runs() }
 
-func (c *sharedFrames) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
+func (c *sharedFrames) len() int { return c.runs.len() }
 
 // zstdMagic opens every zstd frame (RFC 8878 section 3.1.1).
 const zstdMagic = 0xFD2FB528
