@@ -223,11 +223,12 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 		return len(raw), len(data), fmt.Errorf("%s %s: %w", method, path, statusError(resp, data))
 	}
 	if out != nil {
-		decode := func() error { return json.Unmarshal(data, out) }
 		if isWire {
-			decode = func() error { return w.decodeWire(data) }
+			err = w.decodeWire(data)
+		} else {
+			err = json.Unmarshal(data, out)
 		}
-		if err := decode(); err != nil {
+		if err != nil {
 			return len(raw), len(data), fmt.Errorf("%s %s: %w: %w", method, path, errDecode, err)
 		}
 	}

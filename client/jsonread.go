@@ -63,8 +63,12 @@ func newJSONReader(data []byte) *jsonReader {
 	return r
 }
 
-// maxKeptBuffer bounds the unescaped-string buffer a released reader keeps.
-const maxKeptBuffer = 64 << 10
+// maxKeptBuffer bounds the unescaped-string buffer a released reader
+// keeps, and maxKeptMessages its buffer of messages.
+const (
+	maxKeptBuffer   = 64 << 10
+	maxKeptMessages = 1024
+)
 
 // release gives the reader back once the decode is done; nothing it
 // keeps refers to the input.
@@ -72,6 +76,9 @@ func (r *jsonReader) release() {
 	r.data, r.err = nil, nil
 	if cap(r.buf) > maxKeptBuffer {
 		r.buf = nil
+	}
+	if cap(r.msgs) > maxKeptMessages {
+		r.msgs = nil
 	}
 	readers.Put(r)
 }
@@ -487,7 +494,8 @@ func (r *jsonReader) word(dst *string) {
 }
 
 // strings reads an array of strings (nil for a null, empty for []), each
-// interned as a name.
+// interned as a name. It is not a readArray: messages carry these arrays,
+// and through readArray's element call they cost an allocation more each.
 func (r *jsonReader) strings(dst *[]string) {
 	if !r.open('[') {
 		if r.err == nil {
@@ -500,6 +508,24 @@ func (r *jsonReader) strings(dst *[]string) {
 		var s string
 		r.name(&s)
 		out = append(out, s)
+	}
+	*dst = out
+}
+
+// readArray reads an array (nil for a null, empty for []) with elem
+// reading each element in place.
+func readArray[T any](r *jsonReader, dst *[]T, elem func(*jsonReader, *T)) {
+	if !r.open('[') {
+		if r.err == nil {
+			*dst = nil
+		}
+		return
+	}
+	out := []T{}
+	for first := true; r.more(&first, ']'); {
+		var zero T
+		out = append(out, zero)
+		elem(r, &out[len(out)-1])
 	}
 	*dst = out
 }

@@ -97,20 +97,7 @@ func (r *jsonReader) syncResponse(out *SyncResponse) {
 	}
 }
 
-func (r *jsonReader) mentions(dst *[]SyncMention) {
-	if !r.open('[') {
-		if r.err == nil {
-			*dst = nil
-		}
-		return
-	}
-	out := []SyncMention{}
-	for first := true; r.more(&first, ']'); {
-		out = append(out, SyncMention{})
-		r.mention(&out[len(out)-1])
-	}
-	*dst = out
-}
+func (r *jsonReader) mentions(dst *[]SyncMention) { readArray(r, dst, (*jsonReader).mention) }
 
 func (r *jsonReader) mention(m *SyncMention) {
 	if !r.open('{') {
@@ -134,20 +121,7 @@ func (r *jsonReader) mention(m *SyncMention) {
 	}
 }
 
-func (r *jsonReader) syncConvs(dst *[]SyncConv) {
-	if !r.open('[') {
-		if r.err == nil {
-			*dst = nil
-		}
-		return
-	}
-	out := []SyncConv{}
-	for first := true; r.more(&first, ']'); {
-		out = append(out, SyncConv{})
-		r.syncConv(&out[len(out)-1])
-	}
-	*dst = out
-}
+func (r *jsonReader) syncConvs(dst *[]SyncConv) { readArray(r, dst, (*jsonReader).syncConv) }
 
 func (r *jsonReader) syncConv(c *SyncConv) {
 	if !r.open('{') {
@@ -229,32 +203,22 @@ func (r *jsonReader) gap(dst **gap) {
 	*dst = g
 }
 
-func (r *jsonReader) summaries(dst *[]summary) {
-	if !r.open('[') {
-		if r.err == nil {
-			*dst = nil
-		}
+func (r *jsonReader) summaries(dst *[]summary) { readArray(r, dst, (*jsonReader).summary) }
+
+func (r *jsonReader) summary(s *summary) {
+	if !r.open('{') {
 		return
 	}
-	out := []summary{}
-	for first := true; r.more(&first, ']'); {
-		out = append(out, summary{})
-		s := &out[len(out)-1]
-		if !r.open('{') {
-			continue
-		}
-		var seen uint32
-		for first := true; r.more(&first, '}'); {
-			switch k := r.key(); string(k) {
-			case "conv_id":
-				r.seen(&seen, 1<<0)
-				r.name(&s.ConvID)
-			default:
-				r.unknown(k, "conv_id")
-			}
+	var seen uint32
+	for first := true; r.more(&first, '}'); {
+		switch k := r.key(); string(k) {
+		case "conv_id":
+			r.seen(&seen, 1<<0)
+			r.name(&s.ConvID)
+		default:
+			r.unknown(k, "conv_id")
 		}
 	}
-	*dst = out
 }
 
 func (r *jsonReader) page(p *Page) {
@@ -410,20 +374,7 @@ func (r *jsonReader) convList(l *ConvList) {
 	}
 }
 
-func (r *jsonReader) convItems(dst *[]ConvItem) {
-	if !r.open('[') {
-		if r.err == nil {
-			*dst = nil
-		}
-		return
-	}
-	out := []ConvItem{}
-	for first := true; r.more(&first, ']'); {
-		out = append(out, ConvItem{})
-		r.convItem(&out[len(out)-1])
-	}
-	*dst = out
-}
+func (r *jsonReader) convItems(dst *[]ConvItem) { readArray(r, dst, (*jsonReader).convItem) }
 
 func (r *jsonReader) convItem(c *ConvItem) {
 	if !r.open('{') {
