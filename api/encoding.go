@@ -203,17 +203,13 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 // through the server's 2 KiB and 4 KiB buffers, a write syscall every
 // 4 KiB, where one write of the whole answer costs two.
 func writeFrames(w http.ResponseWriter, status int, a *codedAnswer) (int, int) {
-	size := a.codedBytes()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Length", strconv.Itoa(size))
-	w.WriteHeader(status)
 	bp := answerBuffers.Get().(*[]byte)
 	buf := (*bp)[:0]
 	for _, f := range a.frames {
 		buf = append(buf, f...)
 	}
-	n, _ := w.Write(buf)
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	status, n := writeRaw(w, status, buf)
 	if cap(buf) <= maxPooledAnswerBytes {
 		*bp = buf[:0]
 		answerBuffers.Put(bp)

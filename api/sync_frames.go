@@ -46,7 +46,8 @@ type messageRun struct {
 }
 
 // codedAnswer is an answer compressed as it was assembled: frames are its
-// zstd frames in order (the shared ones as they are kept, never copied)
+// zstd frames in order (the shared ones as they are kept, copied only into
+// the one write of the answer, writeFrames)
 // and plainBytes counts its bytes before coding. Without any run spliced,
 // frames is nil and plain is the answer (it goes through the usual
 // negotiation).
