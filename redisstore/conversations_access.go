@@ -77,8 +77,16 @@ func (s *Store) conversationAccess(ctx context.Context, user string, convs []str
 	}
 	out := make(map[string]ConvAccess, len(convs))
 	for i, c := range convs {
+		// A pipeline's error is its first command's: a redis.Nil there
+		// hides whatever failed after it, so each reply is looked at.
+		if err := metas[i].Err(); err != nil {
+			return nil, fmt.Errorf("read conversation %s: %w", c, err)
+		}
 		a := convAccessOf(c, metas[i].Val())
 		if pasts[i] != nil {
+			if err := pasts[i].Err(); err != nil && err != redis.Nil {
+				return nil, fmt.Errorf("read past membership of %s in %s: %w", user, c, err)
+			}
 			a.Spans = parsePastSpans(pasts[i].Val())
 		}
 		if j, err := mems[i].Result(); err == nil {
