@@ -199,7 +199,9 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 				f.err = err
 			} else {
 				f.sl = sls[k]
-				s.flights.keep(keys[i], f.sl, ended)
+				if f.sl.member { // only a member's read answers others (answers)
+					s.flights.keep(keys[i], f.sl, ended)
+				}
 			}
 			delete(s.flights.m, keys[i])
 			close(f.done)
