@@ -255,3 +255,45 @@ func TestAConnectionWhosePushesWereAllAckedIsPushedAgainAfterItsNextPush(t *test
 		t.Fatalf("due after the wait: %+v, want seq 2 for its second attempt", items)
 	}
 }
+
+// A catch-up's read that a newer catch-up of the same conversation has
+// replaced (the connection left it and listened again meanwhile) neither
+// pushes nor closes the newer one; the newer one's read does.
+func TestAStaleCatchUpReadLeavesTheNewerCatchUpOpen(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	h := le.server.live
+	c := newLiveConn(h, nil, "bob", "phone", "c1") // never started: frames only queue
+	listenWith := func(cu *catchUp) {
+		h.mu.Lock()
+		c.mu.Lock()
+		defer h.mu.Unlock()
+		defer c.mu.Unlock()
+		if !h.addListenerLocked(c, "team", 0, cu) {
+			t.Fatal("the connection could not listen")
+		}
+	}
+	state := func() (*catchUp, int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.catching["team"], len(c.pending)
+	}
+	read := []*schemas.Sequenced{{Seq: 1, Epoch: 1, Message: &schemas.Message{ConvId: "team", Sender: "alice", Kind: schemas.Kind_KIND_MESSAGE}}}
+	old := &catchUp{}
+	listenWith(old)
+	// left, as unlisten leaves the connection (this hub runs no bus)
+	c.mu.Lock()
+	delete(c.groups, "team")
+	c.caughtUpLocked("team")
+	c.mu.Unlock()
+	newer := &catchUp{}
+	listenWith(newer)
+
+	h.finish(catchUpDone{c: c, conv: "team", cu: old, push: read})
+	if cu, pushed := state(); cu != newer || pushed != 0 {
+		t.Fatalf("after the stale read: catching %p (newer %p), %d pushed; want the newer one open and nothing pushed", cu, newer, pushed)
+	}
+	h.finish(catchUpDone{c: c, conv: "team", cu: newer, push: read})
+	if cu, pushed := state(); cu != nil || pushed != 1 {
+		t.Fatalf("after the newer read: catching %p, %d pushed; want it closed and its record pushed", cu, pushed)
+	}
+}

@@ -60,8 +60,12 @@ func (cu *catchUp) hold(p heldPush, limit int) {
 func (h *liveHub) heldLimit() int { return max(2*h.cfg.ReplayMax, 8) }
 
 type catchUpJob struct {
-	c     *liveConn
-	conv  string
+	c    *liveConn
+	conv string
+	// cu is the catch-up the job closes: a newer one may replace it
+	// meanwhile (the connection left and listened again), and its
+	// read is then not the one that closes the gap.
+	cu    *catchUp
 	from  uint64 // the connection has, or is not meant, what is up to it
 	epoch uint64 // of from; 0 when unknown
 	large bool
@@ -74,6 +78,7 @@ type catchUpJob struct {
 type catchUpDone struct {
 	c    *liveConn
 	conv string
+	cu   *catchUp // the job's
 	// push: the records after the job's from, in seq order.
 	push  []*schemas.Sequenced
 	large bool
@@ -113,7 +118,7 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 		h.mu.Unlock()
 		return true // pushed by name; what follows reaches c by pull
 	}
-	job := catchUpJob{c: c, conv: conv, from: floor, large: large}
+	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large}
 	if sq != nil {
 		// The record named c is c's (a large group's joiner is pushed
 		// its join), but nothing the device acked or was told of.
@@ -137,7 +142,7 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 	case h.catchUps <- job:
 	default:
 		h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-		h.finish(catchUpDone{c: c, conv: conv, drop: true, notice: jsonFrame(pullAllNotice())})
+		h.finish(catchUpDone{c: c, conv: conv, cu: cu, drop: true, notice: jsonFrame(pullAllNotice())})
 	}
 	return false
 }
@@ -146,26 +151,32 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 // its subscriptions were confirmed, so the notice covers what their
 // channels carried before): each one's floor is the seq the user joined
 // it at, and what the channel brought meanwhile after it is pushed.
-func (h *liveHub) release(c *liveConn, floors map[string]uint64) {
+func (h *liveHub) release(c *liveConn, floors map[string]releaseAt) {
 	if len(floors) == 0 {
 		return
 	}
 	h.onDispatcher(func() {
-		for conv, floor := range floors {
+		for conv, r := range floors {
 			c.mu.Lock()
-			cu := c.caughtUpLocked(conv)
-			if _, ok := c.groups[conv]; ok {
-				c.groups[conv] = floor
+			current := c.caughtUpIfLocked(conv, r.cu)
+			if _, ok := c.groups[conv]; ok && current {
+				c.groups[conv] = r.floor
 			}
 			c.mu.Unlock()
-			if cu != nil {
-				h.pushHeld(c, conv, cu, floor)
-				if cu.again {
+			if current {
+				h.pushHeld(c, conv, r.cu, r.floor)
+				if r.cu.again {
 					h.recatch(c, conv)
 				}
 			}
 		}
 	})
+}
+
+// releaseAt is where the notice's catch-up cu of a conversation ends.
+type releaseAt struct {
+	floor uint64
+	cu    *catchUp
 }
 
 // onDispatcher runs f on the dispatcher, in turn with the channels'
@@ -192,7 +203,7 @@ func (h *liveHub) catchUpLoop() {
 // catchUp subscribes the conversation's channel, waits for the server's
 // confirmation, then reads what the connection lacks.
 func (h *liveHub) catchUp(j catchUpJob) catchUpDone {
-	d := catchUpDone{c: j.c, conv: j.conv, large: j.large, covered: j.from}
+	d := catchUpDone{c: j.c, conv: j.conv, cu: j.cu, large: j.large, covered: j.from}
 	if hook := h.beforeSubscribe; hook != nil {
 		hook(j.conv)
 	}
@@ -247,7 +258,8 @@ func (h *liveHub) catchUp(j catchUpJob) catchUpDone {
 func (h *liveHub) finish(d catchUpDone) {
 	c := d.c
 	c.mu.Lock()
-	cu := c.caughtUpLocked(d.conv)
+	cu := d.cu
+	current := c.caughtUpIfLocked(d.conv, cu)
 	_, listening := c.groups[d.conv]
 	if d.notice != nil && d.known.seq > 0 {
 		if k := c.known[d.conv]; k.epoch < d.known.epoch || (k.epoch == d.known.epoch && k.seq < d.known.seq) {
@@ -255,8 +267,8 @@ func (h *liveHub) finish(d catchUpDone) {
 		}
 	}
 	c.mu.Unlock()
-	if cu == nil || !listening {
-		return // stopped listening meanwhile (left, or closed)
+	if !current || !listening {
+		return // stopped listening meanwhile (left, or closed), or listens anew
 	}
 	if d.drop {
 		h.unlisten(c, d.conv)
@@ -355,7 +367,7 @@ func (h *liveHub) noticeResubscribedFull() {
 
 func (h *liveHub) catchUpFull(j catchUpJob) {
 	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-	h.finish(catchUpDone{c: j.c, conv: j.conv, covered: j.from, large: j.large, notice: jsonFrame(pullAllNotice())})
+	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: j.from, large: j.large, notice: jsonFrame(pullAllNotice())})
 }
 
 // recatch makes c catch up on conv once more: the channel was
@@ -387,7 +399,7 @@ func (h *liveHub) markRecatch(c *liveConn, conv string) (_ catchUpJob, ok bool) 
 	if !listening || floor == unknownJoin {
 		return catchUpJob{}, false
 	}
-	job := catchUpJob{c: c, conv: conv, from: floor, resubscribed: true}
+	job := catchUpJob{c: c, conv: conv, cu: &catchUp{}, from: floor, resubscribed: true}
 	if k, ok := c.known[conv]; ok {
 		job.epoch, job.large = k.epoch, k.large
 		job.from = max(job.from, k.seq)
@@ -399,7 +411,7 @@ func (h *liveHub) markRecatch(c *liveConn, conv string) (_ catchUpJob, ok bool) 
 	if c.catching == nil {
 		c.catching = map[string]*catchUp{}
 	}
-	c.catching[conv] = &catchUp{}
+	c.catching[conv] = job.cu
 	return job, true
 }
 

@@ -449,6 +449,17 @@ func (c *liveConn) raiseFloorLocked(conv string, floor uint64) {
 	}
 }
 
+// caughtUpIfLocked ends c's catch-up on conv if it is cu, and reports
+// whether it was: a newer one replaces it when the connection left conv
+// and listened again meanwhile. c.mu is held.
+func (c *liveConn) caughtUpIfLocked(conv string, cu *catchUp) bool {
+	if cu == nil || c.catching[conv] != cu {
+		return false
+	}
+	c.caughtUpLocked(conv)
+	return true
+}
+
 // caughtUpLocked ends c's catch-up on conv and returns it (nil: none
 // was running). The map goes with the last one: a connection catches up
 // on its conversations at connect and then seldom again, and an idle

@@ -345,7 +345,8 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
-	var listened, added, news []string
+	var listened, news []string
+	var added map[string]*catchUp
 	byConv := map[string]redisstore.ConvItem{}
 	for _, it := range items {
 		if !it.Left {
@@ -377,10 +378,10 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 			return out, nil, err
 		}
 	}
-	floors := make(map[string]uint64, len(added))
-	for _, conv := range added {
+	floors := make(map[string]releaseAt, len(added))
+	for conv, cu := range added {
 		if a := access[conv]; a.Member {
-			floors[conv] = a.Joined
+			floors[conv] = releaseAt{floor: a.Joined, cu: cu}
 		} else {
 			s.live.unlisten(c, conv) // left since the list was read
 		}

@@ -267,9 +267,10 @@ func (h *liveHub) addListenerLocked(c *liveConn, conv string, floor uint64, cu *
 // joined is the seq up to which the channel's records are not c's (see
 // liveConn.groups): unknownJoin until the notice read the member's join.
 // Until then the conversations c did not listen to yet hold what their
-// channels bring (release); added names them.
-func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) (added []string, _ error) {
+// channels bring (release); added names them, with the catch-up of each.
+func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) (added map[string]*catchUp, _ error) {
 	var channels []string
+	added = map[string]*catchUp{}
 	h.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
@@ -277,10 +278,11 @@ func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs 
 			c.raiseFloorLocked(g, joined)
 			continue
 		}
-		if !h.addListenerLocked(c, g, joined, &catchUp{}) {
+		cu := &catchUp{}
+		if !h.addListenerLocked(c, g, joined, cu) {
 			break
 		}
-		added = append(added, g)
+		added[g] = cu
 		// Also a channel this node subscribed already: its confirmation
 		// may still be due.
 		channels = append(channels, h.store.Keys().ConvChannel(g))
