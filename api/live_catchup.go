@@ -267,8 +267,12 @@ func (h *liveHub) finish(d catchUpDone) {
 		}
 	}
 	c.mu.Unlock()
-	if !current || !listening {
-		return // stopped listening meanwhile (left, or closed), or listens anew
+	if !listening {
+		h.dropIfUnheard(d.conv) // the catch-up may have subscribed after the last listener left
+		return
+	}
+	if !current {
+		return // left and listens anew: the newer catch-up closes the gap
 	}
 	if d.drop {
 		h.unlisten(c, d.conv)
@@ -311,6 +315,13 @@ func (h *liveHub) noteResubscribed(channel string) {
 	if !ok {
 		return // the node's own channel
 	}
+	h.recatchListeners(conv)
+}
+
+// recatchListeners makes every connection listening to conv here catch
+// up again, from what it has, through the workers' queue (a full queue:
+// the dispatcher tells them to pull).
+func (h *liveHub) recatchListeners(conv string) {
 	h.mu.Lock()
 	conns := make([]*liveConn, 0, len(h.groups[conv]))
 	for c := range h.groups[conv] {

@@ -331,3 +331,28 @@ func TestRecordsPublishedWhileTheBusWasDownArePushedOnceInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A node decides a channel has no listener under its lock and
+// unsubscribes after it, so a connection may start listening in between,
+// its subscription finding the channel still there. The removal then
+// leaves that listener caught up again and the channel subscribed anew:
+// what is sent afterwards still reaches it.
+func TestAListenerThatCameWhileItsChannelWasDroppedKeepsReceiving(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	le.produce(founding("crew", "erin", "carol"))
+	carol := le.device(1, "carol", "phone")
+	carol.connect()
+	le.produce(textMsg("crew", "crew-0", "erin"))
+	carol.pushedAll("crew-0")
+
+	// The removal a connection leaving crew decided before carol listened.
+	hub := le.nodes[1].server.live
+	if err := hub.dropChannels(context.Background(), "crew"); err != nil {
+		t.Fatal(err)
+	}
+	after := textMsg("crew", "crew-after", "erin")
+	le.produce(after)
+	if got := carol.messagesUntilQuiet("crew"); len(got) != 1 || got[0] != after.ClientMsgId {
+		t.Fatalf("after the channel was dropped under her carol was pushed %v, want %s", got, after.ClientMsgId)
+	}
+}

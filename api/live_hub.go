@@ -211,7 +211,7 @@ func (h *liveHub) unregister(c *liveConn) {
 			delete(set, c)
 			if len(set) == 0 {
 				delete(h.groups, g)
-				drop = append(drop, h.store.Keys().ConvChannel(g))
+				drop = append(drop, g)
 			}
 		}
 	}
@@ -227,7 +227,7 @@ func (h *liveHub) unregister(c *liveConn) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
 	defer cancel()
 	if len(drop) > 0 {
-		if err := h.sub.Remove(ctx, drop...); err != nil {
+		if err := h.dropChannels(ctx, drop...); err != nil {
 			h.log.Warn("unsubscribe conversations", "err", err)
 		}
 	}
@@ -313,7 +313,47 @@ func (h *liveHub) unlisten(c *liveConn, conv string) {
 	if empty {
 		ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
 		defer cancel()
-		_ = h.sub.Remove(ctx, h.store.Keys().ConvChannel(conv))
+		_ = h.dropChannels(ctx, conv)
+	}
+}
+
+// dropChannels unsubscribes the channels of convs, which had no listener
+// here when that was decided. The decision is made under h.mu and the
+// unsubscription after it, so a connection may have started listening in
+// between: its subscription found the channel still there, or its wait
+// was ended by the removal. Such listeners catch up again, and their
+// catch-up subscribes anew.
+func (h *liveHub) dropChannels(ctx context.Context, convs ...string) error {
+	channels := make([]string, len(convs))
+	for i, conv := range convs {
+		channels[i] = h.store.Keys().ConvChannel(conv)
+	}
+	err := h.sub.Remove(ctx, channels...)
+	for _, conv := range convs {
+		h.mu.Lock()
+		back := len(h.groups[conv]) > 0
+		h.mu.Unlock()
+		if back {
+			h.recatchListeners(conv)
+		}
+	}
+	return err
+}
+
+// dropIfUnheard unsubscribes conv's channel when no connection here
+// listens to it: a catch-up may have subscribed it after its last
+// listener left.
+func (h *liveHub) dropIfUnheard(conv string) {
+	h.mu.Lock()
+	unheard := len(h.groups[conv]) == 0
+	h.mu.Unlock()
+	if !unheard {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
+	defer cancel()
+	if err := h.dropChannels(ctx, conv); err != nil {
+		h.log.Warn("unsubscribe a conversation", "conv", conv, "err", err)
 	}
 }
 
