@@ -79,14 +79,40 @@ const (
 // call; each update is one atomic step, and all calls go in one round trip
 // (per node on Redis Cluster). Replaying an update changes nothing. The
 // outcome and error of update i are at index i.
+//
+// An update that fails for good (Permanent: a key of the wrong type, a
+// script error) fails alone: the script reports each update's error in its
+// place. A call that failed whole for good (a malformed reply, an error
+// outside any update) is sent again once, one update a call, in one more
+// round trip, so that its bad update does not fail its neighbours; what
+// those calls answer is final.
 func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]InboxOutcome, []error) {
 	outs, errs := make([]InboxOutcome, len(updates)), make([]error, len(updates))
 	if len(updates) == 0 {
 		return outs, errs
 	}
+	groups := s.inboxCalls(updates)
+	failed := s.applyInboxCalls(ctx, updates, groups, outs, errs)
+	var alone [][]int
+	for _, k := range failed {
+		for _, i := range groups[k] {
+			alone = append(alone, []int{i})
+			errs[i] = nil
+		}
+	}
+	if len(alone) > 0 {
+		s.applyInboxCalls(ctx, updates, alone, outs, errs)
+	}
+	return outs, errs
+}
+
+// applyInboxCalls runs the script calls of groups in one pipeline and sets
+// the outcome or error of each of their updates. It returns the calls of
+// more than one update that failed whole for good.
+func (s *Store) applyInboxCalls(ctx context.Context, updates []InboxUpdate, groups [][]int,
+	outs []InboxOutcome, errs []error) (failed []int) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	groups := s.inboxCalls(updates)
 	calls := make([]scriptCall, len(groups))
 	fence := s.fenceArg()
 	for k, g := range groups {
@@ -102,9 +128,11 @@ func (s *Store) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]Inbo
 			}
 			continue
 		}
-		inboxOutcomes(c, updates, groups[k], outs, errs)
+		if whole := inboxOutcomes(c, updates, groups[k], outs, errs); Permanent(whole) && len(groups[k]) > 1 {
+			failed = append(failed, k)
+		}
 	}
-	return outs, errs
+	return failed
 }
 
 // inboxCalls cuts updates into script calls: the indexes of each call's
@@ -156,39 +184,55 @@ func keyHashSlot(key string) int {
 	return keySlot(key)
 }
 
-// inboxOutcomes sets the outcome or error of every update of one call.
-func inboxOutcomes(c *redis.Cmd, updates []InboxUpdate, call []int, outs []InboxOutcome, errs []error) {
-	fail := func(err error) {
+// inboxOutcomes sets the outcome or error of every update of one call; it
+// returns the error that failed the call whole, if one did.
+func inboxOutcomes(c *redis.Cmd, updates []InboxUpdate, call []int, outs []InboxOutcome, errs []error) error {
+	fail := func(err error) error {
 		for _, i := range call {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("inbox %s of %s: %w", updates[i].Conv, updates[i].User, err)
 			}
 		}
+		return err
 	}
-	codes, err := c.Int64Slice()
+	switch err := c.Err(); {
+	case errors.Is(err, redis.Nil):
+		return fail(fmt.Errorf("%w: nil", ErrMalformedReply))
+	case err != nil:
+		return fail(fenced(err))
+	}
+	replies, err := c.Slice()
 	switch {
 	case err != nil:
-		fail(fenced(err))
-		return
-	case len(codes) != len(call):
-		fail(fmt.Errorf("inbox script answered %d codes for %d updates", len(codes), len(call)))
-		return
+		return fail(fmt.Errorf("%w: %v", ErrMalformedReply, err))
+	case len(replies) != len(call):
+		return fail(fmt.Errorf("%w: %d replies for %d updates", ErrMalformedReply, len(replies), len(call)))
 	}
 	for k, i := range call {
 		u := updates[i]
-		switch codes[k] {
-		case inboxStatusApplied:
+		code, isCode := replies[k].(int64)
+		var err error
+		switch failure, isErr := replies[k].(error); {
+		case isErr:
+			err = fenced(failure)
+		case !isCode:
+			err = fmt.Errorf("%w: %T in place of a code", ErrMalformedReply, replies[k])
+		case code == inboxStatusApplied:
 			outs[i] = InboxApplied
-		case inboxStatusReplayed:
+		case code == inboxStatusReplayed:
 			outs[i] = InboxReplayed
-		case inboxStatusReceiveOnly:
+		case code == inboxStatusReceiveOnly:
 			outs[i] = InboxReceiveOnly
-		case inboxStatusMoved:
-			errs[i] = fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, ErrUserMoved)
+		case code == inboxStatusMoved:
+			err = ErrUserMoved
 		default:
-			errs[i] = fmt.Errorf("inbox %s of %s: unknown code %d", u.Conv, u.User, codes[k])
+			err = fmt.Errorf("%w: unknown code %d", ErrMalformedReply, code)
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("inbox %s of %s: %w", u.Conv, u.User, err)
 		}
 	}
+	return nil
 }
 
 func (s *Store) appendInboxKeys(keys []string, user string) []string {

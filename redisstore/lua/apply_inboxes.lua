@@ -56,7 +56,9 @@
 --
 -- Returns one code per update: 1 if anything changed, 0 for a replay, -1
 -- for a receive-only account (nothing written), -2 when the user's keys
--- were moved to the hot store (nothing written; see schemas/redis-keys.md).
+-- were moved to the hot store (nothing written; see schemas/redis-keys.md),
+-- or, for an update that failed, the error reply of the command that
+-- failed (WRONGTYPE …) in its place.
 --
 -- Why it is written the way it is: this runs once per recipient of every
 -- message batch, so what each update costs is what fanout costs. Per
@@ -267,9 +269,23 @@ for kb = 4, #KEYS, 5 do profs[#profs + 1] = KEYS[kb] end
 for i = 1, #profs, 500 do
   if call('EXISTS', unpack(profs, i, min(i + 499, #profs))) > 0 then probe = true end
 end
+-- One update that fails (a key of the wrong type, say) fails alone: its
+-- place in the reply is the error, and the call goes on with the next
+-- user. What the failed update wrote before the error stays, as an error
+-- of a whole call leaves it: every write here is guarded, so its replay
+-- applies the rest. Errors raised by Lua itself get the ERR code a server
+-- gives them.
+local pcall, type, match = pcall, type, string.match
 local out = {}
 for kb = 1, #KEYS, 5 do
   local u = (kb - 1) / 5
-  out[u + 1] = apply_one(kb, plans[tonumber(ARGV[first + u])], probe)
+  local ok, res = pcall(apply_one, kb, plans[tonumber(ARGV[first + u])], probe)
+  if not ok then
+    if type(res) == 'table' then res = res.err end
+    res = tostring(res)
+    if not match(res, '^%u+ ') then res = 'ERR ' .. res end
+    res = {err = res}
+  end
+  out[u + 1] = res
 end
 return out

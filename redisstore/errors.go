@@ -1,0 +1,76 @@
+package redisstore
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrMalformedReply: a script answered a reply its caller cannot read (not
+// the shape it promises). The same call answers the same again, so it is
+// never worth retrying.
+var ErrMalformedReply = errors.New("malformed script reply")
+
+// temporaryReplies are the first words of the server's error replies that
+// say the server cannot take the command now but will later: it is
+// loading, busy with a script, between masters, out of memory until
+// expiry frees some, refusing writes until its disk or replicas are back,
+// or it was never the node for the key. The store's own refusals that ask
+// for another try (a fence to verify, a user to route again, a read to
+// repeat) and a lost script cache are waited for too. Authentication and
+// ACL refusals are among them: an operator fixes them, and until then
+// every call fails alike, so they are a store that is down for us.
+var temporaryReplies = map[string]bool{
+	"LOADING": true, "BUSY": true, "TRYAGAIN": true, "CLUSTERDOWN": true, "MASTERDOWN": true,
+	"READONLY": true, "NOREPLICAS": true, "OOM": true, "MISCONF": true, "MOVED": true, "ASK": true,
+	"NOSCRIPT": true, "NOAUTH": true, "WRONGPASS": true, "NOPERM": true,
+	refusalFenced: true, refusalMoved: true, refusalDedupe: true, refusalDevices: true, refusalUnindexed: true,
+}
+
+// Permanent reports whether err is an answer that the same call can never
+// change: the server refused the command for what it is or for what its
+// keys hold (WRONGTYPE, an error raised by a script, a command it does
+// not know), or the reply was malformed (ErrMalformedReply). Anything else
+// is a store to wait for: network errors, timeouts, a context that ended,
+// a pool without a free connection, a closed client, the server replies
+// of temporaryReplies, the fence (ErrFenced) and a user being moved
+// (ErrUserMoved). An error that is none of these, and not a server's
+// reply, counts as temporary: what cannot be pinned on the data is
+// waited for, which costs time and never a record.
+func Permanent(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil): // redis.Nil: an absent value, no failure
+		return false
+	case errors.Is(err, ErrMalformedReply):
+		return true
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrUserMoved):
+		return false
+	}
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	return !temporaryReplies[replyCode(reply.Error())]
+}
+
+// replyCode is the first word of a server's error reply. A script's error
+// is the error of the command it ran (Redis 7: "WRONGTYPE … script: …"),
+// but older servers wrap it: "ERR Error running script (call to f_…):
+// @user_script:12: -OOM command not allowed…", whose code follows the
+// last ": -". "ERR max number of clients reached" and a killed script are
+// the server's state, not the data's: they count as BUSY.
+func replyCode(msg string) string {
+	code, _, _ := strings.Cut(msg, " ")
+	if code != "ERR" {
+		return code
+	}
+	if i := strings.LastIndex(msg, ": -"); i >= 0 {
+		inner, _, _ := strings.Cut(msg[i+3:], " ")
+		return inner
+	}
+	if strings.HasPrefix(msg, "ERR max number of clients") || strings.Contains(msg, "Script killed") {
+		return "BUSY"
+	}
+	return code
+}
