@@ -97,11 +97,12 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 			return nil, err
 		}
 	}
-	hot, err := f.deliver(ctx, sub, redisstore.PlanInbox(conv, sr, all))
+	hot, failed, err := f.deliver(ctx, sub, redisstore.PlanInbox(conv, sr, all))
 	res.hot = append(res.hot, hot...)
 	if err != nil {
 		return nil, err
 	}
+	res.dead = append(res.dead, f.inboxLetters(conv, sr, batch, failed)...)
 	if all != nil {
 		// Only now: a replay before this point converts again.
 		return sr, f.store.MarkLargeConverted(ctx, conv)
@@ -110,39 +111,53 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 }
 
 // deliver applies the updates in chunks of RecipientChunk users, each
-// chunk one pipelined round trip, on the conversation's sub-pool.
-func (f *Fanout) deliver(ctx context.Context, sub pond.Pool, updates []redisstore.InboxUpdate) ([]string, error) {
+// chunk one pipelined round trip, on the conversation's sub-pool. It
+// returns the users that just became hot and the updates that can never
+// succeed; an error is a store to wait for.
+func (f *Fanout) deliver(ctx context.Context, sub pond.Pool, updates []redisstore.InboxUpdate) ([]string, []failedUpdate, error) {
 	merged := f.metrics.merge.WithLabelValues("inbox")
 	for _, u := range updates {
 		merged.Observe(float64(len(u.Events)))
 	}
 	var mu sync.Mutex
 	var hot []string
+	var failed []failedUpdate
 	g := sub.NewGroupContext(ctx)
 	for start := 0; start < len(updates); start += f.cfg.RecipientChunk {
 		part := updates[start:min(start+f.cfg.RecipientChunk, len(updates))]
 		g.SubmitErr(func() error {
-			h, err := f.applyChunk(ctx, part)
+			h, fl, err := f.applyChunk(ctx, part)
 			mu.Lock()
 			hot = append(hot, h...)
+			failed = append(failed, fl...)
 			mu.Unlock()
 			return err
 		})
 	}
 	err := g.Wait()
-	return hot, err
+	return hot, failed, err
+}
+
+// failedUpdate is an inbox update that can never succeed, with its error.
+type failedUpdate struct {
+	update redisstore.InboxUpdate
+	err    error
 }
 
 // applyChunk applies updates, each on the store its user is routed to
 // (users moved to the hot store meanwhile are routed again by the
-// router); it returns the users that just became hot.
-func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdate) (hot []string, err error) {
+// router); it returns the users that just became hot and the updates
+// that failed for good (redisstore.Permanent). Any other failure is the
+// error: the batch is retried.
+func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdate) (hot []string, failed []failedUpdate, err error) {
 	outs, errs := f.router.ApplyInboxes(ctx, updates)
 	for i, u := range updates {
 		if !errors.Is(errs[i], redisstore.ErrUserMoved) {
 			f.metrics.inboxWrite(u, errs[i] != nil)
 		}
 		switch {
+		case redisstore.Permanent(errs[i]):
+			failed = append(failed, failedUpdate{update: u, err: errs[i]})
 		case errs[i] != nil:
 			err = errors.Join(err, errs[i])
 		case outs[i] == redisstore.InboxReceiveOnly:
@@ -155,7 +170,7 @@ func (f *Fanout) applyChunk(ctx context.Context, updates []redisstore.InboxUpdat
 			}
 		}
 	}
-	return hot, err
+	return hot, failed, err
 }
 
 // observe counts one inbox write of user and reports the user when their

@@ -29,11 +29,17 @@
 //     replayed ones) are produced to im.sequenced, key = conv_id, and
 //     Handle waits for the broker's acks before it returns nil.
 //
-// Any Redis or broker failure fails Handle; the runner retries the same
-// records and every step above is a no-op where it was already done. A
-// crash between steps 1 and 2 is therefore repaired by the replay: the
-// sequencing call answers "duplicate" with the stored entry, and the inbox
-// calls apply what is missing.
+// A Redis or broker failure that a later try can pass (a server down,
+// slow, loading, out of memory, failing over: redisstore.Permanent tells)
+// fails Handle; the runner retries the same records and every step above
+// is a no-op where it was already done. A crash between steps 1 and 2 is
+// therefore repaired by the replay: the sequencing call answers
+// "duplicate" with the stored entry, and the inbox calls apply what is
+// missing. An inbox update that can never succeed (a key of the wrong
+// type, a script error) fails alone: the record keeps its seq, reaches
+// every other recipient and im.sequenced, and is dead-lettered naming the
+// users it did not reach and the error, so one broken inbox never stops
+// the partition.
 //
 // # Membership in the stream
 //
@@ -83,7 +89,8 @@
 // _hot_users, _messages_sequenced_total, _duplicates_total,
 // _invalid_records_total, _sequenced_refused_total (sequenced, then refused
 // by the broker for good: a hole in history to look at), _qos0_dropped_total,
-// _receive_only_skipped_total,
-// _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
+// _receive_only_skipped_total, _inbox_dead_lettered_total (inbox updates
+// given up on for good: an operator repairs the users' keys and produces
+// the dead letters again), _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
 // _restore_records_total, _restore_conflicts_total.
 package fanout

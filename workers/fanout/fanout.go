@@ -102,7 +102,9 @@ func (f *Fanout) Close() {
 // inbox and produces the sequenced records, returning nil only when all of
 // that is durable. Invalid records (over schemas.Limits among them) come
 // back as dead letters before they are sequenced, as do sequenced records
-// the broker refuses for good (see refusedLetter); any other store or
+// the broker refuses for good (see refusedLetter) and records whose inbox
+// update can never succeed for some recipients (see inboxLetters: the
+// record still reaches the others and im.sequenced); any other store or
 // broker failure fails the call so the runner retries the same records,
 // which changes nothing that was already done.
 func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {

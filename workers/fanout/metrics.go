@@ -27,6 +27,7 @@ type metrics struct {
 	dropped       prometheus.Counter
 	receiveOnly   prometheus.Counter
 	inboxReplayed prometheus.Counter
+	inboxDead     prometheus.Counter
 	moves         *prometheus.CounterVec
 }
 
@@ -44,7 +45,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"user_bucket", "conv_bucket"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_inbox_write_failures_total",
-			Help: "Inbox updates that failed, by user-hash and conversation-hash bucket; the batch is retried.",
+			Help: "Inbox updates that failed, by user-hash and conversation-hash bucket; the batch is retried, " +
+				"unless the update can never succeed (see offlinebox_fanout_inbox_dead_lettered_total).",
 		}, []string{"user_bucket", "conv_bucket"}),
 		hotUsers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "offlinebox_fanout_hot_users",
@@ -79,6 +81,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_fanout_inbox_replayed_total",
 			Help: "Inbox updates that changed nothing because they were already applied.",
 		}),
+		inboxDead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_inbox_dead_lettered_total",
+			Help: "Inbox updates that can never succeed (a key of the wrong type, a script error), given up on: " +
+				"their messages reached every other recipient and are dead-lettered naming the users; " +
+				"any increase needs an operator.",
+		}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_hot_moves_total",
 			Help: "Hot users moved to the hot Redis, by result.",
@@ -86,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.moves} {
+			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.moves} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
