@@ -21,7 +21,8 @@ import (
 // written: the message still reaches the 99 other members and
 // im.sequenced, one dead letter names that user, the seq and WRONGTYPE,
 // the offset is committed, and the next message of the same conversation
-// (so of the same partition) goes through the same way.
+// (so of the same partition) goes through the same way. Once the key is
+// repaired, the dead letters produced again reach the user.
 func TestARecipientWhoseInboxIsAStringIsDeadLetteredAndThePartitionMovesOn(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, Config{Metrics: reg})
@@ -78,6 +79,25 @@ func TestARecipientWhoseInboxIsAStringIsDeadLetteredAndThePartitionMovesOn(t *te
 	}
 	if n := counter(t, reg, "offlinebox_fanout_inbox_dead_lettered_total"); n != 2 {
 		t.Fatalf("inbox updates dead-lettered: %v, want 2", n)
+	}
+
+	// Repaired, the user gets both messages from their dead letters
+	// produced again: same client_msg_ids, same seqs.
+	if err := h.rdb.Del(ctx, bad).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var again []*kgo.Record
+	for _, d := range h.deadLetters() {
+		again = append(again, &kgo.Record{Topic: schemas.TopicMessages, Key: d.Key, Value: d.Value})
+	}
+	h.produce(again)
+	waitFor(t, "the dead letters produced again are committed", h.committedToEnd)
+	if l := h.inboxField("bad", "g", 'l'); l != "3" {
+		t.Fatalf("the repaired user's last seq is %q, want 3", l)
+	}
+	h.checkInboxes("g") // every member's unread and lane, the repaired one's too
+	if h.seqOf("g") != 3 || len(h.deadLetters()) != 2 {
+		t.Fatalf("g holds %d seqs and %d dead letters after the replay, want 3 and still 2", h.seqOf("g"), len(h.deadLetters()))
 	}
 }
 
