@@ -12,6 +12,15 @@ import (
 // never worth retrying.
 var ErrMalformedReply = errors.New("malformed script reply")
 
+// sharedStateError is a failure reading state every call depends on (the
+// set of users on the hot store): whatever the server answered, it is no
+// one update's fault, so it is waited for, never dead-lettered with every
+// update it stopped.
+type sharedStateError struct{ err error }
+
+func (e sharedStateError) Error() string { return e.err.Error() }
+func (e sharedStateError) Unwrap() error { return e.err }
+
 // temporaryReplies are the first words of the server's error replies that
 // say the server cannot take the command now but will later: it is
 // loading, busy with a script, between masters, out of memory until
@@ -34,8 +43,9 @@ var temporaryReplies = map[string]bool{
 // not know), or the reply was malformed (ErrMalformedReply). Anything else
 // is a store to wait for: network errors, timeouts, a context that ended,
 // a pool without a free connection, a closed client, the server replies
-// of temporaryReplies, the fence (ErrFenced) and a user being moved
-// (ErrUserMoved). An error that is none of these, and not a server's
+// of temporaryReplies, the fence (ErrFenced), a user being moved
+// (ErrUserMoved) and any failure of state all calls share (the hot users'
+// set: a broken one stops every user alike). An error that is none of these, and not a server's
 // reply, counts as temporary: what cannot be pinned on the data is
 // waited for, which costs time and never a record.
 func Permanent(err error) bool {
@@ -44,7 +54,7 @@ func Permanent(err error) bool {
 		return false
 	case errors.Is(err, ErrMalformedReply):
 		return true
-	case errors.Is(err, ErrFenced), errors.Is(err, ErrUserMoved):
+	case errors.Is(err, ErrFenced), errors.Is(err, ErrUserMoved), errors.As(err, new(sharedStateError)):
 		return false
 	}
 	var reply redis.Error

@@ -167,3 +167,21 @@ func TestAPausedServerFailsTheCallTemporarilyAndIsNotRetriedHere(t *testing.T) {
 		t.Fatalf("%d script calls, want 1", n)
 	}
 }
+
+// The hot users' set is read by every routed call: holding the wrong type,
+// it stops every user alike, so it is a store to wait for, not a reason
+// to give up on each user's update.
+func TestABrokenHotUsersSetIsWaitedForNotChargedToEveryUser(t *testing.T) {
+	ctx := context.Background()
+	main, hot := mainAndHot(t)
+	if err := main.rdb.Set(ctx, main.Keys().HotUsers(), "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs := NewInboxRouter(main, hot, 0).ApplyInboxes(ctx, []InboxUpdate{mentionOf("a"), mentionOf("z")})
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "WRONGTYPE") || Permanent(err) {
+			t.Fatalf("update %d with the hot users' set broken: %v (permanent %v), want a temporary WRONGTYPE",
+				i, err, Permanent(err))
+		}
+	}
+}

@@ -84,7 +84,7 @@ func (r *InboxRouter) Refresh(ctx context.Context, force bool) error {
 	defer cancel()
 	list, err := r.main.rdb.SMembers(ctx, r.main.keys.HotUsers()).Result()
 	if err != nil {
-		return fmt.Errorf("load hot users: %w", err)
+		return fmt.Errorf("load hot users: %w", sharedStateError{err})
 	}
 	users := make(map[string]bool, len(list))
 	for _, u := range list {
