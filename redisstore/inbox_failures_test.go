@@ -48,7 +48,8 @@ func mentionOf(user string) InboxUpdate {
 
 // Whichever of a user's keys holds the wrong type, that user's update
 // fails for good with the server's WRONGTYPE, in the same single call
-// the others are applied by.
+// the others are applied by; once the key is repaired, the update's replay
+// writes everything it would have.
 func TestAKeyOfTheWrongTypeFailsOnlyItsUsersUpdateForGood(t *testing.T) {
 	cases := []struct {
 		name string
@@ -87,6 +88,18 @@ func TestAKeyOfTheWrongTypeFailsOnlyItsUsersUpdateForGood(t *testing.T) {
 			}
 			if v, err := s.rdb.Get(ctx, bad).Result(); err != nil || v != "someone's string" {
 				t.Fatalf("the bad key now holds %q (%v)", v, err)
+			}
+			// The update failed before its guards moved: repaired, its
+			// replay writes what its neighbours got.
+			if err := s.rdb.Del(ctx, bad).Err(); err != nil {
+				t.Fatal(err)
+			}
+			outs, errs = s.ApplyInboxes(ctx, []InboxUpdate{mentionOf("bad")})
+			if outs[0] != InboxApplied || errs[0] != nil {
+				t.Fatalf("the replay once the key is repaired: %v, %v; want applied", outs[0], errs[0])
+			}
+			if got, want := inboxDump(t, s, "bad"), inboxDump(t, s, "a"); got != want {
+				t.Fatalf("the repaired user's keys after the replay:\n%s\nthe neighbour's:\n%s", got, want)
 			}
 		})
 	}

@@ -178,6 +178,7 @@ local function apply_one(kb, p, probe)
   end
 
   local kinds, seqs, ws = p.kinds, p.seqs, p.ws
+  local ments -- the mentions to write after the list: seq, write ms, seq, …
   for i = 1, p.n do
     local k, s, w = kinds[i], seqs[i], ws[i]
     if k == 'd' then
@@ -187,10 +188,16 @@ local function apply_one(kb, p, probe)
       if not large and s > l then l, active = s, w end
     elseif k == 'm' then
       if large then
-        if s > j and s > r and mention(mn, mx, conv, s, w) then changed = true end
+        if s > j and s > r then
+          ments = ments or {}
+          ments[#ments + 1], ments[#ments + 2] = s, w
+        end
       elseif s > l then
         l, active = s, w
-        if s > r and mention(mn, mx, conv, s, w) then changed = true end
+        if s > r then
+          ments = ments or {}
+          ments[#ments + 1], ments[#ments + 2] = s, w
+        end
       end
     elseif k == 'j' then
       if s > j then
@@ -217,6 +224,19 @@ local function apply_one(kb, p, probe)
     end
   end
 
+  -- The list, then the lane and its index, are written before the inbox's
+  -- fields, which guard a replay (and the list before the lane, whose
+  -- existence says the inbox is not new): an update that fails on a key
+  -- of the wrong type fails before its guards move, and its replay
+  -- applies it whole.
+  if active > 0 then
+    call('ZADD', cl, 'GT', active, conv)
+  end
+  if ments then
+    for i = 1, #ments, 2 do
+      if mention(mn, mx, conv, ments[i], ments[i + 1]) then changed = true end
+    end
+  end
   if r > r0 then unmention(mn, mx, conv, indexed, r0, r) end
   if renewed or l ~= l0 or r ~= r0 or j ~= j0 then
     changed = true
@@ -254,9 +274,6 @@ local function apply_one(kb, p, probe)
     call('HSET', ib, fe, p.epoch_arg)
   end
   if fresh and call('EXISTS', ib) == 1 then call('HSET', ib, ':ix', 1) end
-  if active > 0 then
-    call('ZADD', cl, 'GT', active, conv)
-  end
   if changed then return STATUS_APPLIED end
   return STATUS_REPLAYED
 end
@@ -271,10 +288,10 @@ for i = 1, #profs, 500 do
 end
 -- One update that fails (a key of the wrong type, say) fails alone: its
 -- place in the reply is the error, and the call goes on with the next
--- user. What the failed update wrote before the error stays, as an error
--- of a whole call leaves it: every write here is guarded, so its replay
--- applies the rest. Errors raised by Lua itself get the ERR code a server
--- gives them.
+-- user. A key of the wrong type fails before the update's guards moved
+-- (see apply_one), so its replay, once the key is repaired, applies it
+-- whole. Errors raised by Lua itself get the ERR code a server gives
+-- them.
 local pcall, type, match = pcall, type, string.match
 local out = {}
 for kb = 1, #KEYS, 5 do
