@@ -286,6 +286,9 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	sub := f.chunks.NewSubpool(f.cfg.TasksPerConversation)
 	defer sub.StopAndWait()
 	seen := map[uint64]bool{}
+	// Its dead letters are not produced: a restore commits nothing and its
+	// records are im.sequenced's. An inbox update that can never succeed is
+	// logged and counted (inboxLetters), and the restore goes on past it.
 	var res convResult
 	for _, run := range writeTimeRuns(keep) {
 		batch := make([]pending, len(run))
