@@ -122,15 +122,24 @@ func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
 	if aerr != nil {
 		return 0, nil, aerr
 	}
+	named, decoded, fast := parseAckBody(data)
 	var body ackRequest
-	if err := decodeJSON(data, &body, ""); err != nil {
-		return 0, nil, err
+	if !fast {
+		if err := decodeJSON(data, &body, ""); err != nil {
+			return 0, nil, err
+		}
+		named = body.DeviceID
 	}
-	dev, err := deviceOf(id, body.DeviceID, "device_id", true)
+	dev, err := deviceOf(id, named, "device_id", true)
 	if err != nil {
 		return 0, nil, err
 	}
-	items, err := s.parseSeqItems(body.Acks, "acks")
+	var items []seqItem
+	if fast {
+		items, err = s.checkedSeqItems(decoded, "acks")
+	} else {
+		items, err = s.parseSeqItems(body.Acks, "acks")
+	}
 	if err != nil {
 		return 0, nil, err
 	}
