@@ -157,6 +157,13 @@ func (s *Server) ack(r *http.Request, id auth.Identity) (int, any, error) {
 // is what the caller already knows of the conversations (a live
 // connection knows what it pushed); otherwise they are read and checked.
 func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqItem, access map[string]redisstore.ConvAccess, deferRaise bool) (ackResponse, error) {
+	if access == nil && !deferRaise {
+		if out, done, err := s.applyCheckedAcks(ctx, user, dev, items); done || err != nil {
+			return out, err
+		}
+		// Refused by the quick check: the full one below names the item
+		// at fault (or, for a former member, admits it).
+	}
 	if access == nil {
 		var err error
 		if access, err = s.checkSeqItems(ctx, user, items); err != nil {
@@ -199,4 +206,32 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 	}
 	s.afterAcks(user, dev, acks, raised)
 	return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+}
+
+// applyCheckedAcks records one device's acks with the check riding on the
+// raise of the members' delivered cursors (redisstore.RaiseAckedReceipts),
+// then raises the device's cursors. done is false, nothing changed, when
+// that check refused or could not run in one call; the caller then checks
+// in full as before.
+func (s *Server) applyCheckedAcks(ctx context.Context, user, dev string, items []seqItem) (ackResponse, bool, error) {
+	acks := make([]redisstore.AckItem, len(items))
+	for i, it := range items {
+		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: it.epoch}
+	}
+	convs, raised, done, err := s.router.Main().RaiseAckedReceipts(ctx, user, acks)
+	if err != nil || !done {
+		return ackResponse{}, false, err
+	}
+	for i := range acks {
+		acks[i].Epoch = convs[acks[i].Conv].Epoch
+	}
+	res, err := s.router.AckDevice(ctx, user, dev, acks, s.cfg.Clock().UnixMilli())
+	if err != nil {
+		return ackResponse{}, false, err
+	}
+	if res.Evicted == nil {
+		res.Evicted = []string{}
+	}
+	s.afterAcks(user, dev, acks, raised)
+	return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, true, nil
 }

@@ -85,6 +85,7 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 			"STATUS_REJECTED": seqStatusRejected, "STATUS_NOT_DONE": seqStatusNotDone},
 		"apply_inboxes.lua": {"STATUS_REPLAYED": inboxStatusReplayed, "STATUS_APPLIED": inboxStatusApplied,
 			"STATUS_RECEIVE_ONLY": inboxStatusReceiveOnly, "STATUS_MOVED": inboxStatusMoved},
+		"receipts_ack.lua": {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
 		"rebuild_commit.lua": {"STATUS_DONE": commitStatusDone, "STATUS_RACED": commitStatusRaced,
 			"STATUS_SHORTENED": commitStatusShortened},
 	}

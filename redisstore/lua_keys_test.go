@@ -299,6 +299,8 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	_, _, err = s.AckAndRaise(ctx, "ann", "phone", []AckItem{{Conv: "g", Seq: 3, Epoch: gEpoch}}, ms+10,
 		[]ReceiptMark{{Conv: "g", Epoch: gEpoch, Member: "ann", Seq: 3}})
 	must("ack and raise", err)
+	_, _, _, err = s.RaiseAckedReceipts(ctx, "ann", []AckItem{{Conv: "g", Seq: 4}})
+	must("raise acked receipts", err)
 	_, err = s.CountReceipts(ctx, "g", 3, "bob")
 	must("count receipts", err)
 

@@ -50,6 +50,10 @@ const (
 	inboxStatusReceiveOnly = -1
 	inboxStatusMoved       = -2
 
+	// receipts_ack.lua.
+	receiptsAckStatusRefused = 0
+	receiptsAckStatusRaised  = 1
+
 	// rebuild_commit.lua.
 	commitStatusDone      = 1
 	commitStatusRaced     = 0
