@@ -49,6 +49,27 @@ type jsonReader struct {
 	names [256]string
 	// msgs is where an array of messages is read before it is copied out.
 	msgs []Message
+	// texts is where this decode copies text bodies to: one allocation
+	// for many messages' bodies instead of one each (a sync answer holds
+	// hundreds). It belongs to the decoded answer, never to the next.
+	texts []byte
+}
+
+// textsChunk is the size of a texts block; a longer body gets its own.
+const textsChunk = 32 << 10
+
+// keepText copies s out of the input into texts; the slice's capacity
+// ends with it, so that appending to one body never writes over the next.
+func (r *jsonReader) keepText(s []byte) []byte {
+	if len(s) == 0 || len(s) > textsChunk/4 {
+		return append(make([]byte, 0, len(s)), s...)
+	}
+	if cap(r.texts)-len(r.texts) < len(s) {
+		r.texts = make([]byte, 0, textsChunk)
+	}
+	at := len(r.texts)
+	r.texts = append(r.texts, s...)
+	return r.texts[at:len(r.texts):len(r.texts)]
 }
 
 // readers keeps readers between decodes, with what they grew: the
@@ -73,7 +94,7 @@ const (
 // release gives the reader back once the decode is done; nothing it
 // keeps refers to the input.
 func (r *jsonReader) release() {
-	r.data, r.err = nil, nil
+	r.data, r.err, r.texts = nil, nil, nil
 	if cap(r.buf) > maxKeptBuffer {
 		r.buf = nil
 	}

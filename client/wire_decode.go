@@ -340,7 +340,7 @@ func (r *jsonReader) message(m *Message) {
 		case "text":
 			r.seen(&seen, 1<<14)
 			if s, ok := r.strBytes(); ok {
-				text, hasText = append(make([]byte, 0, len(s)), s...), true
+				text, hasText = r.keepText(s), true
 			}
 		default:
 			r.unknown(k, "conv_id", "seq", "epoch", "write_time_ms", "client_msg_id", "conv_type", "kind", "sender",

@@ -603,3 +603,22 @@ func TestADecodedAnswerKeepsNothingOfTheBytesItWasReadFrom(t *testing.T) {
 		})
 	}
 }
+
+// Text bodies share blocks of memory; appending to one must never write
+// over the body after it.
+func TestAppendingToADecodedBodyLeavesTheNextBodyAsItWas(t *testing.T) {
+	var r SyncResponse
+	answer := []byte(`{"device_id":"d","resync":false,"mentions":[],"conversations":[{"conv_id":"g","epoch":1,"conv_type":"group",` +
+		`"messages":[{"seq":1,"kind":"message","sender":"a","text":"first"},{"seq":2,"kind":"message","sender":"b","text":"second"}]}],"summaries":[],"omitted":0}`)
+	if err := r.decodeWire(answer); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Conversations) != 1 || len(r.Conversations[0].Messages) != 2 {
+		t.Fatalf("decoded %+v", r)
+	}
+	msgs := r.Conversations[0].Messages
+	_ = append(msgs[0].Body, "XXXXXXXX"...)
+	if string(msgs[0].Body) != "first" || string(msgs[1].Body) != "second" {
+		t.Fatalf("bodies after an append to the first: %q, %q", msgs[0].Body, msgs[1].Body)
+	}
+}
