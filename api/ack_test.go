@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sentCommands is a go-redis hook that records the names of the commands
+// a client sends, alone or in a pipeline.
+type sentCommands struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *sentCommands) record(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		h.names = append(h.names, strings.ToLower(c.Name()))
+	}
+}
+
+func (h *sentCommands) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.names
+	h.names = nil
+	return out
+}
+
+func (h *sentCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sentCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *sentCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.record(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// A member's ack is checked by the script that raises its delivered
+// receipts: two script calls (that one, then the device's cursors) and no
+// read of its own per conversation; the ack's effect is what it was.
+func TestAMembersAckIsCheckedInTheReceiptsScriptWithoutReadsOfItsOwn(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	smallGroup(t, e)
+	sent := &sentCommands{}
+	e.store.Client().AddHook(sent)
+	annPhone := e.token("ann", "phone")
+
+	sent.take()
+	var out ackResponse
+	e.callOK(http.StatusOK, "POST", "/v1/ack", annPhone, `{"device_id":"phone","acks":[{"conv_id":"g","seq":3}]}`, &out)
+	if out.Acked != 1 || out.Resync {
+		t.Fatalf("ack answered %+v", out)
+	}
+	if got := sent.take(); !slices.Equal(got, []string{"evalsha", "evalsha"}) {
+		t.Fatalf("the ack sent %v, want two script calls", got)
+	}
+	cursors, err := e.router.DeviceCursors(context.Background(), "ann", "phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cursors["g"]; c.Seq != 3 || c.Epoch == 0 {
+		t.Fatalf("the device's cursor of g is %+v, want seq 3 of the conversation's epoch", c)
+	}
+	var rc receiptsJSON
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/receipts?seq=3", e.token("bob", ""), nil, &rc)
+	if rc.Delivered == nil || *rc.Delivered != 1 || rc.State != StateDelivered {
+		t.Fatalf("receipts of seq 3 after ann's ack: %+v", rc)
+	}
+
+	// A refused ack goes through the full check, which names the item at
+	// fault, and changes nothing.
+	code, data := e.call("POST", "/v1/ack", annPhone, `{"device_id":"phone","acks":[{"conv_id":"g","seq":4},{"conv_id":"g","seq":99}]}`)
+	if code != http.StatusBadRequest || !strings.Contains(string(data), "acks[1].seq") {
+		t.Fatalf("an ack beyond the max answered %d %s", code, data)
+	}
+	cursors, err = e.router.DeviceCursors(context.Background(), "ann", "phone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/receipts?seq=4", e.token("bob", ""), nil, &rc)
+	if c := cursors["g"]; c.Seq != 3 || rc.Delivered == nil || *rc.Delivered != 0 {
+		t.Fatalf("a refused ack changed the cursor to %+v, delivered of seq 4 to %s", c, fmt.Sprint(*rc.Delivered))
+	}
+}
