@@ -73,8 +73,11 @@ type item struct {
 	kind   string
 	conv   string
 	seq    uint64 // 0 for ephemeral records
-	msg    *schemas.Message
 	record []byte
+	// msgKind, sender and recipients are the record's message's.
+	msgKind    schemas.Kind
+	sender     string
+	recipients []string
 	// users meant, looked up in the presence registry (a conversation's
 	// members when its membership changed, a large group's joiners, a
 	// rejected record's sender); their nodes start listening to the
@@ -126,13 +129,19 @@ func (p *Pusher) decode(records []*kgo.Record) []*item {
 	for _, r := range records {
 		switch r.Topic {
 		case p.cfg.SequencedTopic:
-			sq, err := schemas.DecodeSequenced(r.Value)
-			if err != nil {
-				p.metrics.skipped.WithLabelValues("undecodable").Inc()
-				continue
+			it, ok := sequencedPush(r.Value)
+			if !ok {
+				sq, err := schemas.DecodeSequenced(r.Value)
+				if err != nil {
+					p.metrics.skipped.WithLabelValues("undecodable").Inc()
+					continue
+				}
+				m := sq.GetMessage()
+				it = &item{kind: live.KindPush, conv: m.GetConvId(), seq: sq.GetSeq(),
+					msgKind: m.GetKind(), sender: m.GetSender(), recipients: m.GetRecipients()}
 			}
-			items = append(items, &item{kind: live.KindPush, conv: sq.GetMessage().GetConvId(), seq: sq.GetSeq(),
-				msg: sq.GetMessage(), record: r.Value})
+			it.record = r.Value
+			items = append(items, it)
 		case p.cfg.MessagesTopic:
 			if storedRecord(r.Value) {
 				continue // it comes back sequenced
@@ -141,7 +150,8 @@ func (p *Pusher) decode(records []*kgo.Record) []*item {
 			if err != nil || m.Stored() {
 				continue // stored records come back sequenced; invalid ones fanout dead-letters
 			}
-			items = append(items, &item{kind: live.KindEphemeral, conv: m.GetConvId(), msg: m, record: r.Value, exceptUser: m.GetSender()})
+			items = append(items, &item{kind: live.KindEphemeral, conv: m.GetConvId(), record: r.Value,
+				msgKind: m.GetKind(), sender: m.GetSender(), recipients: m.GetRecipients(), exceptUser: m.GetSender()})
 		case p.cfg.DeadLetterTopic:
 			if it := p.rejectedOf(r); it != nil {
 				items = append(items, it)
@@ -211,8 +221,8 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		}
 		if aud[it.conv].Large {
 			it.channel, it.large = true, true
-			if it.msg.GetKind() == schemas.Kind_KIND_MEMBER_JOIN {
-				it.users = it.msg.GetRecipients() // their nodes subscribe on this push
+			if it.msgKind == schemas.Kind_KIND_MEMBER_JOIN {
+				it.users = it.recipients // their nodes subscribe on this push
 				it.joined = map[string]uint64{}
 				for _, u := range it.users {
 					it.joined[u] = it.seq
@@ -222,13 +232,13 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		}
 		mem := entries[it.conv].members
 		if it.kind == live.KindEphemeral {
-			if _, ok := mem[it.msg.GetSender()]; !ok {
+			if _, ok := mem[it.sender]; !ok {
 				p.metrics.skipped.WithLabelValues("sender_not_member").Inc()
 				continue
 			}
 		}
 		un := untold[it.conv]
-		if len(un) == 0 || it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
+		if len(un) == 0 || it.msgKind == schemas.Kind_KIND_MEMBER_LEAVE {
 			// Every member's nodes listen already (a leave: the nodes
 			// stop the leavers listening as it passes).
 			it.channel = true
@@ -263,8 +273,8 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		sort.Strings(it.listeners)
 	}
 	for _, it := range items {
-		if it.kind == live.KindPush && it.msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
-			if err := p.store.ForgetReceipts(ctx, it.conv, it.msg.GetRecipients()); err != nil {
+		if it.kind == live.KindPush && it.msgKind == schemas.Kind_KIND_MEMBER_LEAVE {
+			if err := p.store.ForgetReceipts(ctx, it.conv, it.recipients); err != nil {
 				return err
 			}
 		}
