@@ -292,6 +292,8 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	must("set presence", err)
 	must("refresh presence", s.RefreshPresence(ctx, "a", []LeaseRef{{User: "ann", Device: "phone", Conn: "c1"}}, time.Minute, now))
 	must("clear presence", s.ClearPresence(ctx, "ann", "phone", "c1", now))
+	_, err = s.PublishUnchanged(ctx, true, []ChannelBatch{{Conv: "g", Data: []byte("batch")}})
+	must("publish on a conversation's channel", err)
 	gEpoch, err := rdb.HGet(ctx, s.keys.ConvMeta("g"), "epoch").Uint64()
 	must("epoch of g", err)
 	_, err = s.RaiseReceipts(ctx, ReceiptRead, []ReceiptMark{{Conv: "g", Epoch: gEpoch, Member: "bob", Seq: 3}})

@@ -17,6 +17,8 @@ local guard_pos = {
   zcard = 1, zscan = 1, zscore = 1, zcount = 1, zremrangebyscore = 1,
   sadd = 1, srem = 1, smembers = 1, sismember = 1, scard = 1,
   lrange = 1, lindex = 1, llen = 1, lpop = 1, rpop = 1, rpush = 1, lpush = 1, ltrim = 1,
+  -- a channel is not a key (the scripts keep it in their keys' slot)
+  publish = 0, spublish = 0,
 }
 
 local function guard_check(cmd, ...)

@@ -5,11 +5,15 @@
 // truth: a push lost anywhere costs latency, never a message.
 //
 // Per round (the batches of the partitions of one poll, taken together by
-// a goroutine that outlives them): the conversations' large flag and membership
-// version (one pipelined read), members for the small ones (cached by
-// version), then one publish per conversation on its channel, which the
-// nodes with a member connection listen to: no per-member Redis work,
-// whatever the size. A membership this stage has not seen (a join, a new
+// a goroutine that outlives them): one publish per conversation on its
+// channel, which the nodes with a member connection listen to: no
+// per-member Redis work, whatever the size. A conversation resolved before
+// costs one round trip: a script publishes its batch only while its large
+// flag and membership version are those the stage resolved it at. The
+// others (and those that changed) are resolved first: large flag and
+// membership version (one pipelined read), members for the small ones
+// (cached by version). A record's conversation, seq and kind are read from
+// its wire form; the record itself is what the nodes are sent. A membership this stage has not seen (a join, a new
 // direct conversation, a restart) has the record that carries it pushed
 // by name to the nodes of the members not told yet, from one pipelined
 // presence read, so that they start listening; what follows goes on the

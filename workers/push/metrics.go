@@ -10,6 +10,7 @@ type metrics struct {
 	memberRead prometheus.Counter
 	skipped    *prometheus.CounterVec
 	rounds     prometheus.Counter
+	changed    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -35,11 +36,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_push_rounds_total", Help: "Rounds of presence reads and publishes; the partitions handled together share one.",
 		}),
+		changed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_audience_changed_total", Help: "Conversation batches not published on their channel because the conversation changed since the stage resolved it (it is read and resolved again).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds} {
+	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

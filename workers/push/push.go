@@ -36,6 +36,9 @@ var _ stream.Handler = (*Pusher)(nil)
 
 type memberEntry struct {
 	version uint64
+	// large: the conversation is a large group (members and untold are
+	// not kept: its records go on its channel, its joiners by name).
+	large   bool
 	members map[string]uint64 // member → seq that made them one
 	// untold are the members whose nodes this stage has not sent a record
 	// of the conversation by name yet, nor told to listen: they may not
@@ -114,14 +117,113 @@ func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	return nil, p.rounds.do(ctx, items)
 }
 
-// pushItems resolves and publishes one round of items (records of a
-// conversation are in one partition, so in order).
+// pushItems publishes one round of items (records of a conversation are
+// in one partition, so in order): those of conversations the stage knows
+// as they are in one round trip, then the others resolved.
 func (p *Pusher) pushItems(ctx context.Context, items []*item) error {
 	p.metrics.rounds.Inc()
-	if err := p.resolve(ctx, items); err != nil {
+	rest, err := p.publishKnown(ctx, items)
+	if err != nil || len(rest) == 0 {
 		return err
 	}
-	return p.publish(ctx, items)
+	if err := p.resolve(ctx, rest); err != nil {
+		return err
+	}
+	return p.publish(ctx, rest)
+}
+
+// publishKnown publishes on its channel each conversation's records that
+// all go there as the stage last resolved the conversation: seen at a
+// membership version, every member told (or a large group), and no record
+// in the round that needs more than the channel (a leave, whose receipts
+// are forgotten first; a large group's join, whose joiners are named).
+// Each conversation's batch is published only while the conversation is
+// still at that version (the check and the publish are one step), so
+// reading the audience costs no round trip of its own. It returns the
+// items left to resolve: of the other conversations, and of those that
+// changed since.
+func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, error) {
+	byConv := map[string][]*item{}
+	var convs []string
+	var rest []*item
+	for _, it := range items {
+		if it.kind == live.KindRejected {
+			rest = append(rest, it)
+			continue
+		}
+		if byConv[it.conv] == nil {
+			convs = append(convs, it.conv)
+		}
+		byConv[it.conv] = append(byConv[it.conv], it)
+	}
+	now := p.cfg.Clock()
+	var batches []redisstore.ChannelBatch
+	var batched [][]*item
+	p.mu.Lock()
+	for _, c := range convs {
+		its := byConv[c]
+		e, ok := p.members[c]
+		if !ok || e.version == 0 || (!e.large && len(e.untold) > 0) || !channelOnly(its, e) {
+			rest = append(rest, its...)
+			continue
+		}
+		var b live.Batch
+		for _, it := range its {
+			b.Envelopes = append(b.Envelopes, live.Envelope{Kind: it.kind, Conv: c, Large: e.large, Record: it.record, SentMS: now.UnixMilli()})
+		}
+		data, err := live.Encode(b)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		batches = append(batches, redisstore.ChannelBatch{Conv: c,
+			Audience: redisstore.PushAudience{Large: e.large, Version: e.version}, Data: data})
+		batched = append(batched, its)
+	}
+	p.mu.Unlock()
+	if len(batches) == 0 {
+		return rest, nil
+	}
+	sent, err := p.store.PublishUnchanged(ctx, p.bus.Sharded(ctx), batches)
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range batches {
+		if !sent[i] {
+			p.metrics.changed.Inc()
+			rest = append(rest, batched[i]...)
+			continue
+		}
+		channel := "conv"
+		if b.Audience.Large {
+			channel = "group"
+		}
+		p.metrics.publishes.WithLabelValues(channel).Inc()
+		for _, it := range batched[i] {
+			p.metrics.pushes.WithLabelValues(it.kind).Inc()
+		}
+	}
+	return rest, nil
+}
+
+// channelOnly reports whether the items of a conversation resolved
+// already as e need nothing but its channel. A QoS 0 record of a sender
+// the cache does not know as a member is left to resolve: the membership
+// may have changed since (and if not, it is skipped there).
+func channelOnly(items []*item, e memberEntry) bool {
+	for _, it := range items {
+		switch {
+		case it.kind == live.KindPush && it.msgKind == schemas.Kind_KIND_MEMBER_LEAVE:
+			return false
+		case e.large && it.msgKind == schemas.Kind_KIND_MEMBER_JOIN:
+			return false
+		case it.kind == live.KindEphemeral && !e.large:
+			if _, member := e.members[it.sender]; !member {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (p *Pusher) decode(records []*kgo.Record) []*item {
@@ -207,13 +309,16 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 	// the cache learns who was told once the batch is published.
 	untold := map[string]map[string]bool{}
 	for _, c := range convs {
-		if a := aud[c]; !a.Large {
-			var e memberEntry
-			if e, err = p.membersOf(ctx, c, a.Version); err != nil {
-				return err
-			}
-			entries[c], untold[c] = e, e.untold
+		a := aud[c]
+		if a.Large {
+			p.remember(c, memberEntry{version: a.Version, large: true})
+			continue
 		}
+		var e memberEntry
+		if e, err = p.membersOf(ctx, c, a.Version); err != nil {
+			return err
+		}
+		entries[c], untold[c] = e, e.untold
 	}
 	for _, it := range items {
 		if it.kind == live.KindRejected {
@@ -294,7 +399,7 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (me
 		old.untold = maps.Clone(old.untold)
 	}
 	p.mu.Unlock()
-	if ok && old.version == version && version != 0 {
+	if ok && old.version == version && version != 0 && !old.large {
 		return old, nil
 	}
 	mem, err := p.store.Members(ctx, conv)
@@ -308,8 +413,16 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (me
 		}
 	}
 	p.metrics.memberRead.Inc()
+	p.remember(conv, e)
+	e.untold = maps.Clone(e.untold)
+	return e, nil
+}
+
+// remember caches what the stage resolved of a conversation.
+func (p *Pusher) remember(conv string, e memberEntry) {
 	p.mu.Lock()
-	if len(p.members) >= p.cfg.MemberCache {
+	defer p.mu.Unlock()
+	if _, ok := p.members[conv]; !ok && len(p.members) >= p.cfg.MemberCache {
 		for k := range p.members { // drop an arbitrary tenth
 			delete(p.members, k)
 			if len(p.members) < p.cfg.MemberCache*9/10 {
@@ -318,9 +431,6 @@ func (p *Pusher) membersOf(ctx context.Context, conv string, version uint64) (me
 		}
 	}
 	p.members[conv] = e
-	p.mu.Unlock()
-	e.untold = maps.Clone(e.untold)
-	return e, nil
 }
 
 // markTold records that the members the items named for the first time

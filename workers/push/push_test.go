@@ -3,11 +3,13 @@ package push
 import (
 	"context"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
@@ -315,5 +317,183 @@ func TestOnlyTheRecordCarryingAMembershipChangeGoesByName(t *testing.T) {
 				t.Errorf("%v presence lookups, want 2 (alice and bob, once)", n)
 			}
 		})
+	}
+}
+
+// roundTrips counts what a client sends: each pipeline or lone command is
+// one round trip.
+type roundTrips struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.add(cmds)
+		return next(ctx, cmds)
+	}
+}
+func (r *roundTrips) add(cmds []redis.Cmder) {
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name())
+	}
+	r.mu.Lock()
+	r.trips = append(r.trips, names)
+	r.mu.Unlock()
+}
+func (r *roundTrips) take() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.trips
+	r.trips = nil
+	return out
+}
+
+// TestAConversationResolvedBeforeIsPublishedInOneRoundTripUntilItChanges:
+// once the stage resolved a conversation, its records cost one round trip
+// (the check that it is unchanged and the publish are one step); a
+// membership that changed behind the stage's back publishes nothing
+// there, and the records are resolved again and reach the new member.
+func TestAConversationResolvedBeforeIsPublishedInOneRoundTripUntilItChanges(t *testing.T) {
+	for _, large := range []bool{false, true} {
+		t.Run(map[bool]string{false: "small group", true: "large group"}[large], func(t *testing.T) {
+			rdb, prefix := testenv.Redis(t)
+			trips := &roundTrips{}
+			rdb.AddHook(trips)
+			cfg := redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3}
+			st, err := redisstore.New(rdb, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(Config{Store: cfg, Metrics: prometheus.NewRegistry()}, rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := &fixture{t: t, store: st, p: p}
+			ctx := context.Background()
+			f.sub = live.NewBus(rdb, time.Second).Subscribe(ctx, 64)
+			t.Cleanup(f.sub.Close)
+			k := st.Keys()
+			if err := f.sub.Add(ctx, k.NodeChannel("a"), k.ConvChannel("team")); err != nil {
+				t.Fatal(err)
+			}
+			members := []string{"alice", "bob"}
+			if large {
+				members = append(members, "carol", "dan")
+			}
+			f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, members...))
+			f.online("bob", "phone", "a")
+			msg := func(id string) *kgo.Record {
+				m := group("team", "alice", schemas.Kind_KIND_MESSAGE)
+				m.ClientMsgId += id
+				return f.sequence(m)
+			}
+			first := msg("1")
+			if _, err := p.Handle(ctx, []*kgo.Record{first}); err != nil {
+				t.Fatal(err)
+			}
+			f.published(200 * time.Millisecond)
+			recs := []*kgo.Record{msg("2"), msg("3")}
+			trips.take()
+			if _, err := p.Handle(ctx, recs); err != nil {
+				t.Fatal(err)
+			}
+			if got := trips.take(); len(got) != 1 || len(got[0]) != 1 || got[0][0] != "evalsha" {
+				t.Fatalf("round trips %v, want one: the checked publish", got)
+			}
+			envs := f.published(300 * time.Millisecond)
+			if len(envs) != 2 || len(envs[0].Targets) != 0 || envs[0].Large != large {
+				t.Fatalf("envelopes %+v, want the 2 records on the channel, large %v", envs, large)
+			}
+
+			// erin joins; the stage is not handed the join (as after a
+			// rebuild, or a record it has not reached yet and that its
+			// read of the store is ahead of).
+			join := group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "erin")
+			join.ClientMsgId += "-erin"
+			f.sequence(join)
+			f.online("erin", "laptop", "a")
+			after := msg("4")
+			if _, err := p.Handle(ctx, []*kgo.Record{after}); err != nil {
+				t.Fatal(err)
+			}
+			if n := testutil.ToFloat64(p.metrics.changed); n != 1 {
+				t.Errorf("%v batches refused as changed, want 1", n)
+			}
+			var toErin, onChannel int
+			for _, e := range f.published(300 * time.Millisecond) {
+				if len(e.Targets) == 0 {
+					onChannel++
+				}
+				for _, tg := range e.Targets {
+					if tg.User == "erin" && e.Kind == live.KindPush {
+						toErin++
+					}
+				}
+			}
+			if large {
+				// a large group's joiners are named by their join only
+				if onChannel != 1 {
+					t.Fatalf("%d envelopes on the channel, want the record once", onChannel)
+				}
+				return
+			}
+			if toErin != 1 || onChannel != 1 {
+				t.Fatalf("%d envelopes to erin and %d on the channel, want the record by name to erin's node and once on the channel", toErin, onChannel)
+			}
+		})
+	}
+}
+
+// TestTypingOfAJoinerTheStageHasNotSeenIsPushed: a QoS 0 record of a
+// sender the stage's cache does not know as a member is not skipped on
+// the cache's word: the membership is read, and a sender who joined
+// meanwhile is a member.
+func TestTypingOfAJoinerTheStageHasNotSeenIsPushed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.sub.Add(ctx, f.store.Keys().ConvChannel("team")); err != nil {
+		t.Fatal(err)
+	}
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	if _, err := f.p.Handle(ctx, []*kgo.Record{f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))}); err != nil {
+		t.Fatal(err)
+	}
+	f.published(200 * time.Millisecond)
+	join := group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "erin")
+	join.ClientMsgId += "-erin"
+	f.sequence(join) // not handed to the stage
+	typing := func(sender string) *kgo.Record {
+		v, err := proto.Marshal(&schemas.Message{ClientMsgId: "t-" + sender, ConvId: "team", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+			Sender: sender, Kind: schemas.Kind_KIND_MESSAGE, Qos: schemas.QoS_QOS_AT_MOST_ONCE, ContentType: "application/x-typing"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &kgo.Record{Topic: schemas.TopicMessages, Value: v}
+	}
+	for _, tc := range []struct {
+		sender string
+		pushed bool
+	}{{"erin", true}, {"mallory", false}} {
+		if _, err := f.p.Handle(ctx, []*kgo.Record{typing(tc.sender)}); err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		for _, e := range f.published(300 * time.Millisecond) {
+			if e.Kind == live.KindEphemeral {
+				got++
+			}
+		}
+		if (got > 0) != tc.pushed {
+			t.Errorf("typing of %s: %d ephemeral envelopes, want pushed %v", tc.sender, got, tc.pushed)
+		}
 	}
 }
