@@ -5,11 +5,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
 func TestPublishUnchangedPublishesOnlyOnTheAudienceItWasResolvedFor(t *testing.T) {
-	rdb, prefix := testenv.Redis(t)
+	t.Run("standalone, sharded", func(t *testing.T) {
+		rdb, prefix := testenv.Redis(t)
+		checkPublishUnchanged(t, rdb, prefix, true)
+	})
+	t.Run("standalone, classic", func(t *testing.T) {
+		rdb, prefix := testenv.Redis(t)
+		checkPublishUnchanged(t, rdb, prefix, false)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		rdb, prefix := testenv.RedisCluster(t)
+		checkPublishUnchanged(t, rdb, prefix, true)
+	})
+}
+
+func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix string, sharded bool) {
 	s, err := New(rdb, Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -24,54 +40,60 @@ func TestPublishUnchangedPublishesOnlyOnTheAudienceItWasResolvedFor(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sharded := range []bool{true, false} {
-		cases := []struct {
-			name     string
-			batch    ChannelBatch
-			wantSent bool
-		}{
-			{"as read", ChannelBatch{Conv: "small", Audience: read["small"]}, true},
-			{"a large group as read", ChannelBatch{Conv: "big", Audience: read["big"]}, true},
-			{"a conversation with no meta, as read", ChannelBatch{Conv: "new", Audience: read["new"]}, true},
-			{"an older membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 3}}, false},
-			{"a newer membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 5}}, false},
-			{"grown large since", ChannelBatch{Conv: "big", Audience: PushAudience{Version: 9}}, false},
-			{"read as large, is not", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 4, Large: true}}, false},
-		}
-		batches := make([]ChannelBatch, len(cases))
-		for i, tc := range cases {
-			batches[i] = tc.batch
-			batches[i].Data = []byte(tc.name)
-		}
-		channels := []string{s.keys.ConvChannel("small"), s.keys.ConvChannel("big"), s.keys.ConvChannel("new")}
-		ps := rdb.Subscribe(ctx, channels...)
+	cases := []struct {
+		name     string
+		batch    ChannelBatch
+		wantSent bool
+	}{
+		{"as read", ChannelBatch{Conv: "small", Audience: read["small"]}, true},
+		{"a large group as read", ChannelBatch{Conv: "big", Audience: read["big"]}, true},
+		{"a conversation with no meta, as read", ChannelBatch{Conv: "new", Audience: read["new"]}, true},
+		{"an older membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 3}}, false},
+		{"a newer membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 5}}, false},
+		{"grown large since", ChannelBatch{Conv: "big", Audience: PushAudience{Version: 9}}, false},
+		{"read as large, is not", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 4, Large: true}}, false},
+	}
+	batches := make([]ChannelBatch, len(cases))
+	for i, tc := range cases {
+		batches[i] = tc.batch
+		batches[i].Data = []byte(tc.name)
+	}
+	// one subscription a channel: on a Cluster each lives on its slot's node
+	got := make(chan string, len(cases))
+	for _, conv := range []string{"small", "big", "new"} {
+		var ps *redis.PubSub
 		if sharded {
-			ps = rdb.SSubscribe(ctx, channels...)
+			ps = rdb.SSubscribe(ctx, s.keys.ConvChannel(conv))
+		} else {
+			ps = rdb.Subscribe(ctx, s.keys.ConvChannel(conv))
 		}
-		for range channels {
-			if _, err := ps.Receive(ctx); err != nil { // the confirmations
-				t.Fatal(err)
-			}
-		}
-		sent, err := s.PublishUnchanged(ctx, sharded, batches)
-		if err != nil {
+		t.Cleanup(func() { _ = ps.Close() })
+		if _, err := ps.Receive(ctx); err != nil { // the confirmation
 			t.Fatal(err)
 		}
-		got := map[string]bool{}
-		for range 3 {
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			m, err := ps.ReceiveMessage(rctx)
-			cancel()
-			if err != nil {
-				break
+		go func() {
+			for m := range ps.Channel() {
+				got <- m.Payload
 			}
-			got[m.Payload] = true
+		}()
+	}
+	sent, err := s.PublishUnchanged(ctx, sharded, batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := map[string]bool{}
+	deadline := time.After(time.Second)
+	for waiting := true; waiting; {
+		select {
+		case p := <-got:
+			received[p] = true
+		case <-deadline:
+			waiting = false
 		}
-		_ = ps.Close()
-		for i, tc := range cases {
-			if sent[i] != tc.wantSent || got[tc.name] != tc.wantSent {
-				t.Errorf("sharded %v, %s: reported published %v, received %v; want %v", sharded, tc.name, sent[i], got[tc.name], tc.wantSent)
-			}
+	}
+	for i, tc := range cases {
+		if sent[i] != tc.wantSent || received[tc.name] != tc.wantSent {
+			t.Errorf("%s: reported published %v, received %v; want %v", tc.name, sent[i], received[tc.name], tc.wantSent)
 		}
 	}
 }
