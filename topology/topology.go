@@ -31,15 +31,20 @@ type Stage struct {
 	// on the live path answers within milliseconds.
 	FetchMinBytes int32
 	FetchMaxWait  time.Duration
+	// StartAtEnd: a group with no committed offset (or one fallen out of
+	// retention) starts at the newest record instead of the oldest, for a
+	// stage whose records are worth nothing late (QoS 0).
+	StartAtEnd bool
 }
 
 // Groups of the stages.
 const (
-	GroupFanout       = "offlinebox-fanout"
-	GroupConvindex    = "offlinebox-convindex"
-	GroupHistory      = "offlinebox-history"
-	GroupPush         = "offlinebox-push"
-	GroupPushRejected = "offlinebox-push-rejected"
+	GroupFanout        = "offlinebox-fanout"
+	GroupConvindex     = "offlinebox-convindex"
+	GroupHistory       = "offlinebox-history"
+	GroupPush          = "offlinebox-push"
+	GroupPushEphemeral = "offlinebox-push-ephemeral"
+	GroupPushRejected  = "offlinebox-push-rejected"
 )
 
 // Fanout sequences im.messages into the timelines and inboxes and
@@ -67,10 +72,32 @@ func History() Stage {
 // livePathWait is the longest a live-path fetch waits for records.
 const livePathWait = 20 * time.Millisecond
 
-// Push rings the API nodes holding recipients' live connections.
+// Push rings the API nodes holding recipients' live connections with
+// what fanout stored.
 func Push() Stage {
-	return Stage{Name: "push", Group: GroupPush, Inputs: []string{schemas.TopicSequenced, schemas.TopicMessages},
+	return Stage{Name: "push", Group: GroupPush, Inputs: []string{schemas.TopicSequenced},
 		DeadLetterTopic: schemas.TopicDeadLetter, FetchMaxWait: livePathWait}
+}
+
+// ephemeralFetchWait and ephemeralFetchBytes: the QoS 0 records' fetch
+// answers at 64 KB or after 50 ms. im.messages is mostly stored records,
+// which the push stage skips (they come back sequenced); a fetch answered
+// for each of them cost a fetch, a poll and a call of their own, as much
+// as pushing the record once sequenced. A typing notice 50 ms late is
+// not noticed.
+const (
+	ephemeralFetchWait  = 50 * time.Millisecond
+	ephemeralFetchBytes = 64 << 10
+)
+
+// PushEphemeral pushes the QoS 0 records (typing, presence) of
+// im.messages, which fanout drops: in a group of its own, so that the
+// stored records' push keeps fetching each record as it comes. A QoS 0
+// record is worth nothing late, so a new group starts at the newest.
+func PushEphemeral() Stage {
+	return Stage{Name: "push-ephemeral", Group: GroupPushEphemeral, Inputs: []string{schemas.TopicMessages},
+		DeadLetterTopic: schemas.TopicDeadLetter, FetchMaxWait: ephemeralFetchWait, FetchMinBytes: ephemeralFetchBytes,
+		StartAtEnd: true}
 }
 
 // PushRejected tells senders about refused records: it reads the
@@ -83,7 +110,7 @@ func PushRejected() Stage {
 
 // Stages are every stage, in pipeline order.
 func Stages() []Stage {
-	return []Stage{Fanout(), Convindex(), History(), Push(), PushRejected()}
+	return []Stage{Fanout(), Convindex(), History(), Push(), PushEphemeral(), PushRejected()}
 }
 
 // Topics are the topics the pipeline needs: what the stages and the API
@@ -107,6 +134,9 @@ func (s Stage) ClientOpts() []kgo.Opt {
 	}
 	if s.FetchMaxWait > 0 {
 		opts = append(opts, kgo.FetchMaxWait(s.FetchMaxWait))
+	}
+	if s.StartAtEnd {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	}
 	return opts
 }

@@ -37,6 +37,7 @@ func TestAStageGetsOnlyTheFetchSettingsItDeclares(t *testing.T) {
 		{Convindex(), 0},
 		{History(), 2},
 		{Push(), 1},
+		{PushEphemeral(), 3},
 		{PushRejected(), 1},
 	}
 	for _, tc := range cases {

@@ -97,11 +97,13 @@ func runChild() error {
 		if err != nil {
 			return err
 		}
-		stage, err := harness.StartStage(topology.Push().RunnerConfig(brokers), p)
-		if err != nil {
-			return err
+		for _, s := range []topology.Stage{topology.Push(), topology.PushEphemeral()} {
+			stage, err := harness.StartStage(s.RunnerConfig(brokers), p)
+			if err != nil {
+				return err
+			}
+			defer stage.Stop()
 		}
-		defer stage.Stop()
 	}
 	if path := os.Getenv("OBL_CPUPROFILE"); path != "" {
 		stop, err := harness.StartCPUProfile(path + "." + c.Node)

@@ -193,7 +193,8 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 }
 
 // pushWorkers ring the API nodes holding recipients' live connections:
-// the main group, and the one that tells senders of refused records.
+// the main group, the QoS 0 records' and the one that tells senders of
+// refused records.
 func (p *processes) pushWorkers() ([]workerSpec, error) {
 	cfg := push.Config{Store: storeConfig(p.cfg), Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
 	pw, err := push.New(cfg, p.rdb)
@@ -202,6 +203,7 @@ func (p *processes) pushWorkers() ([]workerSpec, error) {
 	}
 	return []workerSpec{
 		{stage: topology.Push(), handler: pw, registry: p.registry},
+		{stage: topology.PushEphemeral(), handler: pw, registry: p.registry},
 		{stage: topology.PushRejected(), handler: pw, registry: p.registry},
 	}, nil
 }

@@ -22,5 +22,9 @@
 //
 // It also consumes im.messages for the QoS 0 records fanout drops (typing,
 // presence): pushed once to online members, never stored; and
-// im.deadletter, to tell a sender whose record the pipeline refused.
+// im.deadletter, to tell a sender whose record the pipeline refused. Each
+// of the three is a group of its own (topology.Push, PushEphemeral,
+// PushRejected), one Pusher handling them all: im.messages is mostly
+// stored records that this stage skips, so it is fetched tens of
+// milliseconds at a time, while im.sequenced is fetched as it comes.
 package push
