@@ -13,12 +13,14 @@
 // others (and those that changed) are resolved first: large flag and
 // membership version (one pipelined read), members for the small ones
 // (cached by version). A record's conversation, seq and kind are read from
-// its wire form; the record itself is what the nodes are sent. A membership this stage has not seen (a join, a new
-// direct conversation, a restart) has the record that carries it pushed
-// by name to the nodes of the members not told yet, from one pipelined
-// presence read, so that they start listening; what follows goes on the
-// channel alone, and a node that subscribed late reads what it missed
-// from the store.
+// its wire form; the record itself is what the nodes are sent.
+//
+// A membership this stage has not seen (a join, a new direct
+// conversation, a restart) has the record that carries it pushed by name
+// to the nodes of the members not told yet, from one pipelined presence
+// read, so that they start listening; what follows goes on the channel
+// alone, and a node that subscribed late reads what it missed from the
+// store.
 //
 // It also consumes im.messages for the QoS 0 records fanout drops (typing,
 // presence): pushed once to online members, never stored; and
