@@ -11,7 +11,7 @@ for _, k in ipairs(KEYS) do guard_keys[k] = true end
 local guard_pos = {
   del = 'all', exists = 'all', unlink = 'all', touch = 'all',
   rename = 2, renamenx = 2,
-  get = 1, set = 1, persist = 1, pexpire = 1, expire = 1, expireat = 1, pexpireat = 1, ttl = 1, pttl = 1,
+  get = 1, set = 1, type = 1, persist = 1, pexpire = 1, expire = 1, expireat = 1, pexpireat = 1, ttl = 1, pttl = 1,
   hset = 1, hget = 1, hmget = 1, hsetnx = 1, hgetall = 1, hdel = 1, hlen = 1, hincrby = 1, hscan = 1, hexists = 1,
   zadd = 1, zrem = 1, zrange = 1, zrangebyscore = 1, zrevrangebyscore = 1, zrangebylex = 1, zlexcount = 1,
   zcard = 1, zscan = 1, zscore = 1, zcount = 1, zremrangebyscore = 1,
