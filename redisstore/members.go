@@ -26,7 +26,8 @@ func (s *Store) Members(ctx context.Context, conv string) (map[string]uint64, er
 		for i := 0; i+1 < len(page); i += 2 {
 			seq, err := strconv.ParseUint(page[i+1], 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("members of %s: seq of %s: %w", conv, page[i], err)
+				// written only by the sequencing script: a value no try can read
+				return nil, fmt.Errorf("members of %s: %w: seq of %s: %v", conv, ErrMalformedReply, page[i], err)
 			}
 			out[page[i]] = seq
 		}

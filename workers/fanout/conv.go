@@ -67,6 +67,10 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 		msgs[i] = p.msg
 	}
 	sr, err := f.store.Sequence(ctx, conv, msgs, redisstore.ProbeUsers(msgs), now)
+	if redisstore.Permanent(err) {
+		res.dead = append(res.dead, f.unsequencedLetters(conv, batch, err)...)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +97,12 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	}
 	var all map[string]uint64
 	if sr.LargeFrom > 0 && !sr.LargeConverted {
-		if all, err = f.store.Members(ctx, conv); err != nil {
+		all, err = f.store.Members(ctx, conv)
+		if redisstore.Permanent(err) {
+			res.dead = append(res.dead, f.undeliveredLetters(conv, sr, batch, err)...)
+			return sr, nil
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +114,12 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	res.dead = append(res.dead, f.inboxLetters(conv, sr, batch, failed)...)
 	if all != nil {
 		// Only now: a replay before this point converts again.
-		return sr, f.store.MarkLargeConverted(ctx, conv)
+		err := f.store.MarkLargeConverted(ctx, conv)
+		if redisstore.Permanent(err) {
+			res.dead = append(res.dead, f.unmarkedLetter(conv, sr, batch, err))
+			return sr, nil
+		}
+		return sr, err
 	}
 	return sr, nil
 }

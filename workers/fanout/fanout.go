@@ -137,6 +137,7 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	var out []*kgo.Record
 	from := map[*kgo.Record]*kgo.Record{} // sequenced record → its source
 	keys := map[string]string{}           // conv → wrapped data key, for sealed records
+	keyFailed := map[string]error{}       // conv → why its wrapped data key can never be read
 	for _, r := range results {
 		dead = append(dead, r.dead...)
 		for i, sq := range r.sequenced {
@@ -146,12 +147,21 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 			if sq.GetMessage().GetSealedEpoch() != 0 && sq.GetDataKey() == "" {
 				conv := sq.GetMessage().GetConvId()
 				w, ok := keys[conv]
-				if !ok {
+				if !ok && keyFailed[conv] == nil {
 					var err error
-					if w, err = f.store.WrappedDataKey(ctx, conv); err != nil {
+					w, err = f.store.WrappedDataKey(ctx, conv)
+					switch {
+					case redisstore.Permanent(err):
+						keyFailed[conv] = err
+					case err != nil:
 						return nil, err
+					default:
+						keys[conv] = w
 					}
-					keys[conv] = w
+				}
+				if err := keyFailed[conv]; err != nil {
+					dead = append(dead, f.keylessLetter(r.sources[i], sq, err))
+					continue
 				}
 				sq.DataKey = w
 			}

@@ -28,6 +28,7 @@ type metrics struct {
 	receiveOnly   prometheus.Counter
 	inboxReplayed prometheus.Counter
 	inboxDead     prometheus.Counter
+	storeDead     *prometheus.CounterVec
 	moves         *prometheus.CounterVec
 }
 
@@ -87,6 +88,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"their messages reached every other recipient and are dead-lettered naming the users; " +
 				"any increase needs an operator.",
 		}),
+		storeDead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_store_dead_lettered_total",
+			Help: "Records dead-lettered because a store call they depend on can never succeed (a key of the " +
+				"wrong type, a script error), by call: sequence (never sequenced), members and data_key " +
+				"(sequenced, not delivered or not produced), mark_large (delivered, the mark not written); " +
+				"any increase needs an operator.",
+		}, []string{"call"}),
 		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_hot_moves_total",
 			Help: "Hot users moved to the hot Redis, by result.",
@@ -94,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.moves} {
+			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

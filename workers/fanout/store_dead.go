@@ -1,0 +1,85 @@
+package fanout
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
+)
+
+// The dead letters of records a store call can never succeed for
+// (redisstore.Permanent: a key of the wrong type, a script error). The
+// same call would fail the same way on every try, so the records go with
+// the call's error and the partition moves on; once the key is repaired,
+// producing a dead letter's value to im.messages again does what is
+// missing, and nothing twice (the same client_msg_id finds its seq).
+
+// unsequencedLetters are the dead letters of a merge batch the sequencing
+// script refused for good. The script checks every key before its first
+// write (lua/sequence.lua), so none of the records got a seq or changed
+// anything: a replay is sequenced as a new record.
+func (f *Fanout) unsequencedLetters(conv string, batch []pending, err error) []stream.DeadLetter {
+	f.metrics.storeDead.WithLabelValues("sequence").Add(float64(len(batch)))
+	f.cfg.Logger.Error("sequencing can never succeed for a conversation; its records are dead-lettered",
+		"conv", conv, "records", len(batch), "err", err)
+	dead := make([]stream.DeadLetter, len(batch))
+	for i, p := range batch {
+		dead[i] = stream.DeadLetter{Record: p.rec, Reason: fmt.Sprintf(
+			"not sequenced: the sequencing of %s can never succeed: %v", conv, err)}
+	}
+	return dead
+}
+
+// undeliveredLetters are the dead letters of a merge batch sequenced in a
+// group that just became large, whose members could not be listed for
+// good, so no inbox was converted or updated. The records keep their seqs
+// and are produced to im.sequenced; the replay finds the same seqs and
+// delivers them.
+func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, batch []pending, err error) []stream.DeadLetter {
+	var dead []stream.DeadLetter
+	for i, it := range sr.Items {
+		if it.Status == redisstore.SeqRejected || it.Status == redisstore.SeqRaced || it.Sequenced == nil {
+			continue // dead-lettered with its own reason, or an expired replay with nothing to deliver
+		}
+		dead = append(dead, stream.DeadLetter{Record: batch[i].rec, Reason: fmt.Sprintf(
+			"sequenced as seq %d of %s (epoch %d), but no inbox got it: the members of the group, now large, "+
+				"can never be listed: %v", it.Seq, conv, sr.Epoch, err)})
+	}
+	f.metrics.storeDead.WithLabelValues("members").Add(float64(len(dead)))
+	f.cfg.Logger.Error("the members of a large group can never be listed; its records are dead-lettered",
+		"conv", conv, "records", len(dead), "err", err)
+	return dead
+}
+
+// unmarkedLetter is the dead letter of a merge batch that reached every
+// inbox, converted to the large form, but whose conversion mark could not
+// be written for good. Nothing is missing but the mark: every later batch
+// converts again (which changes nothing) until the key is repaired and
+// the letter's replay writes it. It is charged to the batch's first
+// record.
+func (f *Fanout) unmarkedLetter(conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
+	f.metrics.storeDead.WithLabelValues("mark_large").Inc()
+	f.cfg.Logger.Error("a large group's conversion mark can never be written; dead-lettered",
+		"conv", conv, "err", err)
+	return stream.DeadLetter{Record: batch[0].rec, Reason: fmt.Sprintf(
+		"delivered in %s (epoch %d), but the mark that its members' inboxes are in the large form can never "+
+			"be written: %v", conv, sr.Epoch, err)}
+}
+
+// keylessLetter is the dead letter of a sealed record whose conversation's
+// wrapped data key can never be read: it is not produced to im.sequenced
+// without it (history could never open it). As with refusedLetter, its
+// seq stays in the timeline and the inboxes; the replay finds the same
+// seq and produces it with the key.
+func (f *Fanout) keylessLetter(src *kgo.Record, sq *schemas.Sequenced, err error) stream.DeadLetter {
+	conv := sq.GetMessage().GetConvId()
+	f.metrics.storeDead.WithLabelValues("data_key").Inc()
+	f.cfg.Logger.Error("the wrapped data key of a sealed conversation can never be read; dead-lettered",
+		"conv", conv, "seq", sq.GetSeq(), "err", err)
+	return stream.DeadLetter{Record: src, Reason: fmt.Sprintf(
+		"sequenced as seq %d of %s (epoch %d), but not produced to the sequenced topic: its wrapped data key "+
+			"can never be read: %v", sq.GetSeq(), conv, sq.GetEpoch(), err)}
+}

@@ -1,0 +1,194 @@
+package fanout
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// A conversation whose timeline someone SET to a string can never be
+// sequenced: each of its records is dead-lettered naming the conversation
+// and WRONGTYPE, gets no seq, the offsets are committed and the next
+// record of the same conversation (so of the same partition) goes the same
+// way, while other conversations go on. Repaired, the dead letters
+// produced again get the next seqs: one message per seq, none lost.
+func TestAConversationWhoseTimelineIsAStringIsDeadLetteredAndThePartitionMovesOn(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, Config{Metrics: reg})
+	h.runner(h.fanout(nil))
+	h.produce(records(msg("g", "create", "a", join("a", "b", "c")), msg("d", "hi", "a", to("b"))))
+	waitFor(t, "the conversations are created", h.committedToEnd)
+
+	ctx := context.Background()
+	tl := h.store.Keys().Timeline("g")
+	saved, err := h.rdb.LRange(ctx, tl, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.Del(ctx, tl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.Set(ctx, tl, "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sent := []*schemas.Message{msg("g", "first", "b"), msg("g", "next", "c", mentions("a"))}
+	for i, m := range sent {
+		rec := record(m)
+		h.produce([]*kgo.Record{rec, record(msg("d", fmt.Sprint("also-", i), "b", to("a")))})
+		waitFor(t, fmt.Sprintf("%s is committed", m.GetClientMsgId()), h.committedToEnd)
+
+		dead := h.deadLetters()
+		if len(dead) != i+1 {
+			t.Fatalf("%d dead letters after %s, want %d", len(dead), m.GetClientMsgId(), i+1)
+		}
+		reason, _ := header(dead[i], schemas.HeaderDeadReason)
+		for _, want := range []string{"not sequenced", "g", "WRONGTYPE", tl} {
+			if !strings.Contains(reason, want) {
+				t.Fatalf("dead letter of %s: reason %q does not say %q", m.GetClientMsgId(), reason, want)
+			}
+		}
+		if !bytes.Equal(dead[i].Value, rec.Value) {
+			t.Fatalf("the dead letter of %s does not carry the message", m.GetClientMsgId())
+		}
+		if seq := h.seqOf("g"); seq != 1 {
+			t.Fatalf("g's seq is %d after %s, want 1: nothing sequenced", seq, m.GetClientMsgId())
+		}
+		if got := h.sequencedOnTopic(); len(got["g"]) != 1 || len(got["d"]) != i+2 {
+			t.Fatalf("im.sequenced holds %v after %s, want g 1 and d 1..%d", got, m.GetClientMsgId(), i+2)
+		}
+	}
+	if n := counterWith(t, reg, "offlinebox_fanout_store_dead_lettered_total", "call", "sequence"); n != 2 {
+		t.Fatalf("records dead-lettered for sequencing: %v, want 2", n)
+	}
+
+	if err := h.rdb.Del(ctx, tl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.RPush(ctx, tl, saved).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // and once more: a replay of the replay changes nothing
+		var again []*kgo.Record
+		for _, d := range h.deadLetters() {
+			again = append(again, &kgo.Record{Topic: schemas.TopicMessages, Key: d.Key, Value: d.Value})
+		}
+		h.produce(again)
+	}
+	waitFor(t, "the dead letters produced again are committed", h.committedToEnd)
+	if seq := h.seqOf("g"); seq != 3 || len(h.deadLetters()) != 2 {
+		t.Fatalf("g holds %d seqs and %d dead letters after the replay, want 3 and still 2", seq, len(h.deadLetters()))
+	}
+	h.checkInboxes("g") // contiguous, no client_msg_id twice, every inbox right
+	if got := h.sequencedOnTopic()["g"]; len(got) != 3 {
+		t.Fatalf("im.sequenced holds seqs %v of g, want 1..3", got)
+	}
+}
+
+// pauseOnFirstSequence pauses the server's writes for a while just before
+// the first sequencing call is sent.
+type pauseOnFirstSequence struct {
+	admin  *redis.Client
+	paused atomic.Bool
+	pause  time.Duration
+}
+
+func (p *pauseOnFirstSequence) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *pauseOnFirstSequence) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isSequenceCall(cmd) && !p.paused.Swap(true) {
+			if err := p.admin.Do(ctx, "CLIENT", "PAUSE", p.pause.Milliseconds(), "WRITE").Err(); err != nil {
+				return err
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *pauseOnFirstSequence) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// isSequenceCall: a script call whose keys name a timeline.
+func isSequenceCall(cmd redis.Cmder) bool {
+	name := cmd.Name()
+	if name != "evalsha" && name != "eval" {
+		return false
+	}
+	for _, a := range cmd.Args() {
+		if k, ok := a.(string); ok && strings.HasSuffix(k, ":tl") {
+			return true
+		}
+	}
+	return false
+}
+
+// A server that stops answering a sequencing call is a store that is
+// down: the batch fails and is retried until the server is back, nothing
+// is dead-lettered, and every record gets its one seq.
+func TestAServerThatStopsAnsweringASequencingCallIsWaitedForAndNothingIsDeadLettered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, Config{Metrics: reg})
+	admin := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t)})
+	t.Cleanup(func() {
+		admin.Do(context.Background(), "CLIENT", "UNPAUSE")
+		_ = admin.Close()
+	})
+	sick := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = sick.Close() })
+	pause := &pauseOnFirstSequence{admin: admin, pause: 1500 * time.Millisecond}
+	sick.AddHook(pause)
+	h.runner(h.fanout(sick))
+	h.produce(records(msg("g", "create", "a", join("a", "b", "c")), msg("g", "m2", "b", mentions("c")),
+		msg("d", "hi", "a", to("b"))))
+	waitFor(t, "every record is committed", h.committedToEnd)
+
+	if !pause.paused.Load() {
+		t.Fatal("the server was never paused; the test proves nothing")
+	}
+	if dead := h.deadLetters(); len(dead) != 0 {
+		t.Fatalf("%d dead letters while the server was only paused", len(dead))
+	}
+	if n := counterWith(t, reg, "offlinebox_fanout_store_dead_lettered_total", "call", "sequence"); n != 0 {
+		t.Fatalf("%v records dead-lettered for sequencing while the server was paused", n)
+	}
+	h.checkInboxes("g")
+	h.checkInboxes("d")
+	if got := h.sequencedOnTopic(); len(got["g"]) != 2 || len(got["d"]) != 1 {
+		t.Fatalf("im.sequenced holds %v, want g 1..2 and d 1", got)
+	}
+}
+
+// counterWith is the value of the series of a counter vector with one
+// label's value (0 when absent).
+func counterWith(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
