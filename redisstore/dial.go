@@ -91,18 +91,27 @@ func (o DialOptions) fill(dial, read, write *time.Duration, pool *int) {
 }
 
 // Dial returns a client of the address; it connects on first use.
+//
+// Every call is bounded by its context's deadline (the store's
+// CallTimeout) on the socket too: go-redis otherwise waits on a server
+// that stopped answering for its own ReadTimeout, whatever the caller's
+// deadline. ReadTimeout and WriteTimeout stay the bound of a call whose
+// context has no deadline, and the ceiling of one whose deadline is
+// further away.
 func (a Addr) Dial(o DialOptions) redis.UniversalClient {
 	switch {
 	case a.url != nil:
 		opt := *a.url
 		o.fill(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolSize)
+		opt.ContextTimeoutEnabled = true
 		return redis.NewClient(&opt)
 	case a.clusterURL != nil:
 		opt := *a.clusterURL
 		o.fill(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolSize)
+		opt.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(&opt)
 	}
-	opt := redis.UniversalOptions{Addrs: a.seeds, IsClusterMode: a.cluster}
+	opt := redis.UniversalOptions{Addrs: a.seeds, IsClusterMode: a.cluster, ContextTimeoutEnabled: true}
 	o.fill(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolSize)
 	return redis.NewUniversalClient(&opt)
 }
