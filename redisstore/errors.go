@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -83,4 +84,44 @@ func replyCode(msg string) string {
 		return "BUSY"
 	}
 	return code
+}
+
+// ItemErrors is the error of a call of many items (ApplyReads,
+// ApplyPreviews) whose only failures can never pass (Permanent): every
+// other item was applied, and item i of the call, if it failed, failed
+// with ItemErrors[i]. The caller gives those items up; trying the call
+// again would apply nothing more. A failure to wait for is never one.
+type ItemErrors map[int]error
+
+func (e ItemErrors) Error() string {
+	first := -1
+	for i := range e {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if first < 0 {
+		return "no item failed"
+	}
+	return fmt.Sprintf("%d items can never succeed; item %d: %v", len(e), first, e[first])
+}
+
+// add records the error of item i, unless the item already has one.
+func (e ItemErrors) add(i int, err error) {
+	if e[i] == nil {
+		e[i] = err
+	}
+}
+
+// absorb takes the ItemErrors of a call of the items idx (indexes into
+// e's call) into e and returns nil; any other error it returns as it is.
+func (e ItemErrors) absorb(idx []int, err error) error {
+	var items ItemErrors
+	if !errors.As(err, &items) {
+		return err
+	}
+	for i, ie := range items {
+		e.add(idx[i], ie)
+	}
+	return nil
 }

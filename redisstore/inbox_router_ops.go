@@ -98,31 +98,38 @@ func (r *InboxRouter) ApplyInboxes(ctx context.Context, updates []InboxUpdate) (
 }
 
 // ApplyReads applies read receipts (see Store.ApplyReads), one pipeline
-// per store, and returns how many conversations' read seq rose.
+// per store, and returns how many conversations' read seq rose. Marks
+// that can never be applied come back as ItemErrors (indexes of marks).
 func (r *InboxRouter) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 	users := make([]string, len(marks))
 	for i, m := range marks {
 		users[i] = m.User
 	}
 	raised := 0
+	failed := ItemErrors{}
 	left, err := r.routeEach(ctx, users, false, func(st *Store, idx []int) ([]int, error) {
 		n, err := st.ApplyReads(ctx, pick(marks, idx))
 		if errors.Is(err, ErrUserMoved) {
 			return idx, nil
 		}
 		raised += n
-		return nil, err
+		return nil, failed.absorb(idx, err)
 	})
 	if err == nil && len(left) > 0 {
 		err = fmt.Errorf("apply read receipts: %w", ErrUserMoved)
+	}
+	if err == nil && len(failed) > 0 {
+		err = failed
 	}
 	return raised, err
 }
 
 // ApplyPreviews stores each record's preview for the members of its
-// conversation (see Store.ApplyPreviews), one pipeline per store.
+// conversation (see Store.ApplyPreviews), one pipeline per store. Records
+// whose preview can never be read or written for some member come back as
+// ItemErrors (indexes of latest); the others were applied.
 func (r *InboxRouter) ApplyPreviews(ctx context.Context, latest []*schemas.Sequenced) error {
-	ws, err := r.main.previewWrites(ctx, latest)
+	ws, failed, err := r.main.previewWrites(ctx, latest)
 	if err != nil {
 		return err
 	}
@@ -131,11 +138,18 @@ func (r *InboxRouter) ApplyPreviews(ctx context.Context, latest []*schemas.Seque
 		users[i] = w.user
 	}
 	left, err := r.routeEach(ctx, users, false, func(st *Store, idx []int) ([]int, error) {
-		moved, err := st.writePreviews(ctx, pick(ws, idx))
+		share := pick(ws, idx)
+		moved, werr, err := st.writePreviews(ctx, share)
+		for i, e := range werr {
+			failed.add(share[i].rec, e)
+		}
 		return pick(idx, moved), err
 	})
 	if err == nil && len(left) > 0 {
 		err = fmt.Errorf("write previews: %w", ErrUserMoved)
+	}
+	if err == nil && len(failed) > 0 {
+		err = failed
 	}
 	return err
 }

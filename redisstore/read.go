@@ -26,16 +26,21 @@ type ReadMark struct {
 // per user, all users in one pipeline. s must hold the keys of every user
 // of marks (see InboxRouter); ErrUserMoved means one moved: route again.
 // Marks of the same user and conversation collapse to the highest seq. It
-// returns how many conversations' read seq rose.
+// returns how many conversations' read seq rose. A user whose call can
+// never succeed (a key of the wrong type) fails alone: the error is then
+// ItemErrors, naming each of that user's marks, and every other user's
+// marks were applied.
 func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 	if len(marks) == 0 {
 		return 0, nil
 	}
 	type uc struct{ user, conv string }
 	top := map[uc]uint64{}
-	for _, m := range marks {
+	marksOf := map[string][]int{} // user → indexes of their marks
+	for i, m := range marks {
 		k := uc{m.User, m.Conv}
 		top[k] = max(top[k], m.Seq)
+		marksOf[m.User] = append(marksOf[m.User], i)
 	}
 	perUser := map[string][]any{}
 	for k, seq := range top {
@@ -57,13 +62,26 @@ func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 	if anyUserMoved(cmds) {
 		return 0, fmt.Errorf("apply read receipts: %w", ErrUserMoved)
 	}
-	if err != nil {
+	if cmds == nil && err != nil {
 		return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), err)
 	}
 	raised := 0
-	for _, c := range cmds {
-		n, _ := c.Int()
-		raised += n
+	failed := ItemErrors{}
+	for i, c := range cmds {
+		switch cerr := c.Err(); {
+		case cerr == nil:
+			n, _ := c.Int()
+			raised += n
+		case Permanent(cerr):
+			for _, m := range marksOf[users[i]] {
+				failed.add(m, fmt.Errorf("read receipts of %s: %w", users[i], cerr))
+			}
+		default:
+			return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), cerr)
+		}
+	}
+	if len(failed) > 0 {
+		return raised, failed
 	}
 	return raised, nil
 }

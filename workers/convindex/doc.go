@@ -10,6 +10,9 @@
 //     of the user sees the new unread.
 //
 // Both effects are idempotent scripts of package redisstore, so a batch
-// retried after a failure changes nothing twice. The Indexer implements
-// stream.Handler.
+// retried after a failure changes nothing twice. A preview or receipt that
+// can never be written (a key of the wrong type: redisstore.Permanent) is
+// dead-lettered with its reason and the rest of the batch applied; a
+// store that is down fails the batch, to be retried. The Indexer
+// implements stream.Handler.
 package convindex

@@ -45,28 +45,42 @@ func New(cfg Config, router *redisstore.InboxRouter) (*Indexer, error) {
 type batch struct {
 	// latest is the newest ordinary message per conversation: only it
 	// decides the preview.
-	latest map[string]*schemas.Sequenced
+	latest map[string]sourced
 	reads  []redisstore.ReadMark
-	dead   []stream.DeadLetter
+	// readRecs[i] is the receipt record reads[i] came from.
+	readRecs []*kgo.Record
+	dead     []stream.DeadLetter
+}
+
+// sourced is a sequenced record with the record it was read from.
+type sourced struct {
+	sq  *schemas.Sequenced
+	rec *kgo.Record
 }
 
 // Handle applies the records of one partition. Undecodable records come
-// back as dead letters; a store failure fails the call, and the runner
-// retries the same records, which changes nothing already done.
+// back as dead letters, and so do those whose preview or read receipt can
+// never be written (redisstore.ItemErrors: a key of the wrong type), the
+// rest being applied; any other store failure fails the call, and the
+// runner retries the same records, which changes nothing already done.
 func (ix *Indexer) Handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
 	b := ix.split(records)
-	if err := ix.applyPreviews(ctx, b.latest); err != nil {
+	dead := b.dead
+	failed, err := ix.applyPreviews(ctx, b.latest)
+	if err != nil {
 		return nil, err
 	}
-	if err := ix.applyReads(ctx, b.reads); err != nil {
+	dead = append(dead, failed...)
+	if failed, err = ix.applyReads(ctx, b.reads, b.readRecs); err != nil {
 		return nil, err
 	}
-	ix.metrics.dead.Add(float64(len(b.dead)))
-	return b.dead, nil
+	dead = append(dead, failed...)
+	ix.metrics.dead.Add(float64(len(dead)))
+	return dead, nil
 }
 
 func (ix *Indexer) split(records []*kgo.Record) batch {
-	b := batch{latest: map[string]*schemas.Sequenced{}}
+	b := batch{latest: map[string]sourced{}}
 	for _, r := range records {
 		switch r.Topic {
 		case ix.cfg.SequencedTopic:
@@ -79,8 +93,8 @@ func (ix *Indexer) split(records []*kgo.Record) batch {
 				continue // membership notices do not change the preview
 			}
 			conv := sq.GetMessage().GetConvId()
-			if cur, ok := b.latest[conv]; !ok || newer(sq, cur) {
-				b.latest[conv] = sq
+			if cur, ok := b.latest[conv]; !ok || newer(sq, cur.sq) {
+				b.latest[conv] = sourced{sq: sq, rec: r}
 			}
 		case ix.cfg.ReceiptsTopic:
 			rc, err := schemas.DecodeReceipt(r.Value)
@@ -89,6 +103,7 @@ func (ix *Indexer) split(records []*kgo.Record) batch {
 				continue
 			}
 			b.reads = append(b.reads, redisstore.ReadMark{User: rc.GetUserId(), Conv: rc.GetConvId(), Seq: rc.GetSeq()})
+			b.readRecs = append(b.readRecs, r)
 		default:
 			b.dead = append(b.dead, stream.DeadLetter{Record: r, Reason: "convindex does not consume topic " + r.Topic})
 		}
@@ -104,33 +119,66 @@ func newer(a, b *schemas.Sequenced) bool {
 	return a.GetSeq() > b.GetSeq()
 }
 
-func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]*schemas.Sequenced) error {
+// applyPreviews applies the newest message of each conversation to its
+// members' previews; it returns the dead letters of those that can never
+// be applied.
+func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]sourced) ([]stream.DeadLetter, error) {
 	if len(latest) == 0 {
-		return nil
+		return nil, nil
 	}
 	list := make([]*schemas.Sequenced, 0, len(latest))
-	for _, sq := range latest {
-		list = append(list, sq)
+	recs := make([]*kgo.Record, 0, len(latest))
+	for _, l := range latest {
+		list = append(list, l.sq)
+		recs = append(recs, l.rec)
 	}
-	if err := ix.router.ApplyPreviews(ctx, list); err != nil {
-		return fmt.Errorf("convindex: %w", err)
+	err := ix.router.ApplyPreviews(ctx, list)
+	var failed redisstore.ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return nil, fmt.Errorf("convindex: %w", err)
 	}
-	ix.metrics.previews.Add(float64(len(list)))
-	return nil
+	var dead []stream.DeadLetter
+	for i, sq := range list {
+		e, ok := failed[i]
+		if !ok {
+			continue
+		}
+		ix.cfg.Logger.Error("a preview can never be written; the message is dead-lettered",
+			"conv", sq.GetMessage().GetConvId(), "seq", sq.GetSeq(), "err", e)
+		dead = append(dead, stream.DeadLetter{Record: recs[i], Reason: fmt.Sprintf(
+			"the preview of seq %d of %s (epoch %d) can never be written: %v",
+			sq.GetSeq(), sq.GetMessage().GetConvId(), sq.GetEpoch(), e)})
+	}
+	ix.metrics.previews.Add(float64(len(list) - len(failed)))
+	return dead, nil
 }
 
-// applyReads applies receipts, each user's on the store holding their keys.
-func (ix *Indexer) applyReads(ctx context.Context, reads []redisstore.ReadMark) error {
+// applyReads applies receipts, each user's on the store holding their
+// keys; it returns the dead letters of those that can never be applied
+// (recs[i] is the record of reads[i]).
+func (ix *Indexer) applyReads(ctx context.Context, reads []redisstore.ReadMark, recs []*kgo.Record) ([]stream.DeadLetter, error) {
 	if len(reads) == 0 {
-		return nil
+		return nil, nil
 	}
 	raised, err := ix.router.ApplyReads(ctx, reads)
 	ix.metrics.readsRaised.Add(float64(raised))
-	if err != nil {
-		return fmt.Errorf("convindex: %w", err)
+	var failed redisstore.ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return nil, fmt.Errorf("convindex: %w", err)
 	}
-	ix.metrics.receipts.Add(float64(len(reads)))
-	return nil
+	var dead []stream.DeadLetter
+	for i, m := range reads {
+		e, ok := failed[i]
+		if !ok {
+			continue
+		}
+		ix.cfg.Logger.Error("a read receipt can never be applied; dead-lettered", "user", m.User, "conv", m.Conv,
+			"seq", m.Seq, "err", e)
+		dead = append(dead, stream.DeadLetter{Record: recs[i], Reason: fmt.Sprintf(
+			"the read receipt of %s in %s up to seq %d can never be applied: %v", m.User, m.Conv, m.Seq, e)})
+	}
+	ix.metrics.receipts.Add(float64(len(reads) - len(failed)))
+	return dead, nil
 }
 
 type metrics struct {
