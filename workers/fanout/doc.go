@@ -39,7 +39,10 @@
 // type, a script error) fails alone: the record keeps its seq, reaches
 // every other recipient and im.sequenced, and is dead-lettered naming the
 // users it did not reach and the error, so one broken inbox never stops
-// the partition.
+// the partition. A conversation whose sequencing can never succeed (one of
+// its keys of the wrong type; the script checks them all before writing,
+// so nothing changed) has its records dead-lettered unsequenced, and so on
+// for the calls after it: see store_dead.go.
 //
 // # Membership in the stream
 //
@@ -91,6 +94,8 @@
 // by the broker for good: a hole in history to look at), _qos0_dropped_total,
 // _receive_only_skipped_total, _inbox_dead_lettered_total (inbox updates
 // given up on for good: an operator repairs the users' keys and produces
-// the dead letters again), _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
+// the dead letters again), _store_dead_lettered_total{call} (records given
+// up on because a store call they need can never succeed),
+// _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
 // _restore_records_total, _restore_conflicts_total.
 package fanout
