@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -191,4 +192,64 @@ func counterWith(t *testing.T, reg *prometheus.Registry, name, label, value stri
 		}
 	}
 	return 0
+}
+
+// A group that grows large while a member's seq in its members' hash is
+// unreadable cannot be converted: the records keep their seqs and reach
+// im.sequenced, are dead-lettered saying no inbox got them, and the
+// partition moves on. Repaired, the dead letters produced again convert
+// every member's inbox and deliver them: same seqs, nothing twice.
+func TestAGroupWhoseMembersCannotBeListedIsDeadLetteredAndConvertedOnReplay(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, Config{Metrics: reg, Store: redisstore.Config{LargeGroupThreshold: 5}})
+	h.runner(h.fanout(nil))
+	members := users("u", 4)
+	h.produce(records(msg("lg", "create", members[0], join(members...))))
+	waitFor(t, "the group is created", h.committedToEnd)
+
+	ctx := context.Background()
+	mem := h.store.Keys().Members("lg")
+	if err := h.rdb.HSet(ctx, mem, "zz", "not a seq").Err(); err != nil {
+		t.Fatal(err)
+	}
+	grow := record(msg("lg", "grow", members[0], join("u4", "u5", "u6")))
+	h.produce([]*kgo.Record{grow})
+	waitFor(t, "the join that makes the group large is committed", h.committedToEnd)
+	dead := h.deadLetters()
+	if len(dead) != 1 || !bytes.Equal(dead[0].Value, grow.Value) {
+		t.Fatalf("%d dead letters, want the join's", len(dead))
+	}
+	reason, _ := header(dead[0], schemas.HeaderDeadReason)
+	for _, want := range []string{"seq 2 of lg", "no inbox got it", "members", "malformed"} {
+		if !strings.Contains(reason, want) {
+			t.Fatalf("reason %q does not say %q", reason, want)
+		}
+	}
+	if got := h.sequencedOnTopic()["lg"]; len(got) != 2 {
+		t.Fatalf("im.sequenced holds seqs %v of lg, want 1..2", got)
+	}
+	if typ := h.inboxField(members[1], "lg", 't'); typ == "L" {
+		t.Fatalf("%s's inbox was converted although the members could not be listed", members[1])
+	}
+	if n := counterWith(t, reg, "offlinebox_fanout_store_dead_lettered_total", "call", "members"); n != 1 {
+		t.Fatalf("records dead-lettered for the member listing: %v, want 1", n)
+	}
+
+	if err := h.rdb.HDel(ctx, mem, "zz").Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.produce([]*kgo.Record{{Topic: schemas.TopicMessages, Key: dead[0].Key, Value: dead[0].Value}})
+	waitFor(t, "the dead letter produced again is committed", h.committedToEnd)
+	if seq := h.seqOf("lg"); seq != 2 || len(h.deadLetters()) != 1 {
+		t.Fatalf("lg holds %d seqs and %d dead letters after the replay, want 2 and still 1", seq, len(h.deadLetters()))
+	}
+	for _, u := range members {
+		if typ := h.inboxField(u, "lg", 't'); typ != "L" {
+			t.Fatalf("%s: form %q after the replay, want L", u, typ)
+		}
+	}
+	if lgc := h.rdb.HGet(ctx, h.store.Keys().ConvMeta("lg"), "lgc").Val(); lgc != "1" {
+		t.Fatalf("the conversion mark is %q after the replay, want 1", lgc)
+	}
+	h.checkInboxes("lg")
 }
