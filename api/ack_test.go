@@ -2,8 +2,10 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,13 +15,30 @@ import (
 )
 
 // sentCommands is a go-redis hook that records the names of the commands
-// a client sends, alone or in a pipeline.
+// a client sends, alone or in a pipeline, on behalf of a request served
+// by counted (the live hub's own calls, made at any time, stay out).
 type sentCommands struct {
 	mu    sync.Mutex
 	names []string
 }
 
-func (h *sentCommands) record(cmds ...redis.Cmder) {
+// countedRequest marks the context of a request whose commands are
+// recorded.
+type countedRequest struct{}
+
+// counted serves h with each request's commands recorded.
+func counted(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), countedRequest{}, true)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func (h *sentCommands) record(ctx context.Context, cmds ...redis.Cmder) {
+	if ctx.Value(countedRequest{}) == nil {
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range cmds {
@@ -39,14 +58,14 @@ func (h *sentCommands) DialHook(next redis.DialHook) redis.DialHook { return nex
 
 func (h *sentCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record(cmd)
+		h.record(ctx, cmd)
 		return next(ctx, cmd)
 	}
 }
 
 func (h *sentCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.record(cmds...)
+		h.record(ctx, cmds...)
 		return next(ctx, cmds)
 	}
 }
@@ -60,16 +79,26 @@ func TestAMembersAckIsCheckedInTheReceiptsScriptWithoutReadsOfItsOwn(t *testing.
 	sent := &sentCommands{}
 	e.store.Client().AddHook(sent)
 	annPhone := e.token("ann", "phone")
+	srv := counted(t, e.server.Handler())
 
 	// A first ack loads the scripts into a server that may have none
 	// (a script missing is sent again), so the counted ack is the steady
 	// one.
 	e.callOK(http.StatusOK, "POST", "/v1/ack", annPhone, `{"device_id":"phone","acks":[{"conv_id":"g","seq":2}]}`, nil)
-	sent.take()
+	req, err := http.NewRequest("POST", srv.URL+"/v1/ack", strings.NewReader(`{"device_id":"phone","acks":[{"conv_id":"g","seq":3}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+annPhone)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out ackResponse
-	e.callOK(http.StatusOK, "POST", "/v1/ack", annPhone, `{"device_id":"phone","acks":[{"conv_id":"g","seq":3}]}`, &out)
-	if out.Acked != 1 || out.Resync {
-		t.Fatalf("ack answered %+v", out)
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || out.Acked != 1 || out.Resync {
+		t.Fatalf("ack answered %d %+v (%v)", resp.StatusCode, out, err)
 	}
 	if got := sent.take(); !slices.Equal(got, []string{"evalsha", "evalsha"}) {
 		t.Fatalf("the ack sent %v, want two script calls", got)
