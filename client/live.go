@@ -130,8 +130,8 @@ func (l *Live) read() {
 			l.mu.Unlock()
 			return
 		}
-		var f Frame
-		if err := json.Unmarshal(data, &f); err != nil {
+		f, err := decodeFrame(data)
+		if err != nil {
 			continue
 		}
 		f.Raw = data

@@ -1,0 +1,58 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// decodeFrame reads one frame of the live channel. Message and ephemeral
+// frames, nearly every frame a device gets, are read by the reader of
+// jsonread.go: through encoding/json a message was scanned three times
+// (the frame, then the message's own UnmarshalJSON, then its wire form),
+// and a burst of them (a large group's message reaching every device at
+// once) was a device's CPU. Every other frame, and any shape the reader
+// leaves to encoding/json, is decoded by encoding/json, which gives the
+// values it always gave.
+func decodeFrame(data []byte) (Frame, error) {
+	var f Frame
+	rd := newJSONReader(data)
+	rd.liveFrame(&f)
+	err := rd.end()
+	rd.release()
+	if errors.Is(err, errReflectOnly) {
+		f = Frame{}
+		err = json.Unmarshal(data, &f)
+	}
+	return f, err
+}
+
+// liveFrame reads {"type":…,"attempt":N,"message":{…}}; any other key
+// leaves the frame to encoding/json.
+func (r *jsonReader) liveFrame(f *Frame) {
+	if !r.open('{') {
+		return
+	}
+	var seen uint32
+	for first := true; r.more(&first, '}'); {
+		switch k := r.key(); string(k) {
+		case "type":
+			r.seen(&seen, 1<<0)
+			r.str(&f.Type)
+		case "attempt":
+			r.seen(&seen, 1<<1)
+			r.int(&f.Attempt)
+		case "message":
+			r.seen(&seen, 1<<2)
+			if r.err == nil && r.peek() == 'n' {
+				r.literal("null")
+				f.Message = nil
+				continue
+			}
+			m := new(Message)
+			r.message(m)
+			f.Message = m
+		default:
+			r.fail(errReflectOnly)
+		}
+	}
+}
