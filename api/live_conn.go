@@ -171,7 +171,7 @@ func (c *liveConn) enqueueLocked(q queued, coalesce bool) queueWork {
 func (c *liveConn) after(w queueWork) {
 	switch w {
 	case queueStartWrite:
-		go c.flush()
+		c.writeNow()
 	case queueSlowClose:
 		c.hub.metrics.slowCloses.Inc()
 		c.close(CloseSlowConsumer, "send queue full; sync and reconnect")
@@ -209,29 +209,88 @@ func (c *liveConn) startableLocked() bool {
 	return c.ready && !c.writing && len(c.queue) > 0 && !c.closed
 }
 
-// flush writes queued frames until none is left, then ends. What is
-// queued when it looks goes out in one write syscall (up to
-// maxCorkBytes): under load a connection's frames arrive in bursts.
-func (c *liveConn) flush() {
+// writeNow writes what is queued on the caller's goroutine (c.writing
+// was set for it) as long as the socket takes it without waiting; a
+// writer goroutine takes over only for what has to wait.
+func (c *liveConn) writeNow() {
+	if c.cork == nil {
+		go c.flush(nil, 0)
+		return
+	}
 	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 || c.closed {
-			c.writing = false
-			c.queue = nil
-			c.mu.Unlock()
+		batch, size, ok := c.nextBatch()
+		if !ok {
 			return
 		}
-		batch, size := c.takeLocked()
-		c.mu.Unlock()
-		err := c.write(batch)
-		c.mu.Lock()
-		c.bytes -= size
-		c.mu.Unlock()
+		tried, tail, err := c.cork.tryWriteFrames(batch)
+		switch {
+		case !tried:
+			go c.flush(batch, size)
+			return
+		case tail != nil:
+			go func() {
+				err := tail.finish()
+				c.wrote(size)
+				if err != nil {
+					c.writeFailed(err)
+					return
+				}
+				c.flush(nil, 0)
+			}()
+			return
+		}
+		c.wrote(size)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-				c.hub.metrics.slowCloses.Inc()
+			c.writeFailed(err)
+			return
+		}
+	}
+}
+
+// nextBatch takes the frames to write next; false (and the writer's turn
+// ends) when none is left.
+func (c *liveConn) nextBatch() ([]queued, int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 || c.closed {
+		c.writing = false
+		c.queue = nil
+		return nil, 0, false
+	}
+	batch, size := c.takeLocked()
+	return batch, size, true
+}
+
+func (c *liveConn) wrote(size int) {
+	c.mu.Lock()
+	c.bytes -= size
+	c.mu.Unlock()
+}
+
+func (c *liveConn) writeFailed(err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		c.hub.metrics.slowCloses.Inc()
+	}
+	c.close(CloseSlowConsumer, "write failed or timed out")
+}
+
+// flush writes batch (when not nil), then queued frames until none is
+// left, then ends. What is queued when it looks goes out in one write
+// syscall (up to maxCorkBytes): under load a connection's frames arrive
+// in bursts.
+func (c *liveConn) flush(batch []queued, size int) {
+	for {
+		if batch == nil {
+			var ok bool
+			if batch, size, ok = c.nextBatch(); !ok {
+				return
 			}
-			c.close(CloseSlowConsumer, "write failed or timed out")
+		}
+		err := c.write(batch)
+		batch = nil
+		c.wrote(size)
+		if err != nil {
+			c.writeFailed(err)
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -40,7 +41,7 @@ func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.cork = &corkConn{Conn: conn, timeout: w.writeTimeout}
+	w.cork = newCorkConn(conn, w.writeTimeout)
 	r := brw.Reader
 	if r.Buffered() == 0 {
 		r = bufio.NewReaderSize(conn, liveReadBufferBytes)
@@ -78,9 +79,23 @@ type corkConn struct {
 
 	timeout time.Duration // bounds each write
 
+	// raw writes without waiting (nil when the socket has no file
+	// descriptor: every write then waits, on a writer goroutine).
+	raw syscall.RawConn
+
 	mu       sync.Mutex // held across writes to the socket: frames never interleave
 	closing  bool       // a close frame went out
 	deadline time.Time  // the socket's write deadline
+}
+
+func newCorkConn(conn net.Conn, timeout time.Duration) *corkConn {
+	c := &corkConn{Conn: conn, timeout: timeout}
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			c.raw = raw
+		}
+	}
+	return c
 }
 
 // Write is the library's: a control frame, whole (see
@@ -173,4 +188,81 @@ func (c *corkConn) writeFrames(frames []queued) error {
 		}
 	}
 	return nil
+}
+
+// unsent is the tail of a batch the socket did not take at once. It holds
+// the socket (c.mu) and the batch's buffer until finish writes it, so no
+// other frame can come between.
+type unsent struct {
+	c    *corkConn
+	bp   *[]byte
+	rest []byte
+}
+
+// finish writes the tail, waiting as long as the write deadline allows,
+// and lets the socket go.
+func (u *unsent) finish() error {
+	defer u.c.mu.Unlock()
+	defer func() { *u.bp = (*u.bp)[:0]; corkBuffers.Put(u.bp) }()
+	if err := u.c.armLocked(); err != nil {
+		return err
+	}
+	_, err := u.c.Conn.Write(u.rest)
+	return err
+}
+
+// tryWriteFrames writes frames in one syscall that does not wait, on the
+// caller's goroutine: a connection's frames go out from where they were
+// queued, with no writer goroutine to start and schedule (one per
+// delivery otherwise, as a live connection is rarely sent two frames
+// close together). tried is false when nothing was written and frames
+// are for a writer that may wait (the socket is busy with another
+// write, or the frames do not fit one batch); tail is what the socket
+// did not take, for a writer to finish.
+func (c *corkConn) tryWriteFrames(frames []queued) (tried bool, tail *unsent, err error) {
+	if c.raw == nil || !c.mu.TryLock() {
+		return false, nil, nil
+	}
+	if c.closing {
+		c.mu.Unlock()
+		return true, nil, net.ErrClosed
+	}
+	size := 0
+	for _, q := range frames {
+		size += wsMaxHeader + len(q.data)
+	}
+	if size > maxCorkBytes {
+		c.mu.Unlock()
+		return false, nil, nil
+	}
+	bp := corkBuffers.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for _, q := range frames {
+		buf = append(appendFrameHeader(buf, len(q.data)), q.data...)
+	}
+	var n int
+	var werr error
+	if rerr := c.raw.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), buf)
+		return true // never wait for the socket to take more
+	}); rerr != nil {
+		werr = rerr
+	}
+	switch {
+	case werr == syscall.EAGAIN || werr == syscall.EINTR:
+		n, werr = 0, nil
+	case werr != nil:
+		*bp = buf[:0]
+		corkBuffers.Put(bp)
+		c.mu.Unlock()
+		return true, nil, werr
+	}
+	if n >= len(buf) {
+		*bp = buf[:0]
+		corkBuffers.Put(bp)
+		c.mu.Unlock()
+		return true, nil, nil
+	}
+	*bp = buf
+	return true, &unsent{c: c, bp: bp, rest: buf[max(n, 0):]}, nil
 }

@@ -190,3 +190,52 @@ func TestAWriteToAClientThatStoppedReadingIsGivenTheWholeWriteTimeout(t *testing
 		t.Fatalf("the write was given %v (it waited %v), want at least the timeout %v", gave, blocked, timeout)
 	}
 }
+
+func TestFramesTheSocketTakesOnlyInPartArriveWholeAndInOrder(t *testing.T) {
+	// The client reads nothing until the socket stops taking a batch
+	// whole: the write that does not wait leaves a tail, which finish
+	// writes once the client reads; a write meanwhile is not tried.
+	const frames = 400
+	var tails, waited int
+	c := corkServer(t, func(_ *websocket.Conn, cork *corkConn) {
+		if tc, ok := cork.Conn.(*net.TCPConn); ok {
+			_ = tc.SetWriteBuffer(16 << 10) // fills after a few frames
+		}
+		for i := 0; i < frames; i++ {
+			batch := []queued{{data: bytes.Repeat([]byte{byte('a' + i%26)}, 4000+i)}}
+			tried, tail, err := cork.tryWriteFrames(batch)
+			switch {
+			case err != nil:
+				t.Errorf("frame %d: %v", i, err)
+				return
+			case !tried:
+				waited++
+				if err := cork.writeFrames(batch); err != nil {
+					t.Errorf("frame %d, written by a writer that waits: %v", i, err)
+					return
+				}
+			case tail != nil:
+				tails++
+				if again, _, _ := cork.tryWriteFrames(batch[:1]); again {
+					t.Errorf("frame %d: a write was tried while a tail held the socket", i)
+				}
+				if err := tail.finish(); err != nil {
+					t.Errorf("frame %d: finishing its tail: %v", i, err)
+					return
+				}
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	time.Sleep(200 * time.Millisecond) // the socket's buffers fill meanwhile
+	for i := 0; i < frames; i++ {
+		_, data, err := c.Read(ctx)
+		if err != nil || !bytes.Equal(data, bytes.Repeat([]byte{byte('a' + i%26)}, 4000+i)) {
+			t.Fatalf("frame %d: %d bytes, %v", i, len(data), err)
+		}
+	}
+	if tails == 0 {
+		t.Fatalf("no write left a tail (%d waited): the test did not fill the socket", waited)
+	}
+}
