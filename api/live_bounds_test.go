@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -241,7 +242,7 @@ func TestAConnectionWhosePushesWereAllAckedIsPushedAgainAfterItsNextPush(t *test
 	if !listed() {
 		t.Fatal("a connection with a pending push is not in the hub's set")
 	}
-	c.acknowledged("dm-a-b", 1, 1, nil)
+	c.acknowledgedAll([]redisstore.AckItem{{Conv: "dm-a-b", Seq: 1, Epoch: 1}})
 	now := time.Now()
 	if items := c.due(now.Add(2 * time.Minute)); len(items) != 0 || listed() {
 		t.Fatalf("after its only push was acked: %d due, listed %v; want none and out of the set", len(items), listed())

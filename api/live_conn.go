@@ -415,29 +415,46 @@ func (c *liveConn) listPendingLocked() {
 	c.hub.pendMu.Unlock()
 }
 
-// acknowledged raises what the device acked and forgets pushes up to it;
-// into senders (when not nil) go the senders of those pushes, conv →
-// sender → their newest seq.
-func (c *liveConn) acknowledged(conv string, epoch, seq uint64, senders map[string]map[string]uint64) {
+// acknowledgedAll raises what the device acked and forgets the pushes
+// the items cover, under one hold of c.mu and in one pass over the
+// pending pushes; it returns the senders of the pushes it forgot (conv →
+// sender → their newest seq; nil when none).
+func (c *liveConn) acknowledgedAll(acks []redisstore.AckItem) map[string]map[string]uint64 {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if a, ok := c.acked[conv]; !ok || epoch > a.epoch || (epoch == a.epoch && seq > a.seq) {
-		c.acked[conv] = cursorAt{epoch, seq}
-	}
-	for k, p := range c.pending {
-		if k.conv == conv && p.epoch == epoch && k.seq <= seq {
-			c.hub.metrics.pushToAck.Observe(now.Sub(p.first).Seconds())
-			delete(c.pending, k)
-			if senders != nil {
-				snd := p.sq.GetMessage().GetSender()
-				if senders[conv] == nil {
-					senders[conv] = map[string]uint64{}
-				}
-				senders[conv][snd] = max(senders[conv][snd], k.seq)
-			}
+	for _, it := range acks {
+		if a, ok := c.acked[it.Conv]; !ok || it.Epoch > a.epoch || (it.Epoch == a.epoch && it.Seq > a.seq) {
+			c.acked[it.Conv] = cursorAt{it.Epoch, it.Seq}
 		}
 	}
+	var senders map[string]map[string]uint64
+	for k, p := range c.pending {
+		if !coveredBy(acks, k, p.epoch) {
+			continue
+		}
+		c.hub.metrics.pushToAck.Observe(now.Sub(p.first).Seconds())
+		delete(c.pending, k)
+		if senders == nil {
+			senders = map[string]map[string]uint64{}
+		}
+		snd := p.sq.GetMessage().GetSender()
+		if senders[k.conv] == nil {
+			senders[k.conv] = map[string]uint64{}
+		}
+		senders[k.conv][snd] = max(senders[k.conv][snd], k.seq)
+	}
+	return senders
+}
+
+// coveredBy: an item of acks covers the push k of epoch.
+func coveredBy(acks []redisstore.AckItem, k pushKey, epoch uint64) bool {
+	for _, it := range acks {
+		if it.Conv == k.conv && it.Epoch == epoch && k.seq <= it.Seq {
+			return true
+		}
+	}
+	return false
 }
 
 // knownAccess vouches for acks of what this connection was pushed or

@@ -540,7 +540,7 @@ func (h *liveHub) repushDue(now time.Time) {
 		for _, it := range items {
 			conv := it.sq.GetMessage().GetConvId()
 			if a, ok := cur[conv]; ok && a.Epoch == it.sq.GetEpoch() && a.Seq >= it.sq.GetSeq() {
-				c.acknowledged(conv, a.Epoch, a.Seq, nil)
+				c.acknowledgedAll([]redisstore.AckItem{{Conv: conv, Seq: a.Seq, Epoch: a.Epoch}})
 				continue
 			}
 			h.metrics.pushes.WithLabelValues(fmt.Sprint(it.attempt)).Inc()

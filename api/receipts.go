@@ -143,11 +143,7 @@ func (s *Server) ackedOnConn(user, dev string, acks []redisstore.AckItem) map[st
 	if c == nil {
 		return nil
 	}
-	senders := map[string]map[string]uint64{}
-	for _, a := range acks {
-		c.acknowledged(a.Conv, a.Epoch, a.Seq, senders)
-	}
-	return senders
+	return c.acknowledgedAll(acks)
 }
 
 // afterReads raises the reader's read (and delivered) cursors.
