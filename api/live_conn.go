@@ -171,7 +171,9 @@ func (c *liveConn) enqueueLocked(q queued, coalesce bool) queueWork {
 func (c *liveConn) after(w queueWork) {
 	switch w {
 	case queueStartWrite:
-		c.writeNow()
+		if !c.hub.deferWrite(c) {
+			c.writeNow()
+		}
 	case queueSlowClose:
 		c.hub.metrics.slowCloses.Inc()
 		c.close(CloseSlowConsumer, "send queue full; sync and reconnect")

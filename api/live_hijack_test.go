@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // corkServer accepts one WebSocket through smallBuffers and hands its
@@ -237,5 +240,66 @@ func TestFramesTheSocketTakesOnlyInPartArriveWholeAndInOrder(t *testing.T) {
 	}
 	if tails == 0 {
 		t.Fatalf("no write left a tail (%d waited): the test did not fill the socket", waited)
+	}
+}
+
+// countingConn counts the writes that reach it.
+type countingConn struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+func TestFramesQueuedWhileTheHubHandsOutABatchGoOutInOneWrite(t *testing.T) {
+	m, err := newLiveMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &liveHub{cfg: LiveConfig{MaxQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second}, metrics: m, withPend: map[*liveConn]bool{}}
+	server, client := net.Pipe()
+	defer client.Close()
+	counted := &countingConn{Conn: server}
+	c := newLiveConn(h, nil, "bob", "phone", "c1")
+	c.cork = newCorkConn(counted, 5*time.Second)
+	c.start()
+	frames := [][]byte{[]byte(`{"type":"a"}`), []byte(`{"type":"bb"}`), []byte(`{"type":"ccc"}`)}
+	want := 0
+	for _, f := range frames {
+		want += 2 + len(f) // a short frame's header is two bytes
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, want)
+		_, _ = io.ReadFull(client, buf)
+		got <- buf
+	}()
+
+	h.deferWrites()
+	for _, f := range frames {
+		c.send(f, false)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := counted.writes.Load(); n != 0 {
+		t.Fatalf("%d writes while the hub defers them, want none", n)
+	}
+	h.writeDeferred()
+	select {
+	case buf := <-got:
+		var at int
+		for i, f := range frames {
+			if buf[at] != wsFinText || int(buf[at+1]) != len(f) || !bytes.Equal(buf[at+2:at+2+len(f)], f) {
+				t.Fatalf("frame %d is not what was queued: % x", i, buf)
+			}
+			at += 2 + len(f)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deferred frames were never written")
+	}
+	if n := counted.writes.Load(); n != 1 {
+		t.Fatalf("the three frames took %d writes, want one", n)
 	}
 }

@@ -46,6 +46,12 @@ type liveHub struct {
 	pendMu   sync.Mutex
 	withPend map[*liveConn]bool
 
+	// writesMu guards the writes deferred while the hub hands out what
+	// the bus brought (deferWrites).
+	writesMu  sync.Mutex
+	deferring bool
+	deferred  []*liveConn
+
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
 	acks     *ackBatcher
@@ -142,9 +148,14 @@ func (h *liveHub) run() {
 			if !ok {
 				return
 			}
+			h.deferWrites()
 			h.dispatch(data)
+			h.dispatchWaiting()
+			h.writeDeferred()
 		case f := <-h.dispatchRuns:
+			h.deferWrites()
 			f()
+			h.writeDeferred()
 		case <-h.resubscribedSignal:
 			h.noticeResubscribedFull()
 		case now := <-t.C:
@@ -158,6 +169,76 @@ func (h *liveHub) run() {
 		}
 	}
 }
+
+// maxDrain bounds the bus batches handed out before the frames they
+// queued are written.
+const maxDrain = 64
+
+// dispatchWaiting hands out the bus batches that are already here (up to
+// maxDrain), without waiting for any.
+func (h *liveHub) dispatchWaiting() {
+	for range maxDrain {
+		select {
+		case data, ok := <-h.sub.Messages():
+			if !ok {
+				return
+			}
+			h.dispatch(data)
+		default:
+			return
+		}
+	}
+}
+
+// deferWrites makes the connections that are queued frames from now on
+// wait for writeDeferred to write them: what the bus brought at once
+// (or a catch-up releases) goes to a connection in one write syscall,
+// not one per frame, at no cost in latency (the frames are all here).
+// Frames queued meanwhile by other goroutines wait as well, for as long
+// as the hub takes to hand out what it holds.
+func (h *liveHub) deferWrites() {
+	h.writesMu.Lock()
+	h.deferring = true
+	h.writesMu.Unlock()
+}
+
+// deferWrite takes c's write for writeDeferred; false when writes are not
+// deferred (c writes now).
+func (h *liveHub) deferWrite(c *liveConn) bool {
+	h.writesMu.Lock()
+	defer h.writesMu.Unlock()
+	if !h.deferring {
+		return false
+	}
+	h.deferred = append(h.deferred, c)
+	return true
+}
+
+// writeDeferred ends the deferral and writes what the connections were
+// queued meanwhile.
+// Only the hub's loop defers writes, so nothing is added to the list
+// while it writes them.
+func (h *liveHub) writeDeferred() {
+	h.writesMu.Lock()
+	conns := h.deferred
+	h.deferring = false
+	h.writesMu.Unlock()
+	for i, c := range conns {
+		c.writeNow()
+		conns[i] = nil
+	}
+	h.writesMu.Lock()
+	h.deferred = conns[:0]
+	if cap(conns) > maxKeptDeferred {
+		h.deferred = nil
+	}
+	h.writesMu.Unlock()
+}
+
+// maxKeptDeferred bounds the list of deferred writes the hub keeps for the
+// next drain (one the length of its connections is reused; a longer one,
+// after a burst, is let go).
+const maxKeptDeferred = 1 << 14
 
 // register adds a connection, replacing an older one of the same device
 // here or on another node.
