@@ -190,7 +190,6 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 		return nil
 	}
 	c.sendFirst(hello, jsonFrame(notice))
-	c.start()
 	for _, sq := range replay {
 		open, err := s.openMessage(ctx, sq)
 		if err != nil {
@@ -200,6 +199,9 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 		}
 		c.push(open)
 	}
+	// Writes start once the replay is queued: hello, the notice and the
+	// replay go out together, not a write each.
+	c.start()
 	return c
 }
 
