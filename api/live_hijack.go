@@ -89,13 +89,7 @@ type corkConn struct {
 }
 
 func newCorkConn(conn net.Conn, timeout time.Duration) *corkConn {
-	c := &corkConn{Conn: conn, timeout: timeout}
-	if sc, ok := conn.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			c.raw = raw
-		}
-	}
-	return c
+	return &corkConn{Conn: conn, timeout: timeout, raw: rawConnOf(conn)}
 }
 
 // Write is the library's: a control frame, whole (see
@@ -240,17 +234,8 @@ func (c *corkConn) tryWriteFrames(frames []queued) (tried bool, tail *unsent, er
 	for _, q := range frames {
 		buf = append(appendFrameHeader(buf, len(q.data)), q.data...)
 	}
-	var n int
-	var werr error
-	if rerr := c.raw.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), buf)
-		return true // never wait for the socket to take more
-	}); rerr != nil {
-		werr = rerr
-	}
+	n, werr := writeNoWait(c.raw, buf)
 	switch {
-	case werr == syscall.EAGAIN || werr == syscall.EINTR:
-		n, werr = 0, nil
 	case werr != nil:
 		*bp = buf[:0]
 		corkBuffers.Put(bp)
