@@ -104,6 +104,8 @@ type Store struct {
 	predicted *positionCache
 	// flights collapse identical concurrent slice reads of sync.
 	flights *sliceFlights
+	// notices are copies of small groups' notices that sync counts from.
+	notices *noticeCopies
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -113,7 +115,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights()}, nil
+		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

@@ -20,6 +20,7 @@ type syncUser struct {
 	mentions []mentionRef
 	cursors  map[string]Position
 	evicted  bool
+	convs    []string // syncConvs, once sorted
 }
 
 // mentionRef is one entry of the mention lane (or an @all of a large group).
@@ -152,7 +153,11 @@ func largeGroupsOf(inbox map[string]string) map[string]bool {
 }
 
 // syncConvs lists the user's conversations, sorted for a stable answer.
+// The heads read and the plan both walk it: it is sorted once.
 func (us *syncUser) syncConvs() []string {
+	if us.convs != nil {
+		return us.convs
+	}
 	out := make([]string, 0, len(us.activity)+len(us.large))
 	for c := range us.activity {
 		if !us.large[c] {
@@ -163,6 +168,7 @@ func (us *syncUser) syncConvs() []string {
 		out = append(out, c)
 	}
 	sort.Strings(out)
+	us.convs = out
 	return out
 }
 
@@ -177,6 +183,9 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	pasts := make([]*redis.StringCmd, len(convs))
 	alls := make([]*redis.ZSliceCmd, len(convs))
 	notices := make([]*redis.IntCmd, len(convs))
+	// small: the notices the small groups' stored unread counted, from a
+	// kept copy where one covers them (sync_notices.go)
+	small := make([]*noticeRead, len(convs))
 	reads := make([]uint64, len(convs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
@@ -186,10 +195,10 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), "+inf")
 			} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > reads[i] &&
 				us.inbox[InboxField(c, FieldType)] == string(InboxGroup) {
-				// the notices the small group's stored unread counted
-				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), strconv.FormatUint(last, 10))
+				small[i] = s.queueNotices(ctx, p, c, reads[i]+1, last)
 			}
 			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaLastTime, MetaType)
+			s.queueCopy(ctx, p, c, small[i])
 			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
 			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
 			if us.large[c] {
@@ -200,6 +209,10 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	})
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("sync %s: read conversations: %w", user, err)
+	}
+	counts, err := s.settleNotices(ctx, convs, small, metas)
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w", user, err)
 	}
 	heads := make(map[string]syncHead, len(convs))
 	for i, c := range convs {
@@ -233,6 +246,8 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		h.ctype = convTypeOfCode(readReplyString(m[4]))
 		if notices[i] != nil {
 			h.notices, h.noticesAbove = uint64(notices[i].Val()), reads[i]
+		} else if small[i] != nil {
+			h.notices, h.noticesAbove = counts[i], reads[i]
 		}
 		if alls[i] != nil {
 			for _, z := range alls[i].Val() {
