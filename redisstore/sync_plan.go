@@ -36,7 +36,7 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 	for _, m := range us.mentions {
 		byConv[m.conv] = append(byConv[m.conv], m)
 	}
-	var plans []convPlan
+	plans := make([]convPlan, 0, len(heads))
 	var refs []mentionRef
 	for _, conv := range us.syncConvs() {
 		h, ok := heads[conv]
