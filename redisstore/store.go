@@ -106,6 +106,8 @@ type Store struct {
 	flights *sliceFlights
 	// notices are copies of small groups' notices that sync counts from.
 	notices *noticeCopies
+	// members are copies of small groups' members that sync reads from.
+	members *memberCopies
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -115,7 +117,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies()}, nil
+		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies(), members: newMemberCopies()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

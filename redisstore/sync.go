@@ -179,8 +179,9 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	defer cancel()
 	convs := us.syncConvs()
 	metas := make([]*redis.SliceCmd, len(convs))
-	mems := make([]*redis.StringCmd, len(convs))
-	pasts := make([]*redis.StringCmd, len(convs))
+	// members: the user's membership, from a kept copy of a small group's
+	// members where one stands (sync_members.go)
+	members := make([]*memberRead, len(convs))
 	alls := make([]*redis.ZSliceCmd, len(convs))
 	notices := make([]*redis.IntCmd, len(convs))
 	// small: the notices the small groups' stored unread counted, from a
@@ -190,17 +191,16 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
 			reads[i] = readReplyUint(us.inbox[InboxField(c, FieldRead)])
+			group := us.inbox[InboxField(c, FieldType)] == string(InboxGroup)
 			if us.large[c] {
 				// Counted before the counter is read (see fillLargeGroups).
 				notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(reads[i]+1, 10), "+inf")
-			} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > reads[i] &&
-				us.inbox[InboxField(c, FieldType)] == string(InboxGroup) {
+			} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > reads[i] && group {
 				small[i] = s.queueNotices(ctx, p, c, reads[i]+1, last)
 			}
-			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaLastTime, MetaType)
+			metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaLastTime, MetaType, MetaMemberVersion)
 			s.queueCopy(ctx, p, c, small[i])
-			mems[i] = p.HGet(ctx, s.keys.Members(c), user)
-			pasts[i] = p.HGet(ctx, s.keys.PastMembers(c), user)
+			members[i] = s.queueMembership(ctx, p, c, user, group && !us.large[c])
 			if us.large[c] {
 				alls[i] = p.ZRangeWithScores(ctx, s.keys.MentionAll(c), 0, -1)
 			}
@@ -208,33 +208,64 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		return nil
 	})
 	if err != nil && err != redis.Nil {
+		for i, r := range members {
+			if r.mem != nil {
+				s.members.took(convs[i], nil)
+			}
+		}
 		return nil, fmt.Errorf("sync %s: read conversations: %w", user, err)
 	}
 	counts, err := s.settleNotices(ctx, convs, small, metas)
 	if err != nil {
 		return nil, fmt.Errorf("sync %s: %w", user, err)
 	}
+	type membership struct {
+		joined, past string
+		member       bool
+	}
+	ms := make([]membership, len(convs))
+	var again []int
+	for i, c := range convs {
+		m := metas[i].Val()
+		var settled bool
+		var err error
+		if ms[i].joined, ms[i].member, ms[i].past, settled, err = s.membership(c, user, members[i], m[1], m[5]); err != nil {
+			return nil, fmt.Errorf("sync %s: %w", user, err)
+		}
+		if !settled {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		if err := s.rereadMembership(ctx, convs, user, members, again); err != nil {
+			return nil, fmt.Errorf("sync %s: %w", user, err)
+		}
+		for _, i := range again {
+			m := metas[i].Val()
+			var err error
+			if ms[i].joined, ms[i].member, ms[i].past, _, err = s.membership(convs[i], user, members[i], m[1], m[5]); err != nil {
+				return nil, fmt.Errorf("sync %s: %w", user, err)
+			}
+		}
+	}
 	heads := make(map[string]syncHead, len(convs))
 	for i, c := range convs {
-		j, err := mems[i].Result()
-		if err != nil && err != redis.Nil {
-			return nil, fmt.Errorf("sync %s: membership of %s: %w", user, c, err)
-		}
-		spans := parsePastSpans(pasts[i].Val())
-		if err == redis.Nil && len(spans) == 0 {
+		j := ms[i].joined
+		spans := parsePastSpans(ms[i].past)
+		if !ms[i].member && len(spans) == 0 {
 			continue
 		}
 		m := metas[i].Val()
 		h := syncHead{member: true, joined: readReplyUint(j), seq: readReplyUint(m[0]), epoch: readReplyUint(m[1])}
 		h.spans = spans
-		if err == nil {
+		if ms[i].member {
 			h.spans = append(h.spans, MemberSpan{Joined: readReplyUint(j)})
 		}
 		if len(spans) > 0 {
 			// Each span the user belonged to is theirs to read; a former
 			// member's conversation ends where they left.
 			h.joined = spans[0].Joined
-			if err == redis.Nil {
+			if !ms[i].member {
 				h.left, h.seq = true, min(h.seq, spans[len(spans)-1].Left-1)
 			}
 		}
