@@ -173,18 +173,31 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 
 // readGroupSides reads what the list takes from the groups' own keys, in
 // one pipeline: the large groups' counters (fillLargeGroups) and which
-// small groups the user left, with their notices (markLeft).
+// small groups the user left, with their notices (markLeft). A group
+// whose copies its meta outlived is read again in a second one.
 func (s *Store) readGroupSides(ctx context.Context, user string, small, large []ConvItem) error {
-	var fill, mark func()
+	var fill func()
+	var mark func() []int
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		fill = s.fillLargeGroups(ctx, p, large)
-		mark = s.markLeft(ctx, p, user, small)
+		mark = s.markLeft(ctx, p, user, small, smallGroupsOf(small), true)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("read groups: %w", err)
 	}
 	fill()
+	again := mark()
+	if len(again) == 0 {
+		return nil
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		mark = s.markLeft(ctx, p, user, small, again, false)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read groups again: %w", err)
+	}
 	mark()
 	return nil
 }
@@ -241,30 +254,70 @@ func subFloor(a, b uint64) uint64 {
 // only while the user is a member). With it it takes the join and leave
 // notices out of each group's unread: the inbox counts every seq
 // delivered, the notices among (read, last] are no one's unread (as in
-// large groups, fillLargeGroups). It queues its reads on p and returns
-// what marks items once p ran.
-func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, items []ConvItem) func() {
+// large groups, fillLargeGroups). With copies, a group whose member copy
+// (and notice copy, if it has unread) sync keeps is answered from them
+// and one meta read that shows whether they stand (sync_members.go,
+// sync_notices.go). It queues its reads of items[groups] on p and returns
+// what marks items once p ran, which reports the groups whose copies the
+// meta outlived.
+func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, items []ConvItem, groups []int, copies bool) func() []int {
+	in := make([]*redis.BoolCmd, len(groups))
+	notices := make([]*redis.IntCmd, len(groups))
+	metas := make([]*redis.SliceCmd, len(groups))
+	members := make([]*memberCopy, len(groups))
+	counts := make([]*noticeCopy, len(groups))
+	for k, i := range groups {
+		it := items[i]
+		if copies {
+			if members[k] = s.members.get(it.Conv); members[k] != nil {
+				c, ok := s.notices.covering(it.Conv, it.LastSeq)
+				if it.Unread == 0 || ok {
+					if it.Unread > 0 {
+						counts[k] = &c
+					}
+					metas[k] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaEpoch, MetaFirst, MetaMemberVersion)
+					continue
+				}
+			}
+		}
+		in[k] = p.HExists(ctx, s.keys.Members(it.Conv), user)
+		if it.Unread > 0 {
+			notices[k] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(it.ReadSeq+1, 10), strconv.FormatUint(it.LastSeq, 10))
+		}
+	}
+	return func() (again []int) {
+		for k, i := range groups {
+			it := &items[i]
+			if m := metas[k]; m != nil {
+				v := m.Val()
+				epoch, mc, nc := readReplyUint(v[0]), members[k], counts[k]
+				if v[0] == nil || epoch != mc.epoch || readReplyUint(v[2]) != mc.mver || (nc != nil && nc.epoch != epoch) {
+					again = append(again, i)
+					continue
+				}
+				_, member := mc.joined[user]
+				it.Left = !member
+				if nc != nil {
+					it.Unread = subFloor(it.Unread, nc.count(it.ReadSeq+1, it.LastSeq, noticeFirst(v[1])))
+				}
+				continue
+			}
+			it.Left = !in[k].Val()
+			if notices[k] != nil {
+				it.Unread = subFloor(it.Unread, uint64(notices[k].Val()))
+			}
+		}
+		return again
+	}
+}
+
+// smallGroupsOf lists the indexes of the small groups among items.
+func smallGroupsOf(items []ConvItem) []int {
 	var groups []int
 	for i, it := range items {
 		if it.Type == schemas.ConvType_CONV_TYPE_GROUP && !it.Large {
 			groups = append(groups, i)
 		}
 	}
-	in := make([]*redis.BoolCmd, len(groups))
-	notices := make([]*redis.IntCmd, len(groups))
-	for k, i := range groups {
-		it := items[i]
-		in[k] = p.HExists(ctx, s.keys.Members(it.Conv), user)
-		if it.Unread > 0 {
-			notices[k] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(it.ReadSeq+1, 10), strconv.FormatUint(it.LastSeq, 10))
-		}
-	}
-	return func() {
-		for k, i := range groups {
-			items[i].Left = !in[k].Val()
-			if notices[k] != nil {
-				items[i].Unread = subFloor(items[i].Unread, uint64(notices[k].Val()))
-			}
-		}
-	}
+	return groups
 }

@@ -62,6 +62,13 @@ func newMemberCopies() *memberCopies {
 	return &memberCopies{m: map[string]*memberCopy{}, taking: map[string]bool{}}
 }
 
+// get is conv's copy, nil without one.
+func (n *memberCopies) get(conv string) *memberCopy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.m[conv]
+}
+
 // use is conv's copy; without one, take reports whether the caller is to
 // take it (no other sync is).
 func (n *memberCopies) use(conv string) (c *memberCopy, take bool) {
