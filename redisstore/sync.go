@@ -207,13 +207,18 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		}
 		return nil
 	})
+	// A copy this sync set out to take and did not ends its take on every
+	// return, so that another sync takes it.
+	defer s.abandonTakes(convs, members)
 	if err != nil && err != redis.Nil {
-		for i, r := range members {
-			if r.mem != nil {
-				s.members.took(convs[i], nil)
-			}
-		}
 		return nil, fmt.Errorf("sync %s: read conversations: %w", user, err)
+	}
+	for i, c := range convs {
+		// A pipeline's error is its first command's: a redis.Nil there
+		// hides whatever failed after it.
+		if err := metas[i].Err(); err != nil {
+			return nil, fmt.Errorf("sync %s: read conversation %s: %w", user, c, err)
+		}
 	}
 	counts, err := s.settleNotices(ctx, convs, small, metas)
 	if err != nil {

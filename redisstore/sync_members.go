@@ -172,6 +172,7 @@ func (s *Store) membership(conv, user string, r *memberRead, epoch, mver any) (j
 	}
 	if r.mem != nil {
 		s.members.took(conv, takenCopy(r, epoch, mver))
+		r.mem = nil
 	}
 	joined, jerr := r.joined.Result()
 	if jerr != nil && jerr != redis.Nil {
@@ -182,6 +183,17 @@ func (s *Store) membership(conv, user string, r *memberRead, epoch, mver any) (j
 		return "", false, "", false, fmt.Errorf("former membership of %s: %w", conv, perr)
 	}
 	return joined, jerr == nil, past, true, nil
+}
+
+// abandonTakes ends the takes of reads that did not get to keep their
+// copy (a sync that failed first).
+func (s *Store) abandonTakes(convs []string, reads []*memberRead) {
+	for i, r := range reads {
+		if r != nil && r.mem != nil {
+			s.members.took(convs[i], nil)
+			r.mem = nil
+		}
+	}
 }
 
 // takenCopy is the copy r's scans read, or nil if they cannot stand for

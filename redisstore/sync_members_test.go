@@ -126,3 +126,21 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 	}
 	same("a new epoch")
 }
+
+func TestAMemberCopyIsTakenByOneSyncAtATimeAndAnAbandonedTakeFreesIt(t *testing.T) {
+	s := &Store{members: newMemberCopies()}
+	if _, take := s.members.use("g"); !take {
+		t.Fatal("the first sync without a copy does not take it")
+	}
+	if c, take := s.members.use("g"); c != nil || take {
+		t.Fatalf("a second sync meanwhile got copy %v, take %v; want neither", c, take)
+	}
+	s.abandonTakes([]string{"g"}, []*memberRead{{mem: &redis.ScanCmd{}}})
+	if _, take := s.members.use("g"); !take {
+		t.Fatal("after an abandoned take no sync takes the copy")
+	}
+	s.members.took("g", &memberCopy{epoch: 1, mver: 2, joined: map[string]string{"ann": "0"}})
+	if c, take := s.members.use("g"); c == nil || take || s.members.kept != 1 {
+		t.Fatalf("after a take: copy %v, take %v, %d entries kept; want the copy", c, take, s.members.kept)
+	}
+}
