@@ -101,29 +101,43 @@ func TestARecipientWhoseInboxIsAStringIsDeadLetteredAndThePartitionMovesOn(t *te
 	}
 }
 
-// pauseOnFirstInbox pauses the server's writes for a while just before
-// the first inbox call is sent: the server is there but does not answer.
-type pauseOnFirstInbox struct {
-	admin  *redis.Client
-	paused atomic.Bool
-	pause  time.Duration
+// pauseOnFirst pauses the server's writes for a while just before the
+// first command matching is sent, alone or in a pipeline: the server is
+// there but does not answer.
+type pauseOnFirst struct {
+	admin    *redis.Client
+	matching func(redis.Cmder) bool
+	paused   atomic.Bool
+	pause    time.Duration
 }
 
-func (p *pauseOnFirstInbox) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *pauseOnFirst) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (p *pauseOnFirstInbox) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p *pauseOnFirst) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := p.before(ctx, cmd); err != nil {
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
 
-func (p *pauseOnFirstInbox) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (p *pauseOnFirst) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if len(inboxKeysOf(c)) > 0 && !p.paused.Swap(true) {
-				if err := p.admin.Do(ctx, "CLIENT", "PAUSE", p.pause.Milliseconds(), "WRITE").Err(); err != nil {
-					return err
-				}
-			}
+		if err := p.before(ctx, cmds...); err != nil {
+			return err
 		}
 		return next(ctx, cmds)
 	}
+}
+
+func (p *pauseOnFirst) before(ctx context.Context, cmds ...redis.Cmder) error {
+	for _, c := range cmds {
+		if p.matching(c) && !p.paused.Swap(true) {
+			return p.admin.Do(ctx, "CLIENT", "PAUSE", p.pause.Milliseconds(), "WRITE").Err()
+		}
+	}
+	return nil
 }
 
 // A server that stops answering in the middle of the inbox writes is a
@@ -139,7 +153,8 @@ func TestAServerThatStopsAnsweringIsWaitedForAndNothingIsDeadLettered(t *testing
 	})
 	sick := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = sick.Close() })
-	pause := &pauseOnFirstInbox{admin: admin, pause: 1500 * time.Millisecond}
+	pause := &pauseOnFirst{admin: admin, pause: 1500 * time.Millisecond,
+		matching: func(c redis.Cmder) bool { return len(inboxKeysOf(c)) > 0 }}
 	sick.AddHook(pause)
 	h.runner(h.fanout(sick))
 	ms := []*schemas.Message{msg("g", "create", "a", join("a", "b", "c")), msg("g", "m2", "b", mentions("c")),

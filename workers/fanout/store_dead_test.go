@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,31 +95,6 @@ func TestAConversationWhoseTimelineIsAStringIsDeadLetteredAndThePartitionMovesOn
 	}
 }
 
-// pauseOnFirstSequence pauses the server's writes for a while just before
-// the first sequencing call is sent.
-type pauseOnFirstSequence struct {
-	admin  *redis.Client
-	paused atomic.Bool
-	pause  time.Duration
-}
-
-func (p *pauseOnFirstSequence) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (p *pauseOnFirstSequence) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isSequenceCall(cmd) && !p.paused.Swap(true) {
-			if err := p.admin.Do(ctx, "CLIENT", "PAUSE", p.pause.Milliseconds(), "WRITE").Err(); err != nil {
-				return err
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (p *pauseOnFirstSequence) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // isSequenceCall: a script call whose keys name a timeline.
 func isSequenceCall(cmd redis.Cmder) bool {
 	name := cmd.Name()
@@ -148,7 +122,7 @@ func TestAServerThatStopsAnsweringASequencingCallIsWaitedForAndNothingIsDeadLett
 	})
 	sick := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = sick.Close() })
-	pause := &pauseOnFirstSequence{admin: admin, pause: 1500 * time.Millisecond}
+	pause := &pauseOnFirst{admin: admin, pause: 1500 * time.Millisecond, matching: isSequenceCall}
 	sick.AddHook(pause)
 	h.runner(h.fanout(sick))
 	h.produce(records(msg("g", "create", "a", join("a", "b", "c")), msg("g", "m2", "b", mentions("c")),
