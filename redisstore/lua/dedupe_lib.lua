@@ -91,6 +91,12 @@ end
 -- not in KEYS; nil when all are there. It reads the day as it is now, so
 -- it is the check of the caller's earlier read.
 local function dd_missing(day, digs, adds)
+  -- the common case, a day only looked up that was never split: every
+  -- digest is in bucket 0
+  if not adds and day.n == 1 then
+    if day.x and not day.xkey then return day.key .. ':x' end
+    return nil
+  end
   local top = day.n
   if adds then
     while day.c + #digs > DD_LOAD * top and top < DD_MAX_BUCKETS do top = top + 1 end
@@ -109,6 +115,9 @@ end
 
 -- dd_find returns the seq the day holds for a digest, or nil.
 local function dd_find(day, dig)
+  -- a day that holds no digest (most days of a quiet conversation) has
+  -- nothing to look up
+  if day.c == 0 then return nil end
   local v = redis.call('HGET', dd_bucket(day, dd_addr(dd_hash(dig), day.n)), dig)
   if v then return tonumber(v) end
   return nil

@@ -74,29 +74,6 @@ local tags = #ARGV - 1 - n -- the n tags come last but for the fence
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
 
--- A script is not a transaction: what it wrote before an error stays. The
--- writes below come in an order no partial run may keep (the timeline
--- appended and the dedupe entries added record by record, the meta's seq
--- last), so that a run failing halfway would leave a dedupe entry naming
--- a seq the next record takes: one seq, two messages. Hence every key is
--- checked first, before anything is written: once past this check no
--- command below can fail on what the keys hold (WRONGTYPE is the only
--- failure the data can cause; a server refuses a script for memory only
--- before its first write, and never kills one that wrote). A key of the
--- wrong type fails the call whole with nothing changed, and it fails
--- every call alike until the key is repaired, so the caller gives the
--- records up for good (Permanent) without a write to undo.
-do
-  local want = {[ma] = 'zset', [tl] = 'list', [KEYS[#KEYS]] = 'zset'}
-  for _, k in ipairs(KEYS) do
-    local t = redis.call('TYPE', k).ok
-    local w = want[k] or 'hash'
-    if t ~= 'none' and t ~= w then
-      return redis.error_reply('WRONGTYPE ' .. k .. ' holds a ' .. t .. ', not a ' .. w .. ': nothing sequenced')
-    end
-  end
-end
-
 local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first', 'type', 'nmem', 'lgs', 'lgc', 'mver')
 local seq, epoch, first = tonumber(m[1]) or 0, m[2], tonumber(m[3]) or 1
 local ctype, nmem, lgs = m[4], tonumber(m[5]) or 0, tonumber(m[6]) or 0
@@ -116,6 +93,37 @@ local function split(s)
 end
 
 local days = dd_days(7)
+
+-- A script is not a transaction: what it wrote before an error stays. The
+-- writes below come in an order no partial run may keep (the timeline
+-- appended and the dedupe entries added record by record, the meta's seq
+-- last), so that a run failing halfway would leave a dedupe entry naming
+-- a seq the next record takes: one seq, two messages. Hence every key is
+-- checked first, before anything is written: once past this check no
+-- command below can fail on what the keys hold (WRONGTYPE is the only
+-- failure the data can cause; a server refuses a script for memory only
+-- before its first write, and never kills one that wrote). A key of the
+-- wrong type fails the call whole with nothing changed, and it fails
+-- every call alike until the key is repaired, so the caller gives the
+-- records up for good (Permanent) without a write to undo.
+--
+-- The meta and each dedupe day's bucket 0 were read above, before any
+-- write, by commands that fail on a key of the wrong type: they need no
+-- check of their own.
+do
+  local want = {[ma] = 'zset', [tl] = 'list', [KEYS[#KEYS]] = 'zset'}
+  local read = {[meta] = true}
+  for _, d in ipairs(days) do read[d.key] = true end
+  for _, k in ipairs(KEYS) do
+    if not read[k] then
+      local t, w = redis.call('TYPE', k).ok, want[k] or 'hash'
+      if t ~= 'none' and t ~= w then
+        return redis.error_reply('WRONGTYPE ' .. k .. ' holds a ' .. t .. ', not a ' .. w .. ': nothing sequenced')
+      end
+    end
+  end
+end
+
 do
   local digs = {}
   for i = 0, n - 1 do digs[#digs + 1] = ARGV[base + i * 11 + 2] end
