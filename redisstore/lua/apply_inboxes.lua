@@ -118,22 +118,25 @@ local function unmention(mn, mx, conv, indexed, from, to)
 end
 
 -- read_plans reads the plans, each once: its numbers, its events as three
--- arrays, its first seq and the inbox field names of its conversation. It
+-- arrays (the seqs and write times also as given: a number a command gets
+-- is formatted anew, which costs an update about as much as a field
+-- does), its first seq and the inbox field names of its conversation. It
 -- returns them and where the plan numbers of the updates start.
 local function read_plans()
   local plans, a = {}, 2
   for p = 1, plan_count do
     local conv, n = ARGV[a], tonumber(ARGV[a + 3])
-    local kinds, seqs, ws, s0 = {}, {}, {}, nil
+    local kinds, seqs, ws, seqt, wt, s0 = {}, {}, {}, {}, {}, nil
     for i = 1, n do
       local at = a + 1 + 3 * i
-      kinds[i], seqs[i], ws[i] = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+      kinds[i], seqt[i], wt[i] = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+      seqs[i], ws[i] = tonumber(seqt[i]), tonumber(wt[i])
       -- A batch without a seq (a lone conversion) cannot tell an epoch's
       -- first seq.
       if s0 == nil and seqs[i] > 0 then s0 = seqs[i] end
     end
     plans[p] = {conv = conv, form = ARGV[a + 1], epoch_arg = ARGV[a + 2], epoch = tonumber(ARGV[a + 2]),
-      n = n, kinds = kinds, seqs = seqs, ws = ws, s0 = s0,
+      n = n, kinds = kinds, seqs = seqs, ws = ws, seqt = seqt, wt = wt, s0 = s0,
       fl = conv .. ':l', fr = conv .. ':r', fj = conv .. ':j', fu = conv .. ':u', ft = conv .. ':t', fe = conv .. ':e'}
     a = a + 4 + 3 * n
   end
@@ -162,6 +165,9 @@ local function apply_one(kb, p, probe)
   local l, r, j, t = l0, r0, j0, t0
   local large = form == 'L'
   local active = 0
+  -- li, ai: the events whose seq l and whose write time active are, for
+  -- their text (nil: l is computed or as read)
+  local li, ai
   local changed = false
 
   -- A newer epoch: what the user held above the batch's first seq was the
@@ -182,10 +188,10 @@ local function apply_one(kb, p, probe)
   for i = 1, p.n do
     local k, s, w = kinds[i], seqs[i], ws[i]
     if k == 'd' then
-      if not large and s > l then l, active = s, w end
+      if not large and s > l then l, active, li, ai = s, w, i, i end
     elseif k == 'o' then
       if s > r then r = s end
-      if not large and s > l then l, active = s, w end
+      if not large and s > l then l, active, li, ai = s, w, i, i end
     elseif k == 'm' then
       if large then
         if s > j and s > r then
@@ -193,7 +199,7 @@ local function apply_one(kb, p, probe)
           ments[#ments + 1], ments[#ments + 2] = s, w
         end
       elseif s > l then
-        l, active = s, w
+        l, active, li, ai = s, w, i, i
         if s > r then
           ments = ments or {}
           ments[#ments + 1], ments[#ments + 2] = s, w
@@ -206,18 +212,18 @@ local function apply_one(kb, p, probe)
         if large then
           t = 'L'
         elseif s > l then
-          l, active = s, w
+          l, active, li, ai = s, w, i, i
         end
       end
     elseif k == 'x' then
       if s > j and t == 'L' then
-        l = max(l, s - 1)
+        l, li = max(l, s - 1), nil
         t = 'g'
         call('HSET', ib, fl, l, fu, max(0, l - r))
         changed = true
         -- listed from now on like a small group, so that the former member
         -- still finds (and can read) what was meant for them
-        active = w
+        active, ai = w, i
       end
     elseif k == 'c' then
       t = 'L'
@@ -230,8 +236,9 @@ local function apply_one(kb, p, probe)
   -- of the wrong type fails before its guards move, and its replay
   -- applies it whole.
   if active > 0 then
-    call('ZADD', cl, 'GT', active, conv)
+    call('ZADD', cl, 'GT', ai and p.wt[ai] or active, conv)
   end
+  local lv = li and p.seqt[li] or l
   if ments then
     for i = 1, #ments, 2 do
       if mention(mn, mx, conv, ments[i], ments[i + 1]) then changed = true end
@@ -242,14 +249,14 @@ local function apply_one(kb, p, probe)
     changed = true
     if large then
       call('HSET', ib, fr, r, fj, j)
-      if renewed then call('HSET', ib, fl, l, fu, max(0, l - r)) end
+      if renewed then call('HSET', ib, fl, lv, fu, max(0, l - r)) end
     else
       t = form
       if not renewed and r == r0 and j == j0 and v[2] and v[3] then
         -- a delivery: C:r and C:j hold these values already
-        call('HSET', ib, fl, l, fu, max(0, l - r))
+        call('HSET', ib, fl, lv, fu, max(0, l - r))
       else
-        call('HSET', ib, fl, l, fr, r, fj, j, fu, max(0, l - r))
+        call('HSET', ib, fl, lv, fr, r, fj, j, fu, max(0, l - r))
       end
     end
   end
