@@ -100,7 +100,18 @@ type catchUpDone struct {
 // what the channel brings. It reports whether sq is to be pushed now.
 // It runs on the dispatcher and makes no call to Redis.
 func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) bool {
+	return h.followFrom(c, conv, floor, sq, frame, large, false)
+}
+
+// followFrom is follow; relisted says the connection's conversations were
+// read again (relist): its catch-up starts from what the device acked.
+func (h *liveHub) followFrom(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large, relisted bool) bool {
 	h.mu.Lock()
+	if h.conns[c.id] != c {
+		// closed since it was named: nothing to listen for
+		h.mu.Unlock()
+		return false
+	}
 	c.mu.Lock()
 	if _, ok := c.groups[conv]; ok {
 		c.raiseFloorLocked(conv, floor)
@@ -118,7 +129,7 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 		h.mu.Unlock()
 		return true // pushed by name; what follows reaches c by pull
 	}
-	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large}
+	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large, resubscribed: relisted}
 	if sq != nil {
 		// The record named c is c's (a large group's joiner is pushed
 		// its join), but nothing the device acked or was told of.
@@ -313,9 +324,114 @@ func (h *liveHub) noteResubscribed(channel string) {
 	h.metrics.resubscribed.Inc()
 	conv, ok := h.convOfChannel(channel)
 	if !ok {
-		return // the node's own channel
+		if channel == h.store.Keys().NodeChannel(h.cfg.Node) {
+			h.relistSoon()
+		}
+		return
 	}
 	h.recatchListeners(conv)
+}
+
+// What the push stage sent this node by name while its own channel was
+// down reached nobody: above all a join, the word to listen to a
+// conversation and catch up on it. Once the channel is back, every
+// connection here reads its conversations again and listens to those it
+// does not yet, each catching up from what the device acked (relist).
+// One pass runs at a time; a resubscription during a pass asks for one
+// more.
+
+// relistSoon starts a pass over the connections, or asks the running one
+// for another. It returns at once: it runs on the bus's reader.
+func (h *liveHub) relistSoon() {
+	h.relistMu.Lock()
+	defer h.relistMu.Unlock()
+	if h.relisting {
+		h.relistAgain = true
+		return
+	}
+	h.relisting = true
+	go h.relistPasses()
+}
+
+func (h *liveHub) relistPasses() {
+	for {
+		h.relistAll()
+		h.relistMu.Lock()
+		if !h.relistAgain || h.ctx.Err() != nil {
+			h.relisting = false
+			h.relistMu.Unlock()
+			return
+		}
+		h.relistAgain = false
+		h.relistMu.Unlock()
+	}
+}
+
+// relistAll relists every connection here, one after another, so that
+// the pass is one connection's reads at a time for Redis.
+func (h *liveHub) relistAll() {
+	h.mu.Lock()
+	conns := make([]*liveConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		if h.ctx.Err() != nil {
+			return
+		}
+		if err := h.relist(c); err != nil {
+			// The device is told to pull: what it missed is in the store.
+			h.log.Warn("read a connection's conversations again", "err", err)
+			h.metrics.fallbacks.WithLabelValues("relist_failed").Inc()
+			c.send(jsonFrame(pullAllNotice()), false)
+		}
+	}
+}
+
+// relist makes c listen to the conversations of its user it does not
+// listen to yet (as many as a connection may), each caught up from what
+// the device acked.
+func (h *liveHub) relist(c *liveConn) error {
+	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.RequestTimeout)
+	defer cancel()
+	var items []redisstore.ConvItem
+	var after redisstore.ListCursor
+	for len(items) < h.cfg.NoticeConversations {
+		page, err := h.s.router.ListConversations(ctx, c.user, c.device, after, min(MaxListLimit, h.cfg.NoticeConversations-len(items)))
+		if err != nil {
+			return err
+		}
+		items = append(items, page.Items...)
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+	}
+	var missing []string
+	c.mu.Lock()
+	for _, it := range items {
+		if _, ok := c.groups[it.Conv]; !ok && !it.Left {
+			missing = append(missing, it.Conv)
+		}
+	}
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, missing)
+	if err != nil {
+		return err
+	}
+	h.onDispatcher(func() {
+		for _, conv := range missing {
+			if a := access[conv]; a.Member {
+				h.metrics.relisted.Inc()
+				h.followFrom(c, conv, a.Joined, nil, nil, a.Large, true)
+			}
+		}
+	})
+	return nil
 }
 
 // recatchListeners makes every connection listening to conv here catch

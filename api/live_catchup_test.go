@@ -356,3 +356,37 @@ func TestAListenerThatCameWhileItsChannelWasDroppedKeepsReceiving(t *testing.T) 
 		t.Fatalf("after the channel was dropped under her carol was pushed %v, want %s", got, after.ClientMsgId)
 	}
 }
+
+// TestAJoinWhileTheNodesBusWasDownIsListenedToOnceItIsBack: a device is
+// online when its user is added to a group, but its node's bus
+// connection is down, so the push stage's word to that node by name (the
+// join: listen to the group) reaches nobody. Once go-redis resubscribed
+// the node's own channel, the node reads its connections' conversations
+// again: the device listens to the group, is pushed what it missed, once
+// each and in order, and what follows from the channel.
+func TestAJoinWhileTheNodesBusWasDownIsListenedToOnceItIsBack(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	bus := le.busDropper(1)
+	le.produce(founding("crew", "erin", "dave"))
+	dave := le.device(0, "dave", "phone")
+	carol := le.device(1, "carol", "phone")
+	dave.connect()
+	carol.connect()
+
+	bus.drop()
+	le.produce(&schemas.Message{ClientMsgId: "crew-carol-joins", ConvId: "crew", ConvType: schemas.ConvType_CONV_TYPE_GROUP,
+		Sender: "erin", Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: []string{"carol"}})
+	missed := textMsg("crew", "crew-1", "erin")
+	le.produce(missed)
+	dave.pushedAll(missed.ClientMsgId)
+	bus.release()
+
+	if got := carol.messagesUntilQuiet("crew"); len(got) != 1 || got[0] != missed.ClientMsgId {
+		t.Fatalf("after the bus came back carol was pushed %v, want %s", got, missed.ClientMsgId)
+	}
+	after := textMsg("crew", "crew-after", "erin")
+	le.produce(after)
+	if got := carol.messagesUntilQuiet("crew"); len(got) != 1 || got[0] != after.ClientMsgId {
+		t.Fatalf("then carol was pushed %v, want only %s, from the channel", got, after.ClientMsgId)
+	}
+}

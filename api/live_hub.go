@@ -68,6 +68,11 @@ type liveHub struct {
 	resubMu            sync.Mutex
 	resubscribedFull   []catchUpJob
 	resubscribedSignal chan struct{}
+	// relistMu guards the passes that read the connections' conversations
+	// again after the node's own channel was resubscribed (relistSoon).
+	relistMu    sync.Mutex
+	relisting   bool
+	relistAgain bool
 	// beforeSubscribe, when set (tests), runs before a catch-up
 	// subscribes a conversation's channel.
 	beforeSubscribe func(conv string)

@@ -20,6 +20,7 @@ type liveMetrics struct {
 	ephemeralDropped  prometheus.Counter
 	receiptsSent      prometheus.Counter
 	resubscribed      prometheus.Counter
+	relisted          prometheus.Counter
 	receiptsCoalesced prometheus.Counter
 	notices           *prometheus.CounterVec
 }
@@ -70,6 +71,9 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		receiptsSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_receipts_sent_total", Help: "Receipt events queued on senders' connections.",
 		}),
+		relisted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_live_relisted_conversations_total", Help: "Conversations a connection started listening to when its conversations were read again after the node's own channel was resubscribed (what the push stage sent the node by name meanwhile was lost).",
+		}),
 		resubscribed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_bus_resubscriptions_total", Help: "Channels the bus resubscribed after its connection dropped (each one's listeners catch up).",
 		}),
@@ -85,7 +89,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
-		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent, m.resubscribed,
+		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent, m.resubscribed, m.relisted,
 		m.receiptsCoalesced, m.notices} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
