@@ -87,6 +87,9 @@ func (s *Store) NoticesIn(ctx context.Context, conv string, lo, hi uint64) (uint
 }
 
 // ConvHeads reads the heads of several conversations in one round trip.
+// When the only failures are heads that can never be read (a key of the
+// wrong type), it returns the others with ItemErrors naming those, by
+// their index in convs.
 func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvHead, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -99,11 +102,28 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 		}
 		return nil
 	})
+	broken := ItemErrors{}
 	if err != nil {
-		return nil, fmt.Errorf("read %d conversation heads: %w", len(convs), err)
+		for i := range convs {
+			for _, cmd := range []redis.Cmder{metas[i], mems[i]} {
+				switch e := cmd.Err(); {
+				case e == nil:
+				case Permanent(e):
+					broken.add(i, fmt.Errorf("read the head of %s: %w", convs[i], e))
+				default:
+					return nil, fmt.Errorf("read %d conversation heads: %w", len(convs), e)
+				}
+			}
+		}
+		if len(broken) == 0 {
+			return nil, fmt.Errorf("read %d conversation heads: %w", len(convs), err)
+		}
 	}
 	out := make(map[string]ConvHead, len(convs))
 	for i, c := range convs {
+		if broken[i] != nil {
+			continue
+		}
 		v := metas[i].Val()
 		h := ConvHead{Exists: v[0] != nil, Type: convTypeOfCode(hashString(v[3])), Members: mems[i].Val()}
 		h.Seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
@@ -112,6 +132,9 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 		h.NMem, _ = strconv.ParseInt(hashString(v[4]), 10, 64)
 		h.Large = hashString(v[5]) == "1"
 		out[c] = h
+	}
+	if len(broken) > 0 {
+		return out, broken
 	}
 	return out, nil
 }

@@ -217,14 +217,41 @@ func (f *Fanout) restoreChunk(ctx context.Context, recs []*kgo.Record, st *resto
 		return nil
 	}
 	heads, err := f.store.ConvHeads(ctx, order)
+	var broken redisstore.ItemErrors
+	if errors.As(err, &broken) {
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
 	g := f.convs.NewGroupContext(ctx)
-	for _, conv := range order {
-		g.SubmitErr(func() error { return f.restoreConv(ctx, conv, byConv[conv], heads[conv], st) })
+	for i, conv := range order {
+		if e := broken[i]; e != nil {
+			f.cannotRestore(conv, len(byConv[conv]), st, e)
+			continue
+		}
+		g.SubmitErr(func() error {
+			err := f.restoreConv(ctx, conv, byConv[conv], heads[conv], st)
+			if redisstore.Permanent(err) {
+				f.cannotRestore(conv, len(byConv[conv]), st, err)
+				return nil
+			}
+			return err
+		})
 	}
 	return g.Wait()
+}
+
+// cannotRestore gives up the restore of a conversation that can never be
+// put back (a key of it holds the wrong type): trying again would fail
+// alike and hold every partition behind the restore. Its n records of
+// the chunk are conflicts, for a rebuild; sequencing it fails the same
+// way, so its records are dead-lettered, and none gets a seq the
+// changelog gave another.
+func (f *Fanout) cannotRestore(conv string, n int, st *restoreStats, err error) {
+	st.conflict(n)
+	f.cfg.Logger.Error("restore: the conversation can never be put back; repair its keys and rebuild it",
+		"conv", conv, "records", n, "err", err)
 }
 
 // restoreItem is one changelog record.
@@ -299,6 +326,17 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 			sr, err := f.handleMerge(ctx, sub, conv, b, run[0].sq.GetWriteTimeMs(), seen, &res)
 			if err != nil {
 				return err
+			}
+			if sr == nil {
+				// Sequencing failed for good (its dead letter says why,
+				// and is not produced): what is left of the conversation
+				// is not put back.
+				reason := "not sequenced"
+				if n := len(res.dead); n > 0 {
+					reason = res.dead[n-1].Reason
+				}
+				f.cannotRestore(conv, len(run), st, errors.New(reason))
+				return nil
 			}
 			st.check(f, conv, sr, run[:len(b)])
 			run = run[len(b):]

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -247,4 +248,55 @@ func TestSealedBodiesStillOpenAfterRedisLosesItsTailAndItsDataKeys(t *testing.T)
 		}
 	}
 	h2.checkNoSeqTwice()
+}
+
+// A restore that meets a conversation it can never put back (a key of it
+// holds the wrong type) counts it as a conflict, for a rebuild, and goes
+// on without it: the other conversations come back and the next batch is
+// handled. Before, the worker crashed (a timeline) or restored for ever,
+// every partition held behind it (a meta).
+func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  func(k redisstore.Keys) string
+	}{
+		{"its timeline", func(k redisstore.Keys) string { return k.Timeline("g") }},
+		{"its meta", func(k redisstore.Keys) string { return k.ConvMeta("g") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			handle(t, h.fanout(nil), records(msg("g", "create", "a", join("a", "b")), msg("g", "g-1", "b"),
+				msg("d", "hi", "a", to("b"))))
+
+			// The server lost its fence and d entirely, and g's key is
+			// broken: the next worker replays the whole changelog.
+			ctx := context.Background()
+			k := h.store.Keys()
+			lost, err := h.rdb.Keys(ctx, h.prefix+"{c:d}*").Result()
+			if err != nil || len(lost) == 0 {
+				t.Fatalf("d's keys: %v %v", lost, err)
+			}
+			if err := h.rdb.Del(ctx, append(lost, k.Applied(0))...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			bad := tc.key(k)
+			if err := h.rdb.Del(ctx, bad).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.rdb.Set(ctx, bad, "someone's string", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			cfg := h.cfg
+			cfg.Metrics = reg
+			handle(t, h.fanoutWith(nil, cfg), records(msg("d", "after", "b", to("a"))))
+			if got := h.head("d"); got.Seq != 2 {
+				t.Fatalf("d came back with seq %d, want 2: hi restored, then after", got.Seq)
+			}
+			if n := counter(t, reg, "offlinebox_fanout_restore_conflicts_total"); n < 1 {
+				t.Fatalf("restore conflicts: %v, want g counted", n)
+			}
+			h.checkNoSeqTwice()
+		})
+	}
 }
