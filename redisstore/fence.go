@@ -90,15 +90,21 @@ func (s *Store) fenceArg() string {
 type Instance struct {
 	Addr  string
 	RunID string
+	// Evicts is the server's maxmemory-policy when it may evict keys to
+	// stay under its maxmemory ("" when it never does: noeviction, or no
+	// maxmemory). Every policy but noeviction may drop a key this store
+	// keeps state in (even volatile-*: the dedupe days expire), so a
+	// writer must not trust such a server.
+	Evicts string
 }
 
 // Instances returns the run_id of every server the store writes to: the
-// server, or every master of a cluster.
+// server, or every master of a cluster, and whether it may evict keys.
 func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	one := func(ctx context.Context, c *redis.Client) (Instance, error) {
-		info, err := c.Info(ctx, "server").Result()
+		info, err := c.Info(ctx, "server", "memory").Result()
 		if err != nil {
 			return Instance{}, fmt.Errorf("run_id of %s: %w", c.Options().Addr, err)
 		}
@@ -106,7 +112,11 @@ func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
 		if id == "" {
 			return Instance{}, fmt.Errorf("run_id of %s: INFO server names none", c.Options().Addr)
 		}
-		return Instance{Addr: c.Options().Addr, RunID: id}, nil
+		in := Instance{Addr: c.Options().Addr, RunID: id}
+		if policy := infoField(info, "maxmemory_policy"); policy != "noeviction" && infoField(info, "maxmemory") != "0" {
+			in.Evicts = policy
+		}
+		return in, nil
 	}
 	switch c := s.rdb.(type) {
 	case *redis.Client:

@@ -22,6 +22,11 @@ import (
 // the next attempt continues the restore where it stopped.
 var ErrRestoring = errors.New("restoring redis from the changelog")
 
+// ErrEvictingStore is the error of a Handle call while a Redis server the
+// worker writes to may evict keys (its maxmemory-policy is not
+// noeviction): nothing is sequenced there until it is set so.
+var ErrEvictingStore = errors.New("redis may evict keys")
+
 // restorer treats Redis as a state store whose changelog is im.sequenced
 // (Kafka Streams' design): every sequencing decision whose offset was
 // committed is in that topic. Every script of the sequencing path runs
@@ -99,6 +104,13 @@ func (r *restorer) restore(ctx context.Context) error {
 			return err
 		}
 		for _, in := range ins {
+			if in.Evicts != "" {
+				// A server that may drop a key loses what no restore
+				// puts back in time (a dedupe day: a resend sequenced
+				// twice). It is waited for like one that is down.
+				return fmt.Errorf("%w: redis at %s may evict keys (maxmemory-policy %s); offlinebox keeps its state there: set maxmemory-policy noeviction",
+					ErrEvictingStore, in.Addr, in.Evicts)
+			}
 			ids = append(ids, in.RunID)
 		}
 	}

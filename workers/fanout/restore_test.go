@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,40 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 			}
 			h.checkNoSeqTwice()
 		})
+	}
+}
+
+// A Redis server that may evict keys (a maxmemory with a policy other than
+// noeviction) would drop state no restore puts back in time: fanout
+// sequences nothing there, and says why, until the policy is noeviction.
+func TestNothingIsSequencedOnARedisThatMayEvictKeys(t *testing.T) {
+	ctx := context.Background()
+	life, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	srv, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: t.TempDir(),
+		Args: []string{"--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
+	h := newHarnessOn(t, rdb, testenv.UniquePrefix(t), addrs, Config{})
+	f := h.fanout(nil)
+
+	recs := records(msg("g", "create", "a", join("a", "b")))
+	_, err = f.Handle(ctx, recs)
+	if !errors.Is(err, ErrEvictingStore) || !strings.Contains(err.Error(), "volatile-lru") {
+		t.Fatalf("Handle on an evicting server: %v, want ErrEvictingStore naming the policy", err)
+	}
+	if got := h.head("g"); got.Exists {
+		t.Fatalf("g was sequenced on an evicting server: %+v", got)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	handle(t, f, recs)
+	if got := h.head("g"); got.Seq != 1 {
+		t.Fatalf("g after the policy was set to noeviction: %+v, want seq 1", got)
 	}
 }
