@@ -134,7 +134,7 @@ func listedAfter(it ConvItem, c ListCursor) bool {
 
 // listRecordLen is the number of values per conversation in
 // conversations_page.lua's answer (its record function).
-const listRecordLen = 10
+const listRecordLen = 9
 
 // parseListRecords splits conversations_page.lua's answer into the small
 // conversations and the large groups (still without their counters).
@@ -147,18 +147,19 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 		r := vals[i : i+listRecordLen]
 		it := ConvItem{Conv: readReplyString(r[0])}
 		it.Activity, _ = strconv.ParseInt(readReplyString(r[1]), 10, 64)
-		it.LastSeq, it.Unread, it.ReadSeq = readReplyUint(r[2]), readReplyUint(r[3]), readReplyUint(r[4])
-		joined := readReplyUint(r[5])
-		form := inboxFormOf(readReplyString(r[6]))
+		it.LastSeq, it.ReadSeq = readReplyUint(r[2]), readReplyUint(r[3])
+		it.Unread = subFloor(it.LastSeq, it.ReadSeq)
+		joined := readReplyUint(r[4])
+		form := inboxFormOf(readReplyString(r[5]))
 		it.Type, it.Large = form.Type(), form.Large()
-		if pv := readReplyString(r[7]); pv != "" {
+		if pv := readReplyString(r[6]); pv != "" {
 			var p Preview
 			if json.Unmarshal([]byte(pv), &p) == nil {
 				it.Preview = &p
 			}
 		}
-		it.Acked = readReplyUint(r[8])
-		it.Mentions = int(readReplyUint(r[9]))
+		it.Acked = readReplyUint(r[7])
+		it.Mentions = int(readReplyUint(r[8]))
 		if (i-1)/listRecordLen < nSmall {
 			small = append(small, it)
 			continue

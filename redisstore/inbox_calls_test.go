@@ -169,7 +169,7 @@ func TestApplyInboxesGroupsUsersBySlotOnACluster(t *testing.T) {
 		}
 	}
 	for _, u := range users {
-		if got := readInbox(t, s, u); got.fields["c:u"] != "2" || len(got.lane) != 1 {
+		if got := readInbox(t, s, u); got.unread("c") != 2 || len(got.lane) != 1 {
 			t.Fatalf("%s's inbox on the cluster: %+v", u, got)
 		}
 	}
@@ -278,7 +278,7 @@ func TestInboxCallSendsEachDistinctPlanOnce(t *testing.T) {
 			t.Fatalf("update %d: %v, %v", i, outs[i], errs[i])
 		}
 	}
-	if got := readInbox(t, s, "sender"); got.fields["g:u"] != "15" || got.fields["g:r"] != "5" {
+	if got := readInbox(t, s, "sender"); got.unread("g") != 15 || got.fields["g:r"] != "5" {
 		t.Fatalf("sender's inbox: %+v", got.fields)
 	}
 }

@@ -69,7 +69,7 @@ func TestFanoutStoreCallsRunOnARedisCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ib, err := rdb.HGetAll(ctx, hot.Keys().Inbox("b")).Result()
-	if err != nil || ib["c0:u"] != "2" || len(ib) != 6*5+1 || ib[InboxIndexed] != "1" { // 5 fields of 6 conversations, the index mark
+	if err != nil || ib["c0:l"] != "2" || ib["c0:r"] != "0" || len(ib) != 6*4+1 || ib[InboxIndexed] != "1" { // 4 fields of 6 conversations, the index mark
 		t.Fatalf("b's inbox on the hot store: %v, %v", ib, err)
 	}
 }

@@ -25,21 +25,21 @@ func TestInboxOfANewEpochAppliesItsSeqsAndAnOldEpochReplayChangesNothing(t *test
 			name: "a mention at a seq the old epoch used raises unread and fills the lane",
 			first: []InboxUpdate{{User: "u", Conv: "c", Form: InboxGroup, Epoch: newE,
 				Events: []InboxEvent{ev(m, 41), ev(d, 42)}}},
-			want: inboxState{fields: map[string]string{"c:l": "42", "c:r": "40", "c:j": "0", "c:u": "2", "c:t": "g", "c:e": "2000"},
+			want: inboxState{fields: map[string]string{"c:l": "42", "c:r": "40", "c:j": "0", "c:t": "g", "c:e": "2000"},
 				lane: []string{"c:41"}, listed: 1045},
 		},
 		{
 			name: "the user's own message in the new epoch reads up to it",
 			first: []InboxUpdate{{User: "u", Conv: "c", Form: InboxGroup, Epoch: newE,
 				Events: []InboxEvent{ev(o, 41), ev(d, 42)}}},
-			want: inboxState{fields: map[string]string{"c:l": "42", "c:r": "41", "c:j": "0", "c:u": "1", "c:t": "g", "c:e": "2000"},
+			want: inboxState{fields: map[string]string{"c:l": "42", "c:r": "41", "c:j": "0", "c:t": "g", "c:e": "2000"},
 				listed: 1045}, // activity only rises (these writes are older)
 		},
 		{
 			name: "a new epoch above the old counter keeps everything below it",
 			first: []InboxUpdate{{User: "u", Conv: "c", Form: InboxGroup, Epoch: newE,
 				Events: []InboxEvent{ev(m, 46)}}},
-			want: inboxState{fields: map[string]string{"c:l": "46", "c:r": "43", "c:j": "0", "c:u": "3", "c:t": "g", "c:e": "2000"},
+			want: inboxState{fields: map[string]string{"c:l": "46", "c:r": "43", "c:j": "0", "c:t": "g", "c:e": "2000"},
 				lane: []string{"c:44", "c:45", "c:46"}, listed: 1046},
 		},
 		{
@@ -48,7 +48,7 @@ func TestInboxOfANewEpochAppliesItsSeqsAndAnOldEpochReplayChangesNothing(t *test
 				{User: "u", Conv: "c", Form: InboxLarge, Epoch: newE, Events: []InboxEvent{ev(c, 0)}},
 				{User: "u", Conv: "c", Form: InboxLarge, Epoch: newE, Events: []InboxEvent{ev(m, 41)}},
 			},
-			want: inboxState{fields: map[string]string{"c:l": "40", "c:r": "40", "c:j": "0", "c:u": "0", "c:t": "L", "c:e": "2000"},
+			want: inboxState{fields: map[string]string{"c:l": "40", "c:r": "40", "c:j": "0", "c:t": "L", "c:e": "2000"},
 				lane: []string{"c:41"}, large: true, listed: 1045},
 		},
 	}
@@ -101,7 +101,7 @@ func TestInboxWrittenWithoutAnEpochAdoptsTheFirstOneItSees(t *testing.T) {
 		}
 	}
 	got := readInbox(t, s, "u")
-	want := map[string]string{"c:l": "3", "c:r": "0", "c:j": "0", "c:u": "3", "c:t": "g", "c:e": "7"}
+	want := map[string]string{"c:l": "3", "c:r": "0", "c:j": "0", "c:t": "g", "c:e": "7"}
 	if !maps.Equal(got.fields, want) || !slices.Equal(got.lane, []string{"c:2"}) {
 		t.Fatalf("inbox %+v, want fields %v and lane [c:2]", got, want)
 	}

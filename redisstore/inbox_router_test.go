@@ -53,7 +53,7 @@ func TestMoveToHotCarriesEveryUserKeyAndSendsWritersThere(t *testing.T) {
 		t.Fatalf("write on hot: %v, %v", outs[0], errs[0])
 	}
 	got := readInbox(t, hot, "star")
-	if got.fields["c:u"] != "2" || len(got.lane) != 2 {
+	if got.unread("c") != 2 || len(got.lane) != 2 {
 		t.Fatalf("hot inbox %+v, want both deliveries and mentions", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,13 @@ type inboxState struct {
 	lane   []string
 	large  bool
 	listed int64 // cl score, 0 when absent
+}
+
+// unread is what a reader derives for conv: last delivered less read.
+func (st inboxState) unread(conv string) int64 {
+	l, _ := strconv.ParseInt(st.fields[conv+":l"], 10, 64)
+	r, _ := strconv.ParseInt(st.fields[conv+":r"], 10, 64)
+	return max(0, l-r)
 }
 
 func readInbox(t *testing.T, s *Store, user string) inboxState {
@@ -45,7 +53,7 @@ func readInbox(t *testing.T, s *Store, user string) inboxState {
 	return inboxState{fields: all, lane: lane, large: large, listed: int64(score)}
 }
 
-func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
+func TestApplyInboxMovesLastReadAndJoinAsEachEventSays(t *testing.T) {
 	d, m, o, j, x, c := InboxDelivered, InboxMentioned, InboxOwn, InboxJoined, InboxLeftLarge, InboxConvertLarge
 	cases := []struct {
 		name    string
@@ -58,19 +66,19 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 			name:    "messages from others count as unread and list the conversation",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(d, 1), ev(d, 2)}, {ev(d, 3)}},
-			want:    inboxState{fields: map[string]string{"c:l": "3", "c:r": "0", "c:j": "0", "c:u": "3", "c:t": "g"}, listed: 1003},
+			want:    inboxState{fields: map[string]string{"c:l": "3", "c:r": "0", "c:j": "0", "c:t": "g"}, listed: 1003},
 		},
 		{
 			name:    "own message marks read up to it",
 			form:    InboxDirect,
 			batches: [][]InboxEvent{{ev(d, 1), ev(d, 2), ev(o, 3), ev(d, 4)}},
-			want:    inboxState{fields: map[string]string{"c:l": "4", "c:r": "3", "c:j": "0", "c:u": "1", "c:t": "d"}, listed: 1004},
+			want:    inboxState{fields: map[string]string{"c:l": "4", "c:r": "3", "c:j": "0", "c:t": "d"}, listed: 1004},
 		},
 		{
 			name:    "a mention goes to the lane",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(d, 1), ev(m, 2)}},
-			want:    inboxState{fields: map[string]string{"c:l": "2", "c:r": "0", "c:j": "0", "c:u": "2", "c:t": "g"}, lane: []string{"c:2"}, listed: 1002},
+			want:    inboxState{fields: map[string]string{"c:l": "2", "c:r": "0", "c:j": "0", "c:t": "g"}, lane: []string{"c:2"}, listed: 1002},
 		},
 		{
 			name:    "a mention already read is not put back by a replay",
@@ -78,22 +86,22 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 			batches: [][]InboxEvent{{ev(d, 1), ev(m, 2)}},
 			before: func(s *Store) {
 				ctx := context.Background()
-				s.rdb.HSet(ctx, s.keys.Inbox("u"), "c:r", 2, "c:u", 0)
+				s.rdb.HSet(ctx, s.keys.Inbox("u"), "c:r", 2)
 				s.rdb.ZRem(ctx, s.keys.Mentions("u"), "c:2")
 			},
-			want: inboxState{fields: map[string]string{"c:l": "2", "c:r": "2", "c:j": "0", "c:u": "0", "c:t": "g"}, listed: 1002},
+			want: inboxState{fields: map[string]string{"c:l": "2", "c:r": "2", "c:j": "0", "c:t": "g"}, listed: 1002},
 		},
 		{
 			name:    "own message takes the mentions it read out of the lane",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(m, 1), ev(m, 2)}, {ev(o, 3), ev(m, 4)}},
-			want:    inboxState{fields: map[string]string{"c:l": "4", "c:r": "3", "c:j": "0", "c:u": "1", "c:t": "g"}, lane: []string{"c:4"}, listed: 1004},
+			want:    inboxState{fields: map[string]string{"c:l": "4", "c:r": "3", "c:j": "0", "c:t": "g"}, lane: []string{"c:4"}, listed: 1004},
 		},
 		{
 			name:    "a joiner sees nothing up to the join",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(j, 5), ev(d, 6), ev(d, 7)}},
-			want:    inboxState{fields: map[string]string{"c:l": "7", "c:r": "5", "c:j": "5", "c:u": "2", "c:t": "g"}, listed: 1007},
+			want:    inboxState{fields: map[string]string{"c:l": "7", "c:r": "5", "c:j": "5", "c:t": "g"}, listed: 1007},
 		},
 		{
 			name:    "a large group member gets reads and mentions, no counters",
@@ -108,13 +116,13 @@ func TestApplyInboxKeepsUnreadEqualToLastMinusRead(t *testing.T) {
 			before: func(s *Store) {
 				s.rdb.HSet(context.Background(), s.keys.Inbox("u"), "c:r", 7)
 			},
-			want: inboxState{fields: map[string]string{"c:l": "8", "c:r": "7", "c:j": "5", "c:u": "2", "c:t": "g"}, listed: 1009},
+			want: inboxState{fields: map[string]string{"c:l": "8", "c:r": "7", "c:j": "5", "c:t": "g"}, listed: 1009},
 		},
 		{
 			name:    "a join and a leave in one batch leave the group frozen, not large",
 			form:    InboxLarge,
 			batches: [][]InboxEvent{{ev(j, 5), ev(o, 6), ev(x, 9)}},
-			want:    inboxState{fields: map[string]string{"c:l": "8", "c:r": "6", "c:j": "5", "c:u": "2", "c:t": "g"}, listed: 1009},
+			want:    inboxState{fields: map[string]string{"c:l": "8", "c:r": "6", "c:j": "5", "c:t": "g"}, listed: 1009},
 		},
 		{
 			name:    "conversion switches a member to the large form",

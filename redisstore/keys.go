@@ -116,7 +116,9 @@ const (
 
 // Inbox counters (see schemas/redis-keys.md).
 const (
-	FieldLast   = 'l'
+	FieldLast = 'l'
+	// FieldUnread is no longer written: unread is C:l - C:r, which readers
+	// derive. Inboxes written before still hold it; nothing reads it.
 	FieldUnread = 'u'
 	FieldRead   = 'r'
 	FieldJoined = 'j'

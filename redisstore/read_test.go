@@ -21,7 +21,8 @@ func TestReadReceiptRaisesReadSeqRecomputesUnreadAndClearsMentions(t *testing.T)
 	ctx := context.Background()
 	ib := func() (string, int64) {
 		h := s.rdb.HGetAll(ctx, s.keys.Inbox("ann")).Val()
-		return fmt.Sprintf("l=%s r=%s u=%s", h["g:l"], h["g:r"], h["g:u"]), s.rdb.ZCard(ctx, s.keys.Mentions("ann")).Val()
+		st := inboxState{fields: h}
+		return fmt.Sprintf("l=%s r=%s u=%d", h["g:l"], h["g:r"], st.unread("g")), s.rdb.ZCard(ctx, s.keys.Mentions("ann")).Val()
 	}
 	steps := []struct {
 		seq      uint64

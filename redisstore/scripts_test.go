@@ -29,8 +29,8 @@ func TestAPipelineMeetingAFlushedScriptCacheRunsEachCallOnce(t *testing.T) {
 			}
 		}
 	}
-	if got := readInbox(t, s, "ann").fields["c:u"]; got != "1" {
-		t.Fatalf("ann's unread is %q after one delivery applied across two flushes, want 1", got)
+	if got := readInbox(t, s, "ann").unread("c"); got != 1 {
+		t.Fatalf("ann's unread is %d after one delivery applied across two flushes, want 1", got)
 	}
 	if err := s.rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)

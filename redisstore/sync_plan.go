@@ -91,8 +91,10 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 			p.unread = subFloor(p.unread, h.notices)
 		}
 	} else {
-		// the inbox counts every seq delivered; notices are no one's unread
-		p.unread = subFloor(readReplyUint(us.inbox[InboxField(conv, FieldUnread)]), h.notices)
+		// the inbox counts every seq delivered (C:l - C:r); notices are no
+		// one's unread
+		p.unread = subFloor(subFloor(readReplyUint(us.inbox[InboxField(conv, FieldLast)]),
+			readReplyUint(us.inbox[InboxField(conv, FieldRead)])), h.notices)
 	}
 	cur, held := req.Cursors[conv]
 	if !held {

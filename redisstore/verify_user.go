@@ -11,7 +11,7 @@ import (
 
 // InboxEntry is one conversation of a user's inbox index.
 type InboxEntry struct {
-	Last, Unread, Read, Joined uint64
+	Last, Read, Joined uint64
 	// Epoch is the conversation epoch Last, Read and Joined count in (0:
 	// written before inboxes kept it).
 	Epoch uint64
@@ -72,7 +72,7 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 		case FieldLast:
 			e.Last = n
 		case FieldUnread:
-			e.Unread = n
+			// written before unread was derived (C:l - C:r); ignored
 		case FieldRead:
 			e.Read = n
 		case FieldJoined:

@@ -70,7 +70,7 @@ func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := in.Convs["g"]; a.Unread != 2 || a.Last != 42 || a.Epoch != res.Epoch {
+	if a := in.Convs["g"]; a.Last-a.Read != 2 || a.Last != 42 || a.Epoch != res.Epoch {
 		t.Fatalf("alice's inbox %+v; want unread 2 (the new 41, 42) at 42 of epoch %d", a, res.Epoch)
 	}
 	_, lane, err := w.s.ReadMentionLane(ctx, "alice")

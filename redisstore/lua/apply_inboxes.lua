@@ -19,8 +19,10 @@
 -- large groups by it): it is written once, after every event, so that a
 -- join and a leave in one update leave it as the last of them says.
 -- Own messages mark the conversation read for their sender, so for small
--- conversations C:u = C:l - C:r always holds; like a read receipt, a rise
--- of C:r takes the conversation's mentions up to it out of the lane.
+-- conversations the unread count is C:l - C:r, which readers derive (no
+-- field holds it: it was half of what a delivery wrote); like a read
+-- receipt, a rise of C:r takes the conversation's mentions up to it out of
+-- the lane.
 --
 -- The list's indexes change with what they index: mx holds the lane's
 -- members again (scored 0, for per-conversation ranges) and the inbox
@@ -42,8 +44,8 @@
 --     the epoch of the update's seqs (0: unknown, C:e is left as is)
 --     n, the number of events, then n events, ascending seq, 3 fields
 --     each: kind, seq, write ms
---       d  delivered (a message or notice from someone else; C:u counts
---          both, readers leave the notices out: see P{c:C}:ns)
+--       d  delivered (a message or notice from someone else; C:l - C:r
+--          counts both, readers leave the notices out: see P{c:C}:ns)
 --       m  delivered and mentions the user
 --       o  the user's own message (marks read up to it)
 --       j  the user joined at seq (sees nothing up to it)
@@ -137,7 +139,7 @@ local function read_plans()
     end
     plans[p] = {conv = conv, form = ARGV[a + 1], epoch_arg = ARGV[a + 2], epoch = tonumber(ARGV[a + 2]),
       n = n, kinds = kinds, seqs = seqs, ws = ws, seqt = seqt, wt = wt, s0 = s0,
-      fl = conv .. ':l', fr = conv .. ':r', fj = conv .. ':j', fu = conv .. ':u', ft = conv .. ':t', fe = conv .. ':e'}
+      fl = conv .. ':l', fr = conv .. ':r', fj = conv .. ':j', ft = conv .. ':t', fe = conv .. ':e'}
     a = a + 4 + 3 * n
   end
   return plans, a
@@ -154,7 +156,7 @@ local function apply_one(kb, p, probe)
   end
 
   local conv, form, epoch = p.conv, p.form, p.epoch
-  local fl, fr, fj, fu, ft, fe = p.fl, p.fr, p.fj, p.fu, p.ft, p.fe
+  local fl, fr, fj, ft, fe = p.fl, p.fr, p.fj, p.ft, p.fe
   local v = call('HMGET', ib, fl, fr, fj, ft, fe, ':ix')
   -- an inbox with the index mark exists: only one without may be new
   local indexed = v[6] == '1'
@@ -219,7 +221,7 @@ local function apply_one(kb, p, probe)
       if s > j and t == 'L' then
         l, li = max(l, s - 1), nil
         t = 'g'
-        call('HSET', ib, fl, l, fu, max(0, l - r))
+        call('HSET', ib, fl, l)
         changed = true
         -- listed from now on like a small group, so that the former member
         -- still finds (and can read) what was meant for them
@@ -249,14 +251,14 @@ local function apply_one(kb, p, probe)
     changed = true
     if large then
       call('HSET', ib, fr, r, fj, j)
-      if renewed then call('HSET', ib, fl, lv, fu, max(0, l - r)) end
+      if renewed then call('HSET', ib, fl, lv) end
     else
       t = form
       if not renewed and r == r0 and j == j0 and v[2] and v[3] then
         -- a delivery: C:r and C:j hold these values already
-        call('HSET', ib, fl, lv, fu, max(0, l - r))
+        call('HSET', ib, fl, lv)
       else
-        call('HSET', ib, fl, lv, fr, r, fj, j, fu, max(0, l - r))
+        call('HSET', ib, fl, lv, fr, r, fj, j)
       end
     end
   end

@@ -14,7 +14,7 @@
 -- them with list_index_build.lua and asks again.
 --
 -- KEYS[1] conversation list (zset: conv -> last activity ms)
--- KEYS[2] inbox index (hash: C:l, C:u, C:r, C:j, C:t; :lg, :ix)
+-- KEYS[2] inbox index (hash: C:l, C:r, C:j, C:t; :lg, :ix)
 -- KEYS[3] previews (hash: conv -> preview JSON)
 -- KEYS[4] mention index (zset: "C:SEQ" -> 0, the mention lane's members)
 -- KEYS[5] the device's cursor (hash: conv -> acked seq); any absent key
@@ -25,9 +25,9 @@
 --         only those ordered after it ("" for none)
 -- ARGV[3] limit
 -- Returns {n_small, record...}: n_small records of small conversations in
--- list order, then one per large group. A record is 10 values: conv,
--- activity ("" for large groups), last, unread, read, joined, type (each ""
--- when absent), preview JSON (""), the device's acked seq (""), and the
+-- list order, then one per large group. A record is 9 values: conv,
+-- activity ("" for large groups), last, read, joined, type (each ""
+-- when absent; unread is last - read, the caller's to derive), preview JSON (""), the device's acked seq (""), and the
 -- number of mentions of the conversation in the lane. Fails with OBMOVED
 -- when the user's keys were moved to the hot store: this copy is stale.
 local REFUSAL_MOVED = 'OBMOVED'
@@ -88,7 +88,7 @@ end
 
 local inbox_fields = {}
 for _, conv in ipairs(convs) do
-  for _, f in ipairs({':l', ':u', ':r', ':j', ':t'}) do
+  for _, f in ipairs({':l', ':r', ':j', ':t'}) do
     inbox_fields[#inbox_fields + 1] = conv .. f
   end
 end
@@ -102,8 +102,8 @@ local out = {n}
 for c, conv in ipairs(convs) do
   out[#out + 1] = conv
   out[#out + 1] = activities[c]
-  for i = 1, 5 do
-    out[#out + 1] = inbox_vals[5 * (c - 1) + i] or ''
+  for i = 1, 4 do
+    out[#out + 1] = inbox_vals[4 * (c - 1) + i] or ''
   end
   out[#out + 1] = preview_vals[c] or ''
   out[#out + 1] = acked_vals[c] or ''

@@ -1,12 +1,10 @@
 -- Applies a user's read receipts: per conversation, the read seq rises to
--- the receipt's seq (never falls), unread becomes what was delivered above
--- it, and the conversation's @mentions up to it leave the mention lane.
--- Applying the same receipts again changes nothing.
+-- the receipt's seq (never falls), so unread (what was delivered above it,
+-- C:l - C:r, derived by readers) falls, and the conversation's @mentions up
+-- to it leave the mention lane. Applying the same receipts again changes
+-- nothing.
 --
--- Large groups keep no delivered seq (C:l) per member; their unread is
--- derived from the group's own seq at read time, so only C:r moves.
---
--- KEYS[1] the user's inbox index (hash: C:l, C:u, C:r, ...)
+-- KEYS[1] the user's inbox index (hash: C:l, C:r, ...)
 -- KEYS[2] the user's mention lane (zset: "C:SEQ" -> write ms)
 -- KEYS[3] the user's profile (hash; loc = hot: the keys moved away)
 -- KEYS[4] the user's mention index (zset: the lane's members, scored 0),
@@ -26,18 +24,10 @@ for i = 1, #ARGV, 2 do
   local conv, r = ARGV[i], tonumber(ARGV[i + 1])
   local cur = tonumber(redis.call('HGET', ib, conv .. ':r') or '0')
   if r > cur then
-    redis.call('HSET', ib, conv .. ':r', r)
+    redis.call('HSET', ib, conv .. ':r', ARGV[i + 1])
     raised = raised + 1
   else
     r = cur
-  end
-  local last = redis.call('HGET', ib, conv .. ':l')
-  if last then
-    local unread = tonumber(last) - r
-    if unread < 0 then
-      unread = 0
-    end
-    redis.call('HSET', ib, conv .. ':u', unread)
   end
   reads[conv] = r
 end

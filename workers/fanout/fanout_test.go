@@ -3,6 +3,7 @@ package fanout
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,8 +78,20 @@ func TestAtMostOnceRecordsAreNeverStored(t *testing.T) {
 }
 
 // inboxField reads one field of a user's inbox index.
+// inboxField reads one counter of user's inbox for conv; 'u', the unread
+// count, is derived as readers do: last delivered less read ("" with no
+// delivery).
 func (h *harness) inboxField(user, conv string, counter byte) string {
 	h.t.Helper()
+	if counter == 'u' {
+		l, r := h.inboxField(user, conv, 'l'), h.inboxField(user, conv, 'r')
+		if l == "" {
+			return ""
+		}
+		last, _ := strconv.ParseUint(l, 10, 64)
+		read, _ := strconv.ParseUint(r, 10, 64)
+		return strconv.FormatUint(last-min(last, read), 10)
+	}
 	v, _ := h.rdb.HGet(context.Background(), h.store.Keys().Inbox(user), conv+":"+string(counter)).Result()
 	return v
 }

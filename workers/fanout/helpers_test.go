@@ -266,7 +266,8 @@ func (h *harness) checkInboxes(conv string) truth {
 			}
 		}
 		large := ib[conv+":t"] == string(redisstore.InboxLarge)
-		got, _ := strconv.Atoi(ib[conv+":u"])
+		last, _ := strconv.Atoi(ib[conv+":l"])
+		got := max(0, last-int(read))
 		if large {
 			got = int(tr.seq - read)
 		}
