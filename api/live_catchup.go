@@ -370,13 +370,7 @@ func (h *liveHub) relistPasses() {
 // relistAll relists every connection here, one after another, so that
 // the pass is one connection's reads at a time for Redis.
 func (h *liveHub) relistAll() {
-	h.mu.Lock()
-	conns := make([]*liveConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-	}
-	h.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range h.connections() {
 		if h.ctx.Err() != nil {
 			return
 		}

@@ -120,13 +120,7 @@ func (h *liveHub) close() {
 	if h.cancel == nil {
 		return
 	}
-	h.mu.Lock()
-	conns := make([]*liveConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-	}
-	h.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range h.connections() {
 		c.close(CloseGoingAway, "server shutting down; reconnect")
 	}
 	h.cancel()
@@ -278,6 +272,17 @@ func (h *liveHub) kick(ctx context.Context, node string, t live.Target) {
 	if err != nil {
 		h.log.Warn("could not close the replaced connection on its node", "peer", node, "err", err)
 	}
+}
+
+// connections are the node's connections now.
+func (h *liveHub) connections() []*liveConn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	conns := make([]*liveConn, 0, len(h.conns))
+	for _, c := range h.conns {
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // unregister removes a closed connection and marks its presence closed.

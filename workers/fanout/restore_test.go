@@ -20,6 +20,24 @@ import (
 	"github.com/offlinebox/offlinebox/seal"
 )
 
+// newHarnessOnOwnRedis is a harness on a redis-server of its own, started
+// with opts (its Dir a temporary one), for tests that restart or
+// reconfigure it.
+func newHarnessOnOwnRedis(t *testing.T, opts embedded.RedisOptions) (*embedded.Process, *harness) {
+	t.Helper()
+	life, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	opts.Dir = t.TempDir()
+	srv, err := embedded.StartRedis(life, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
+	return srv, newHarnessOn(t, rdb, testenv.UniquePrefix(t), addrs, Config{})
+}
+
 // handleUntilDone retries a batch as the runner does, until it succeeds.
 func handleUntilDone(t *testing.T, f *Fanout, recs []*kgo.Record) {
 	t.Helper()
@@ -92,16 +110,7 @@ func TestRedisBackFromAnOlderSnapshotHandsOutNoSeqTwice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			life, cancel := context.WithCancel(ctx)
-			t.Cleanup(cancel)
-			srv, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: t.TempDir(), AppendOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-			t.Cleanup(func() { _ = rdb.Close() })
-			_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
-			h := newHarnessOn(t, rdb, testenv.UniquePrefix(t), addrs, Config{})
+			srv, h := newHarnessOnOwnRedis(t, embedded.RedisOptions{AppendOnly: true})
 			f := h.fanout(nil)
 
 			ms := scenario(3)
@@ -307,21 +316,12 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 // sequences nothing there, and says why, until the policy is noeviction.
 func TestNothingIsSequencedOnARedisThatMayEvictKeys(t *testing.T) {
 	ctx := context.Background()
-	life, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	srv, err := embedded.StartRedis(life, embedded.RedisOptions{Dir: t.TempDir(),
-		Args: []string{"--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
-	t.Cleanup(func() { _ = rdb.Close() })
-	_, addrs := testenv.Kafka(t, 4, schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicDeadLetter)
-	h := newHarnessOn(t, rdb, testenv.UniquePrefix(t), addrs, Config{})
+	_, h := newHarnessOnOwnRedis(t, embedded.RedisOptions{Args: []string{"--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"}})
+	rdb := h.rdb
 	f := h.fanout(nil)
 
 	recs := records(msg("g", "create", "a", join("a", "b")))
-	_, err = f.Handle(ctx, recs)
+	_, err := f.Handle(ctx, recs)
 	if !errors.Is(err, ErrEvictingStore) || !strings.Contains(err.Error(), "volatile-lru") {
 		t.Fatalf("Handle on an evicting server: %v, want ErrEvictingStore naming the policy", err)
 	}
