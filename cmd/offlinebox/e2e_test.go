@@ -133,7 +133,11 @@ func TestMessagesProducedToKafkaReachEveryRecipientThroughTheAPIAndClickHouse(t 
 	defer cancel()
 	for user, w := range wants {
 		dev := deviceOf(t, base, user)
-		waitForUnread(ctx, t, dev, user, w.unread)
+		last := map[string]uint64{}
+		for conv, ids := range w.msgs {
+			last[conv] = uint64(len(ids))
+		}
+		waitForList(ctx, t, dev, user, w.unread, last)
 		held := client.NewHeld()
 		if _, err := dev.CatchUp(ctx, held, client.CatchUpOptions{}); err != nil {
 			t.Fatalf("%s catches up: %v", user, err)
@@ -161,26 +165,30 @@ func TestMessagesProducedToKafkaReachEveryRecipientThroughTheAPIAndClickHouse(t 
 	assertInClickHouse(ctx, t, cfg, map[string]uint64{"team": 3, "dm-alice-bob": 1})
 }
 
-// waitForUnread polls the conversation list until it shows want (the
-// pipeline is asynchronous) and fails with what it saw last.
-func waitForUnread(ctx context.Context, t *testing.T, dev *client.Client, user string, want map[string]uint64) {
+// waitForList polls the conversation list (the pipeline is asynchronous)
+// until it shows every conversation with the unread wanted and delivered
+// up to the last seq wanted, and fails with what it saw last. An unread
+// alone is met early: the creation notice is no one's unread, so a
+// member shows 0 before the messages reach their inbox. A nil last waits
+// for the unread only.
+func waitForList(ctx context.Context, t *testing.T, dev *client.Client, user string, want, last map[string]uint64) {
 	t.Helper()
-	var got map[string]uint64
+	var got, gotLast map[string]uint64
 	for ctx.Err() == nil {
 		list, _, err := dev.Conversations(ctx, 50)
 		if err != nil {
 			t.Fatalf("%s lists conversations: %v", user, err)
 		}
-		got = map[string]uint64{}
+		got, gotLast = map[string]uint64{}, map[string]uint64{}
 		for _, c := range list.Conversations {
-			got[c.ConvID] = c.Unread
+			got[c.ConvID], gotLast[c.ConvID] = c.Unread, c.LastSeq
 		}
-		if equalCounts(got, want) {
+		if equalCounts(got, want) && (last == nil || equalCounts(gotLast, last)) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s sees unread %v, want %v", user, got, want)
+	t.Fatalf("%s sees unread %v up to %v, want %v up to %v", user, got, gotLast, want, last)
 }
 
 func equalCounts(a, b map[string]uint64) bool {

@@ -79,7 +79,7 @@ func TestSealedPipelineLeavesNoPlaintextAtRestAndRotationLosesNothing(t *testing
 
 	dev := deviceOf(t, base, "bob")
 	// bob sent the last message: his unread is 0 once all n+1 arrived
-	waitForUnread(ctx, t, dev, "bob", map[string]uint64{"vault": 0})
+	waitForList(ctx, t, dev, "bob", map[string]uint64{"vault": 0}, nil)
 	for last := uint64(0); last != n+1; {
 		list, _, err := dev.Conversations(ctx, 10)
 		if err != nil || ctx.Err() != nil {
