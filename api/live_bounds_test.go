@@ -37,6 +37,24 @@ func TestSecondConnectionOfADeviceReplacesTheFirstOnAnyNode(t *testing.T) {
 	}
 }
 
+// TestAConnectionReplacedWhileItsNodesBusWasDownIsClosedAtTheNextHeartbeat:
+// the word to close the older connection goes to its node by name; with
+// that node's bus down it is lost, and the node learns from the presence
+// registry instead, when it next extends the leases.
+func TestAConnectionReplacedWhileItsNodesBusWasDownIsClosedAtTheNextHeartbeat(t *testing.T) {
+	le := newLiveEnv(t, Config{Live: LiveConfig{Heartbeat: 200 * time.Millisecond, HeartbeatTimeout: time.Minute}})
+	bus := le.busDropper(0)
+	first := le.device(0, "bob", "phone")
+	first.connect()
+	bus.drop()
+	elsewhere := le.device(1, "bob", "phone")
+	elsewhere.connect()
+	waitClosed(t, first, int(CloseReplaced))
+	if elsewhere.live.Err() != nil {
+		t.Fatalf("the newest connection ended: %v", elsewhere.live.Err())
+	}
+}
+
 func waitClosed(t *testing.T, d *device, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

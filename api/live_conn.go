@@ -26,6 +26,10 @@ type liveConn struct {
 	id     string
 
 	lastSeen atomic.Int64 // unix ms of the last frame from the client
+	// leased: the presence registry named this connection for its device
+	// (SetPresence returned); an entry naming another one after it means
+	// a newer connection of the device took it.
+	leased atomic.Bool
 
 	mu      sync.Mutex
 	queue   []queued

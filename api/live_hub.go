@@ -258,6 +258,7 @@ func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presenc
 	if err != nil {
 		return prev, had, err
 	}
+	c.leased.Store(true)
 	if had && prev.Online(time.Now()) && prev.Node != h.cfg.Node {
 		h.kick(ctx, prev.Node, live.Target{User: c.user, Device: c.device, Conn: prev.Conn})
 	}
@@ -663,11 +664,24 @@ func (h *liveHub) heartbeat(now time.Time) {
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
 	defer cancel()
-	if err := h.store.RefreshPresence(ctx, h.cfg.Node, refs, h.cfg.PresenceTTL, now); err != nil {
+	replaced, err := h.store.RefreshPresence(ctx, h.cfg.Node, refs, h.cfg.PresenceTTL, now)
+	if err != nil {
 		h.log.Warn("refresh presence", "err", err)
+	}
+	// A newer connection of the device took its entry on another node,
+	// and the word to close this one did not come (the bus was down):
+	// it is closed now, as the kick would have.
+	taken := make(map[string]bool, len(replaced))
+	for _, id := range replaced {
+		taken[id] = true
 	}
 	limit := now.Add(-h.cfg.HeartbeatTimeout).UnixMilli()
 	for _, c := range conns {
+		if taken[c.id] && c.leased.Load() {
+			h.metrics.replaced.Inc()
+			c.close(CloseReplaced, "replaced by a newer connection of this device")
+			continue
+		}
 		if c.lastSeen.Load() < limit {
 			h.metrics.heartbeatCloses.Inc()
 			c.close(CloseHeartbeat, "no frame within the heartbeat timeout")

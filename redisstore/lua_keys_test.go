@@ -290,7 +290,8 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	lease := PresenceLease{Node: "a", Conn: "c1", TTL: time.Minute, Keep: time.Minute}
 	_, _, err = s.SetPresence(ctx, "ann", "phone", lease, now)
 	must("set presence", err)
-	must("refresh presence", s.RefreshPresence(ctx, "a", []LeaseRef{{User: "ann", Device: "phone", Conn: "c1"}}, time.Minute, now))
+	_, err = s.RefreshPresence(ctx, "a", []LeaseRef{{User: "ann", Device: "phone", Conn: "c1"}}, time.Minute, now)
+	must("refresh presence", err)
 	must("clear presence", s.ClearPresence(ctx, "ann", "phone", "c1", now))
 	_, err = s.PublishUnchanged(ctx, true, []ChannelBatch{{Conv: "g", Data: []byte("batch")}})
 	must("publish on a conversation's channel", err)

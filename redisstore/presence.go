@@ -96,10 +96,12 @@ func (s *Store) ClearPresence(ctx context.Context, user, device, conn string, no
 type LeaseRef struct{ User, Device, Conn string }
 
 // RefreshPresence extends the leases of a node's connections to now+ttl:
-// one script per user, all in one pipeline.
-func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRef, ttl time.Duration, now time.Time) error {
+// one script per user, all in one pipeline. It returns the connections
+// of refs whose device's entry names another connection: a newer one of
+// the same device took it.
+func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRef, ttl time.Duration, now time.Time) ([]string, error) {
 	if len(refs) == 0 {
-		return nil
+		return nil, nil
 	}
 	byUser := map[string][]any{}
 	for _, r := range refs {
@@ -113,10 +115,19 @@ func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRe
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if _, err := s.evalPiped(ctx, presenceRefreshScript, calls); err != nil {
-		return fmt.Errorf("refresh presence of %d users on %s: %w", len(byUser), node, err)
+	cmds, err := s.evalPiped(ctx, presenceRefreshScript, calls)
+	if err != nil {
+		return nil, fmt.Errorf("refresh presence of %d users on %s: %w", len(byUser), node, err)
 	}
-	return nil
+	var replaced []string
+	for _, cmd := range cmds {
+		ids, err := cmd.StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("refresh presence on %s: %w", node, err)
+		}
+		replaced = append(replaced, ids...)
+	}
+	return replaced, nil
 }
 
 // PresenceOf reads the presence entries of users (one pipelined HGETALL

@@ -59,9 +59,13 @@ func TestPresenceLeaseLapsesUnlessRefreshedAndStaleEntriesArePruned(t *testing.T
 	if _, _, err := s.SetPresence(ctx, "bob", "laptop", PresenceLease{Node: "a", Conn: "c2", TTL: time.Second, Keep: time.Second}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RefreshPresence(ctx, "a", []LeaseRef{{User: "bob", Device: "laptop", Conn: "c2"}, {User: "bob", Device: "phone", Conn: "other"}},
-		time.Minute, t0); err != nil {
+	replaced, err := s.RefreshPresence(ctx, "a", []LeaseRef{{User: "bob", Device: "laptop", Conn: "c2"}, {User: "bob", Device: "phone", Conn: "other"}},
+		time.Minute, t0)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(replaced) != 1 || replaced[0] != "other" {
+		t.Fatalf("refresh named %v as replaced, want [other]: the phone's entry names c1", replaced)
 	}
 	later := t0.Add(2 * time.Second)
 	got, _ := s.PresenceOf(ctx, []string{"bob"})
