@@ -389,18 +389,9 @@ func (h *liveHub) relistAll() {
 func (h *liveHub) relist(c *liveConn) error {
 	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.RequestTimeout)
 	defer cancel()
-	var items []redisstore.ConvItem
-	var after redisstore.ListCursor
-	for len(items) < h.cfg.NoticeConversations {
-		page, err := h.s.router.ListConversations(ctx, c.user, c.device, after, min(MaxListLimit, h.cfg.NoticeConversations-len(items)))
-		if err != nil {
-			return err
-		}
-		items = append(items, page.Items...)
-		if page.Next == nil {
-			break
-		}
-		after = *page.Next
+	items, _, err := h.s.liveConversations(ctx, c)
+	if err != nil {
+		return err
 	}
 	var missing []string
 	c.mu.Lock()

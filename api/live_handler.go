@@ -319,6 +319,27 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 	return nil
 }
 
+// liveConversations lists the conversations a live connection follows:
+// the first NoticeConversations of its user's list, in list order;
+// truncated says the list holds more.
+func (s *Server) liveConversations(ctx context.Context, c *liveConn) (items []redisstore.ConvItem, truncated bool, _ error) {
+	most := s.cfg.Live.NoticeConversations
+	var after redisstore.ListCursor
+	for len(items) < most {
+		page, err := s.router.ListConversations(ctx, c.user, c.device, after, min(MaxListLimit, most-len(items)))
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, page.Items...)
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+		truncated = len(items) >= most
+	}
+	return items, truncated, nil
+}
+
 // notice builds the pull-before notice: every conversation with something
 // this device has not acked. A device back within the offline threshold
 // that missed at most ReplayMax messages gets them on the socket instead
@@ -326,20 +347,11 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presence, had bool) (noticeFrame, []*schemas.Sequenced, error) {
 	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
-	var items []redisstore.ConvItem
-	var after redisstore.ListCursor
-	for len(items) < cfg.NoticeConversations {
-		page, err := s.router.ListConversations(ctx, c.user, c.device, after, min(MaxListLimit, cfg.NoticeConversations-len(items)))
-		if err != nil {
-			return out, nil, err
-		}
-		items = append(items, page.Items...)
-		if page.Next == nil {
-			break
-		}
-		after = *page.Next
-		out.Truncated = len(items) >= cfg.NoticeConversations
+	items, truncated, err := s.liveConversations(ctx, c)
+	if err != nil {
+		return out, nil, err
 	}
+	out.Truncated = truncated
 	cur, err := s.router.DeviceCursors(ctx, c.user, c.device)
 	if err != nil {
 		return out, nil, err
