@@ -88,22 +88,9 @@ func TestAtMostFiveTasksOfOneConversationRunAtOnce(t *testing.T) {
 
 func histogramSum(t *testing.T, reg *prometheus.Registry, name, stage string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m := seriesWith(t, reg, name, "stage", stage)
+	if m == nil {
+		t.Fatalf("no %s{stage=%s}", name, stage)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "stage" && l.GetValue() == stage {
-					return m.GetHistogram().GetSampleSum()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{stage=%s}", name, stage)
-	return 0
+	return m.GetHistogram().GetSampleSum()
 }

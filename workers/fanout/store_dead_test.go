@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -149,6 +150,16 @@ func TestAServerThatStopsAnsweringASequencingCallIsWaitedForAndNothingIsDeadLett
 // label's value (0 when absent).
 func counterWith(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
+	if m := seriesWith(t, reg, name, label, value); m != nil {
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
+
+// seriesWith is the series of a metric vector with one label's value
+// (nil when absent).
+func seriesWith(t *testing.T, reg *prometheus.Registry, name, label, value string) *dto.Metric {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -160,12 +171,12 @@ func counterWith(t *testing.T, reg *prometheus.Registry, name, label, value stri
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
+					return m
 				}
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
 // A group that grows large while a member's seq in its members' hash is
