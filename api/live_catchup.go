@@ -100,12 +100,6 @@ type catchUpDone struct {
 // what the channel brings. It reports whether sq is to be pushed now.
 // It runs on the dispatcher and makes no call to Redis.
 func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) bool {
-	return h.followFrom(c, conv, floor, sq, frame, large, false)
-}
-
-// followFrom is follow; relisted says the connection's conversations were
-// read again (relist): its catch-up starts from what the device acked.
-func (h *liveHub) followFrom(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large, relisted bool) bool {
 	h.mu.Lock()
 	if h.conns[c.id] != c {
 		// closed since it was named: nothing to listen for
@@ -129,7 +123,7 @@ func (h *liveHub) followFrom(c *liveConn, conv string, floor uint64, sq *schemas
 		h.mu.Unlock()
 		return true // pushed by name; what follows reaches c by pull
 	}
-	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large, resubscribed: relisted}
+	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large}
 	if sq != nil {
 		// The record named c is c's (a large group's joiner is pushed
 		// its join), but nothing the device acked or was told of.
@@ -385,7 +379,8 @@ func (h *liveHub) relistAll() {
 
 // relist makes c listen to the conversations of its user it does not
 // listen to yet (as many as a connection may), each caught up from what
-// the device acked.
+// the device acked in the conversation's epoch, else from the user's
+// join.
 func (h *liveHub) relist(c *liveConn) error {
 	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.RequestTimeout)
 	defer cancel()
@@ -408,12 +403,22 @@ func (h *liveHub) relist(c *liveConn) error {
 	if err != nil {
 		return err
 	}
+	cur, err := h.s.router.DeviceCursors(ctx, c.user, c.device)
+	if err != nil {
+		return err
+	}
 	h.onDispatcher(func() {
 		for _, conv := range missing {
-			if a := access[conv]; a.Member {
-				h.metrics.relisted.Inc()
-				h.followFrom(c, conv, a.Joined, nil, nil, a.Large, true)
+			a := access[conv]
+			if !a.Member {
+				continue
 			}
+			floor := a.Joined
+			if p, ok := cur[conv]; ok && p.Epoch == a.Epoch {
+				floor = max(floor, p.Seq)
+			}
+			h.metrics.relisted.Inc()
+			h.follow(c, conv, floor, nil, nil, a.Large)
 		}
 	})
 	return nil

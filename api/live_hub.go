@@ -250,8 +250,7 @@ func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presenc
 	h.mu.Unlock()
 	h.metrics.connections.Inc()
 	if old != nil {
-		h.metrics.replaced.Inc()
-		old.close(CloseReplaced, "replaced by a newer connection of this device")
+		h.closeReplaced(old)
 	}
 	prev, had, err := h.store.SetPresence(ctx, c.user, c.device, redisstore.PresenceLease{
 		Node: h.cfg.Node, Conn: c.id, TTL: h.cfg.PresenceTTL, Keep: h.cfg.OfflineThreshold}, time.Now())
@@ -273,6 +272,13 @@ func (h *liveHub) kick(ctx context.Context, node string, t live.Target) {
 	if err != nil {
 		h.log.Warn("could not close the replaced connection on its node", "peer", node, "err", err)
 	}
+}
+
+// closeReplaced closes c: a newer connection of its device opened, here
+// or on another node.
+func (h *liveHub) closeReplaced(c *liveConn) {
+	h.metrics.replaced.Inc()
+	c.close(CloseReplaced, "replaced by a newer connection of this device")
 }
 
 // connections are the node's connections now.
@@ -502,8 +508,7 @@ func (h *liveHub) dispatch(data []byte) {
 			}
 		case live.KindKick:
 			for _, c := range h.targets(e) {
-				h.metrics.replaced.Inc()
-				c.close(CloseReplaced, "replaced by a newer connection of this device")
+				h.closeReplaced(c)
 			}
 		}
 	}
@@ -629,14 +634,18 @@ func (h *liveHub) repushDue(now time.Time) {
 			continue
 		}
 		cur := h.deviceCursors(c)
+		var acked []redisstore.AckItem // acked elsewhere (POST /v1/ack on another node)
 		for _, it := range items {
 			conv := it.sq.GetMessage().GetConvId()
 			if a, ok := cur[conv]; ok && a.Epoch == it.sq.GetEpoch() && a.Seq >= it.sq.GetSeq() {
-				c.acknowledgedAll([]redisstore.AckItem{{Conv: conv, Seq: a.Seq, Epoch: a.Epoch}})
+				acked = append(acked, redisstore.AckItem{Conv: conv, Seq: a.Seq, Epoch: a.Epoch})
 				continue
 			}
 			h.metrics.pushes.WithLabelValues(fmt.Sprint(it.attempt)).Inc()
 			c.send(messageFrame(it.sq, it.attempt), false)
+		}
+		if len(acked) > 0 {
+			c.acknowledgedAll(acked)
 		}
 	}
 }
@@ -654,14 +663,18 @@ func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.Position {
 // heartbeat extends every lease, pings every connection and closes those
 // the client has been silent on for too long.
 func (h *liveHub) heartbeat(now time.Time) {
-	h.mu.Lock()
-	refs := make([]redisstore.LeaseRef, 0, len(h.conns))
-	conns := make([]*liveConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-		refs = append(refs, redisstore.LeaseRef{User: c.user, Device: c.device, Conn: c.id})
+	conns := h.connections()
+	// Only the connections whose registration returned are extended (and
+	// can be found replaced): one still registering sets its lease itself,
+	// and its device's entry may name the connection it replaces.
+	refs := make([]redisstore.LeaseRef, 0, len(conns))
+	leased := make(map[*liveConn]bool, len(conns))
+	for _, c := range conns {
+		if c.leased.Load() {
+			leased[c] = true
+			refs = append(refs, redisstore.LeaseRef{User: c.user, Device: c.device, Conn: c.id})
+		}
 	}
-	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(h.ctx, h.store.Config().CallTimeout)
 	defer cancel()
 	replaced, err := h.store.RefreshPresence(ctx, h.cfg.Node, refs, h.cfg.PresenceTTL, now)
@@ -677,9 +690,8 @@ func (h *liveHub) heartbeat(now time.Time) {
 	}
 	limit := now.Add(-h.cfg.HeartbeatTimeout).UnixMilli()
 	for _, c := range conns {
-		if taken[c.id] && c.leased.Load() {
-			h.metrics.replaced.Inc()
-			c.close(CloseReplaced, "replaced by a newer connection of this device")
+		if taken[c.id] && leased[c] {
+			h.closeReplaced(c)
 			continue
 		}
 		if c.lastSeen.Load() < limit {
