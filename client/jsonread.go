@@ -65,7 +65,9 @@ func (r *jsonReader) keepText(s []byte) []byte {
 		return append(make([]byte, 0, len(s)), s...)
 	}
 	if cap(r.texts)-len(r.texts) < len(s) {
-		r.texts = make([]byte, 0, textsChunk)
+		// The rest of the input bounds the bodies still to come: a frame
+		// of one small message gets a block of its size, not a chunk.
+		r.texts = make([]byte, 0, min(textsChunk, len(s)+len(r.data)-r.pos))
 	}
 	at := len(r.texts)
 	r.texts = append(r.texts, s...)
