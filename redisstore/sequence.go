@@ -40,6 +40,10 @@ const (
 	// conversation past the bounds of retrying (Reason wraps
 	// ErrSealRaced); nothing changed for the record.
 	SeqRaced
+	// SeqFailed: sealed path; a later call of the batch failed for good
+	// (Reason, Permanent) after earlier records got their seqs; nothing
+	// changed for the record. Those earlier records keep theirs.
+	SeqFailed
 	// seqNotDone: an earlier record of the call was mispredicted (sealed
 	// path); the record was not looked at. Never returned by Sequence.
 	seqNotDone
@@ -53,8 +57,8 @@ type SequencedItem struct {
 	// Sequenced.
 	Seq       uint64
 	Sequenced *schemas.Sequenced
-	// Reason is set for SeqRejected (a *schemas.InvalidError) and for
-	// SeqRaced.
+	// Reason is set for SeqRejected (a *schemas.InvalidError), SeqRaced
+	// and SeqFailed.
 	Reason error
 }
 

@@ -87,21 +87,20 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 				return nil, fmt.Errorf("sequence %s: %w", conv, err)
 			}
 		}
-		pos, err := s.predict(ctx, conv, writeMS, misses > 0)
+		r, err := s.sealedPass(ctx, conv, msgs[start:], probes, writeMS, misses > 0)
 		if err != nil {
-			return nil, fmt.Errorf("sequence %s: %w", conv, err)
+			if start == 0 || !Permanent(err) {
+				// nothing sequenced yet, or a store to wait for: the batch
+				// again finds the earlier records as duplicates
+				return nil, err
+			}
+			// Earlier calls gave records their seqs: those stand, and the
+			// rest are given up with the reason.
+			for i := start; i < len(items); i++ {
+				items[i] = SequencedItem{Status: SeqFailed, Reason: err}
+			}
+			break
 		}
-		rest := msgs[start:]
-		sealed, previews, seal, err := s.sealBatch(ctx, conv, pos, rest)
-		if err != nil {
-			return nil, fmt.Errorf("sequence %s: %w", conv, err)
-		}
-		r, err := s.runSequence(ctx, conv, sealed, previews, probes, writeMS, seal)
-		if err != nil {
-			s.predicted.forget(conv)
-			return nil, fmt.Errorf("sequence %s: %w", conv, err)
-		}
-		s.predicted.put(conv, Position{Epoch: r.Epoch, Seq: r.counter})
 		done := 0
 		for done < len(r.Items) && r.Items[done].Status != seqNotDone {
 			items[start+done] = r.Items[done]
@@ -120,6 +119,27 @@ func (s *Store) sequenceSealed(ctx context.Context, conv string, msgs []*schemas
 	}
 	res.Items = items
 	return res, nil
+}
+
+// sealedPass seals msgs for the seqs they are predicted to get and runs
+// the script once; recheck reads the prediction from the meta.
+func (s *Store) sealedPass(ctx context.Context, conv string, msgs []*schemas.Message, probes []string, writeMS int64,
+	recheck bool) (*SequenceResult, error) {
+	pos, err := s.predict(ctx, conv, writeMS, recheck)
+	if err != nil {
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	sealed, previews, seal, err := s.sealBatch(ctx, conv, pos, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	r, err := s.runSequence(ctx, conv, sealed, previews, probes, writeMS, seal)
+	if err != nil {
+		s.predicted.forget(conv)
+		return nil, fmt.Errorf("sequence %s: %w", conv, err)
+	}
+	s.predicted.put(conv, Position{Epoch: r.Epoch, Seq: r.counter})
+	return r, nil
 }
 
 // giveUpRaced marks records SeqRaced: a writer that keeps racing this one

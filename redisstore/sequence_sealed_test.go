@@ -248,3 +248,61 @@ func TestSealedSequencingGivesUpOnAWriterThatKeepsRacingIt(t *testing.T) {
 		})
 	}
 }
+
+// breakingSealer seals as its Sealer does; the second time it seals the
+// record named, it first sets the conversation's timeline to a string, so
+// that the next call fails for good.
+type breakingSealer struct {
+	Sealer
+	t      *testing.T
+	s      *Store
+	record string
+	seals  int
+}
+
+func (b *breakingSealer) SealBody(ctx context.Context, conv string, epoch, seq uint64, m *schemas.Message) (*schemas.Message, error) {
+	if m.GetClientMsgId() == b.record {
+		if b.seals++; b.seals == 2 {
+			tl := b.s.keys.Timeline(conv)
+			if err := b.s.rdb.Del(ctx, tl).Err(); err != nil {
+				b.t.Fatal(err)
+			}
+			if err := b.s.rdb.Set(ctx, tl, "someone's string", 0).Err(); err != nil {
+				b.t.Fatal(err)
+			}
+		}
+	}
+	return b.Sealer.SealBody(ctx, conv, epoch, seq, m)
+}
+
+// A sealed batch sequenced in two calls (a duplicate in it made the first
+// stop) whose second call fails for good keeps what the first gave: the
+// first record's seq stands, and only the record of the failed call is
+// given up, with the error (the caller dead-letters it alone). Before,
+// the whole batch was failed as not sequenced, seqs and all.
+func TestASealedBatchFailingForGoodAfterItsFirstCallKeepsTheSeqsItGave(t *testing.T) {
+	stores, _ := sealedStores(t, 1)
+	s, ctx, conv := stores[0], context.Background(), "split"
+	if _, err := s.Sequence(ctx, conv, []*schemas.Message{directMsg(conv, "old-1", "alice", "bob")}, nil, seqTestNow); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg.Sealer = &breakingSealer{Sealer: s.cfg.Sealer, t: t, s: s, record: "mine-2"}
+	batch := []*schemas.Message{directMsg(conv, "mine-1", "alice", "bob"), directMsg(conv, "old-1", "alice", "bob"),
+		directMsg(conv, "mine-2", "alice", "bob")}
+	res, err := s.Sequence(ctx, conv, batch, nil, seqTestNow)
+	if err != nil {
+		t.Fatalf("Sequence failed whole (%v) though its first call sequenced mine-1", err)
+	}
+	want := []struct {
+		status SeqStatus
+		seq    uint64
+	}{{SeqNew, 2}, {SeqDuplicate, 1}, {SeqFailed, 0}}
+	for i, w := range want {
+		if it := res.Items[i]; it.Status != w.status || it.Seq != w.seq {
+			t.Fatalf("record %d: status %d seq %d, want %d seq %d", i, it.Status, it.Seq, w.status, w.seq)
+		}
+	}
+	if r := res.Items[2].Reason; !Permanent(r) || !strings.Contains(r.Error(), "WRONGTYPE") {
+		t.Fatalf("the given-up record's reason %v, want the call's WRONGTYPE", r)
+	}
+}

@@ -77,9 +77,11 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	f.metrics.merge.WithLabelValues("sequence").Observe(float64(len(msgs)))
 	for i, it := range sr.Items {
 		switch it.Status {
-		case redisstore.SeqRejected, redisstore.SeqRaced:
-			// A race past the store's bounds is not a store that is down:
-			// it would be retried without end, so it goes with its reason.
+		case redisstore.SeqRejected, redisstore.SeqRaced, redisstore.SeqFailed:
+			// A race past the store's bounds, or a call that failed for
+			// good after earlier records got their seqs, is not a store
+			// that is down: it would be retried without end, so it goes
+			// with its reason.
 			res.dead = append(res.dead, stream.DeadLetter{Record: batch[i].rec, Reason: it.Reason.Error()})
 			continue
 		case redisstore.SeqNew:

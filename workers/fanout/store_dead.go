@@ -41,7 +41,7 @@ func (f *Fanout) unsequencedLetters(conv string, batch []pending, err error) []s
 func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, batch []pending, err error) []stream.DeadLetter {
 	var dead []stream.DeadLetter
 	for i, it := range sr.Items {
-		if it.Status == redisstore.SeqRejected || it.Status == redisstore.SeqRaced || it.Sequenced == nil {
+		if it.Status == redisstore.SeqRejected || it.Status == redisstore.SeqRaced || it.Status == redisstore.SeqFailed || it.Sequenced == nil {
 			continue // dead-lettered with its own reason, or an expired replay with nothing to deliver
 		}
 		dead = append(dead, stream.DeadLetter{Record: batch[i].rec, Reason: fmt.Sprintf(
