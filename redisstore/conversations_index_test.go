@@ -133,7 +133,7 @@ func TestAnOlderInboxGetsItsListIndexesBuiltWhileWritesGoOn(t *testing.T) {
 			form = "L"
 		}
 		p.HSet(ctx, k.Inbox("u"), InboxField(c, FieldType), form, InboxField(c, FieldLast), 5, InboxField(c, FieldRead), 1,
-			InboxField(c, FieldUnread), 4, InboxField(c, FieldJoined), 0)
+			InboxField(c, 'u'), 4, InboxField(c, FieldJoined), 0) // 'u': the unread an older inbox stored
 		if form == "g" {
 			p.ZAdd(ctx, k.ConvList("u"), redis.Z{Member: c, Score: float64(1000 + i)})
 		}

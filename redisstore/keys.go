@@ -116,10 +116,7 @@ const (
 
 // Inbox counters (see schemas/redis-keys.md).
 const (
-	FieldLast = 'l'
-	// FieldUnread is no longer written: unread is C:l - C:r, which readers
-	// derive. Inboxes written before still hold it; nothing reads it.
-	FieldUnread = 'u'
+	FieldLast   = 'l'
 	FieldRead   = 'r'
 	FieldJoined = 'j'
 	FieldType   = 't'

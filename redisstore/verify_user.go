@@ -71,8 +71,6 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 		switch field {
 		case FieldLast:
 			e.Last = n
-		case FieldUnread:
-			// written before unread was derived (C:l - C:r); ignored
 		case FieldRead:
 			e.Read = n
 		case FieldJoined:
