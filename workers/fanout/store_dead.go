@@ -59,12 +59,19 @@ func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, 
 // be written for good. Nothing is missing but the mark: every later batch
 // converts again (which changes nothing) until the key is repaired and
 // the letter's replay writes it. It is charged to the batch's first
-// record.
+// record that was sequenced (one refused has a dead letter of its own).
 func (f *Fanout) unmarkedLetter(conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
 	f.metrics.storeDead.WithLabelValues("mark_large").Inc()
+	charged := batch[0].rec
+	for i, it := range sr.Items {
+		if it.Status == redisstore.SeqNew || it.Status == redisstore.SeqDuplicate {
+			charged = batch[i].rec
+			break
+		}
+	}
 	f.cfg.Logger.Error("a large group's conversion mark can never be written; dead-lettered",
 		"conv", conv, "err", err)
-	return stream.DeadLetter{Record: batch[0].rec, Reason: fmt.Sprintf(
+	return stream.DeadLetter{Record: charged, Reason: fmt.Sprintf(
 		"delivered in %s (epoch %d), but the mark that its members' inboxes are in the large form can never "+
 			"be written: %v", conv, sr.Epoch, err)}
 }
