@@ -292,7 +292,17 @@ func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, it
 			if m := metas[k]; m != nil {
 				v := m.Val()
 				epoch, mc, nc := readReplyUint(v[0]), members[k], counts[k]
-				if v[0] == nil || epoch != mc.epoch || readReplyUint(v[2]) != mc.mver || (nc != nil && nc.epoch != epoch) {
+				staleMembers := v[0] == nil || epoch != mc.epoch || readReplyUint(v[2]) != mc.mver
+				staleNotices := nc != nil && nc.epoch != epoch
+				if staleMembers || staleNotices {
+					// the group outlived the copy: the next read takes
+					// another instead of finding this one again
+					if staleMembers {
+						s.members.drop(it.Conv, mc)
+					}
+					if staleNotices {
+						s.notices.drop(it.Conv, nc.epoch)
+					}
 					again = append(again, i)
 					continue
 				}
