@@ -191,28 +191,32 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 		if err != nil {
 			return ackResponse{}, err
 		}
-		if res.Evicted == nil {
-			res.Evicted = []string{}
-		}
 		s.live.raises.add(marks, s.ackedOnConn(user, dev, acks))
-		return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+		return ackAnswer(dev, len(acks), res), nil
 	}
 	res, raised, err = s.router.AckAndRaise(ctx, user, dev, acks, s.cfg.Clock().UnixMilli(), marks)
 	if err != nil {
 		return ackResponse{}, err
 	}
+	s.afterAcks(user, dev, acks, raised)
+	return ackAnswer(dev, len(acks), res), nil
+}
+
+// ackAnswer is the answer to n acks of dev (evicted_devices a list, empty
+// when none).
+func ackAnswer(dev string, n int, res redisstore.AckResult) ackResponse {
 	if res.Evicted == nil {
 		res.Evicted = []string{}
 	}
-	s.afterAcks(user, dev, acks, raised)
-	return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, nil
+	return ackResponse{DeviceID: dev, Acked: n, Resync: res.WasEvicted, EvictedDevices: res.Evicted}
 }
 
 // applyCheckedAcks records one device's acks with the check riding on the
 // raise of the members' delivered cursors (redisstore.RaiseAckedReceipts),
 // then raises the device's cursors. done is false, nothing changed, when
 // that check refused or could not run in one call; the caller then checks
-// in full as before.
+// in full as before. An error after the raise leaves the raised receipts:
+// the ack's retry raises them again, which changes nothing.
 func (s *Server) applyCheckedAcks(ctx context.Context, user, dev string, items []seqItem) (ackResponse, bool, error) {
 	acks := make([]redisstore.AckItem, len(items))
 	for i, it := range items {
@@ -229,9 +233,6 @@ func (s *Server) applyCheckedAcks(ctx context.Context, user, dev string, items [
 	if err != nil {
 		return ackResponse{}, false, err
 	}
-	if res.Evicted == nil {
-		res.Evicted = []string{}
-	}
 	s.afterAcks(user, dev, acks, raised)
-	return ackResponse{DeviceID: dev, Acked: len(acks), Resync: res.WasEvicted, EvictedDevices: res.Evicted}, true, nil
+	return ackAnswer(dev, len(acks), res), true, nil
 }
