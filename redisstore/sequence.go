@@ -40,9 +40,11 @@ const (
 	// conversation past the bounds of retrying (Reason wraps
 	// ErrSealRaced); nothing changed for the record.
 	SeqRaced
-	// SeqFailed: sealed path; a later call of the batch failed for good
-	// (Reason, Permanent) after earlier records got their seqs; nothing
-	// changed for the record. Those earlier records keep theirs.
+	// SeqFailed: the record can never be handled, and nothing changed for
+	// it (Reason says why): on the sealed path, a later call of the batch
+	// failed for good after earlier records got their seqs (those keep
+	// theirs; Seq is 0); or the record is a duplicate of Seq whose stored
+	// entry cannot be decoded.
 	SeqFailed
 	// seqNotDone: an earlier record of the call was mispredicted (sealed
 	// path); the record was not looked at. Never returned by Sequence.
@@ -285,7 +287,11 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 			if data != "" {
 				sq, err := DecodeEntry([]byte(data), conv, res.Epoch)
 				if err != nil {
-					return nil, err
+					// The stored entry will not decode on any retry: the
+					// record alone fails, the rest of the batch goes on.
+					it.Status, it.Reason = SeqFailed, fmt.Errorf(
+						"duplicate of seq %d of %s, whose stored entry cannot be decoded: %w", seq, conv, err)
+					continue
 				}
 				it.Sequenced = sq
 			}

@@ -238,3 +238,67 @@ func TestAGroupWhoseMembersCannotBeListedIsDeadLetteredAndConvertedOnReplay(t *t
 	}
 	h.checkInboxes("lg")
 }
+
+// A record produced again whose original entry in the timeline no longer
+// decodes (someone wrote over part of it) is a duplicate that can never be
+// rebuilt: it alone is dead-lettered, naming its seq, and the batch's
+// other records, and the conversation's next ones, go on; no seq is given
+// twice.
+func TestADuplicateWhoseStoredEntryDoesNotDecodeIsDeadLetteredAlone(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.runner(h.fanout(nil))
+	first := msg("d", "hi", "a", to("b"))
+	h.produce(records(first, msg("d", "there", "b", to("a"))))
+	waitFor(t, "the conversation is created", h.committedToEnd)
+
+	ctx := context.Background()
+	tl := h.store.Keys().Timeline("d")
+	entries, err := h.rdb.LRange(ctx, tl, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := -1
+	for i, e := range entries {
+		if strings.HasPrefix(e, "1:") {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no entry of seq 1 in %v", entries)
+	}
+	// The id stays (so the record is still known as a duplicate); the
+	// write time is no longer a number.
+	_, rest, _ := strings.Cut(strings.TrimPrefix(entries[at], "1:"), ":")
+	if err := h.rdb.LSet(ctx, tl, int64(at), "1:soon:"+rest).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	next := msg("d", "again", "a", to("b"))
+	h.produce(records(first, next))
+	waitFor(t, "the duplicate and the next record are committed", h.committedToEnd)
+
+	dead := h.deadLetters()
+	if len(dead) != 1 {
+		t.Fatalf("%d dead letters, want 1 (the duplicate)", len(dead))
+	}
+	reason, _ := header(dead[0], schemas.HeaderDeadReason)
+	for _, want := range []string{"duplicate of seq 1", "d", "decode"} {
+		if !strings.Contains(reason, want) {
+			t.Fatalf("dead letter reason %q does not say %q", reason, want)
+		}
+	}
+	if !bytes.Equal(dead[0].Value, record(first).Value) {
+		t.Fatal("the dead letter does not carry the duplicate")
+	}
+	if seq := h.seqOf("d"); seq != 3 {
+		t.Fatalf("d's seq is %d, want 3: the next record got the next seq, the duplicate none", seq)
+	}
+	if got := h.sequencedOnTopic()["d"]; len(got) != 3 {
+		t.Fatalf("im.sequenced holds seqs %v of d, want 1..3 once each", got)
+	}
+
+	if err := h.rdb.LSet(ctx, tl, int64(at), entries[at]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.checkInboxes("d")
+}
