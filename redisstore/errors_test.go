@@ -49,6 +49,7 @@ func TestPermanentTellsAReplyTheSameCallRepeatsFromAStoreToWaitFor(t *testing.T)
 		{"a script's own error", func() error { return rdb.Eval(ctx, "local x = nil; return x.y", nil).Err() }, true},
 		{"a script's error reply", answered("ERR bad plan"), true},
 		{"an unknown command", func() error { return rdb.Do(ctx, "NOSUCHCOMMAND").Err() }, true},
+		{"a conversation held for a rebuild", answered(refusalHeld + " P{c:g}:held is set"), true},
 		{"keys of different slots", answered("CROSSSLOT Keys in request don't hash to the same slot"), true},
 		{"a malformed reply", func() error { return fmt.Errorf("inbox c of u: %w: 2 replies for 3 updates", ErrMalformedReply) }, true},
 		{"no such server", func() error { return down.Ping(ctx).Err() }, false},

@@ -304,3 +304,17 @@ func (s *Store) SeedHead(ctx context.Context, conv string, epoch, first uint64, 
 	}
 	return n == 1, nil
 }
+
+// HoldConversation marks a conversation a restore could not put back
+// exactly, with why: sequencing refuses it (OBHELD, Permanent) until a
+// rebuild gives it a new epoch, so no seq the changelog gave one message
+// is handed to another. A plain SET: it succeeds whatever the
+// conversation's other keys hold.
+func (s *Store) HoldConversation(ctx context.Context, conv, reason string) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if err := s.rdb.Set(ctx, s.keys.Held(conv), reason, 0).Err(); err != nil {
+		return fmt.Errorf("hold %s for a rebuild: %w", conv, err)
+	}
+	return nil
+}

@@ -45,6 +45,11 @@ func (k Keys) MentionAll(conv string) string { return k.conv(conv, "ma") }
 // score: the seq), which a large group's derived unread leaves out.
 func (k Keys) Notices(conv string) string { return k.conv(conv, "ns") }
 
+// Held marks a conversation a restore could not put back exactly (its
+// value says why): the sequencing script refuses it until a rebuild, so
+// no seq the changelog gave another message is handed out again.
+func (k Keys) Held(conv string) string { return k.conv(conv, "held") }
+
 // Inbox is the user's per-conversation counters and guards.
 func (k Keys) Inbox(user string) string { return k.user(user, "ib") }
 

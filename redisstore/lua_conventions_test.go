@@ -91,7 +91,8 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 		"push_publish.lua": {"STATUS_PUBLISHED": pushStatusPublished, "STATUS_CHANGED": pushStatusChanged},
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
-		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed}
+		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed,
+		"REFUSAL_HELD": refusalHeld}
 	unspelled := regexp.MustCompile(`error_reply\('OB`)
 	scripts := readScripts(t)
 	for name, src := range scripts {

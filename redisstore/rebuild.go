@@ -129,6 +129,7 @@ type RebuildResult struct {
 type rebuildMeta struct {
 	seq, epoch, first, ctype, lgs string
 	hasMembers                    bool
+	held                          bool // Keys.Held is set
 }
 
 // RebuildConversation restores a conversation's Redis state from its
@@ -167,7 +168,9 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 	}
 	keepFrom := uint64(0)
 	switch {
-	case cur.seq != "" && curSeq == top && curEpoch == src0:
+	case cur.seq != "" && curSeq == top && curEpoch == src0 && !cur.held:
+		// A held conversation never keeps its epoch: im.sequenced may hold
+		// seqs above what the history has (see Keys.Held).
 		keepFrom = max(curFirst, 1)
 	case cur.seq != "" && curSeq > top && curEpoch >= src0 && !opt.Force:
 		return res, fmt.Errorf("rebuild %s: store counter %d, history %d: %w", conv, curSeq, top, ErrHistoryBehind)
@@ -281,7 +284,8 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	k := s.keys
 	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.RebuildTimeline(conv),
 		k.Members(conv), k.RebuildMembers(conv), k.MentionAll(conv),
-		k.Roles(conv), k.RebuildRoles(conv), k.PastMembers(conv), k.RebuildPastMembers(conv), k.Notices(conv)}
+		k.Roles(conv), k.RebuildRoles(conv), k.PastMembers(conv), k.RebuildPastMembers(conv), k.Notices(conv),
+		k.Held(conv)}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	done, err := rebuildCommitScript.Run(cctx, s.rdb, keys, args...).Int()
@@ -304,10 +308,11 @@ func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var fields *redis.SliceCmd
-	var members *redis.IntCmd
+	var members, held *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLargeFrom)
 		members = p.Exists(ctx, s.keys.Members(conv))
+		held = p.Exists(ctx, s.keys.Held(conv))
 		return nil
 	})
 	if err != nil {
@@ -315,5 +320,5 @@ func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, 
 	}
 	v := fields.Val()
 	return rebuildMeta{seq: hashString(v[0]), epoch: hashString(v[1]), first: hashString(v[2]),
-		ctype: hashString(v[3]), lgs: hashString(v[4]), hasMembers: members.Val() == 1}, nil
+		ctype: hashString(v[3]), lgs: hashString(v[4]), hasMembers: members.Val() == 1, held: held.Val() == 1}, nil
 }

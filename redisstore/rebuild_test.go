@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,6 +278,40 @@ func TestRebuildRefusesToLowerTheCounterUnlessForced(t *testing.T) {
 	seq, first := expMeta(t, s, "g1")
 	if !res.NewEpoch || seq != 6 || first != 3 {
 		t.Fatalf("forced rebuild: %+v, meta seq %d first %d; want a new epoch, seq 6, first 3", res, seq, first)
+	}
+}
+
+// A conversation a restore held is refused by sequencing until a rebuild,
+// which always gives it a new epoch (even when the counter matches the
+// history: im.sequenced may hold more than the history has) and releases
+// it: the next record is sequenced again.
+func TestARebuildReleasesAHeldConversationInANewEpoch(t *testing.T) {
+	s := rbStore(t)
+	ctx := context.Background()
+	h := rbSeed(t, s, "g1", expNow)
+	if err := s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
+		t.Fatal(err)
+	}
+	next := expMsg("g1", schemas.ConvType_CONV_TYPE_GROUP, schemas.Kind_KIND_MESSAGE, "after")
+	_, err := s.Sequence(ctx, "g1", []*schemas.Message{next}, nil, expNow.UnixMilli())
+	if !Permanent(err) || !strings.Contains(err.Error(), refusalHeld) {
+		t.Fatalf("sequencing a held conversation: %v, want a permanent %s", err, refusalHeld)
+	}
+	before := rbSnap(t, s, "g1")
+	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := rbSnap(t, s, "g1"); !res.NewEpoch || after.meta["epoch"] <= before.meta["epoch"] {
+		t.Fatalf("rebuild of a held conversation: %+v, epoch %s -> %s; want a new, higher one", res,
+			before.meta["epoch"], after.meta["epoch"])
+	}
+	if n, _ := s.rdb.Exists(ctx, s.keys.Held("g1")).Result(); n != 0 {
+		t.Fatal("the hold is still set after the rebuild")
+	}
+	out, err := s.Sequence(ctx, "g1", []*schemas.Message{next}, nil, expNow.UnixMilli())
+	if err != nil || out.Items[0].Status != SeqNew || out.Items[0].Seq != 8 {
+		t.Fatalf("sequencing after the rebuild: %+v (err %v), want seq 8 new", out, err)
 	}
 }
 

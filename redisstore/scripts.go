@@ -27,6 +27,9 @@ const (
 	// refusalDevices: the device set changed since the caller read it;
 	// read again.
 	refusalDevices = "OBDEVICES"
+	// refusalHeld: the conversation is held for a rebuild (Keys.Held).
+	// Permanent: it stays refused until an operator rebuilds it.
+	refusalHeld = "OBHELD"
 	// refusalUnindexed: the user's list indexes are not complete yet.
 	refusalUnindexed = "OBINDEX"
 	// noScript is the server's answer to EVALSHA of a script it does not

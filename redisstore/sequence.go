@@ -155,7 +155,8 @@ func (s *Store) dedupeDays() int64 {
 // the group's notice seqs.
 func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string) ([]string, error) {
 	k := s.keys
-	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv)}
+	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv),
+		k.Held(conv)}
 	today := DayOf(writeMS)
 	var days []int64
 	for d := today; d >= today-s.dedupeDays(); d-- {

@@ -12,6 +12,8 @@
 -- KEYS[7] roles     KEYS[8] staged roles
 -- KEYS[9] former members   KEYS[10] staged former members
 -- KEYS[11] notice seqs (zset, score = seq)
+-- KEYS[12] the hold a restore left (deleted: the rebuilt conversation,
+--          in its new epoch, may be sequenced again)
 -- ARGV[1] meta seq as read ('' when there was no meta)
 -- ARGV[2] meta epoch as read ('' when there was no meta)
 -- ARGV[3] seq   ARGV[4] first   ARGV[5] epoch   ARGV[6] type (d|g)
@@ -27,7 +29,7 @@
 local STATUS_DONE, STATUS_RACED, STATUS_SHORTENED = 1, 0, -1
 local meta, tl, staged_tl, mem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local staged_mem, ma, role, staged_role = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local past, staged_past, notices = KEYS[9], KEYS[10], KEYS[11]
+local past, staged_past, notices, held = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local seq_read, epoch_read, seq, first = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local epoch, ctype, staged_n, with_members = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local nmem, mver, lgs, lsender = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
@@ -84,4 +86,5 @@ if #ns > 0 then redis.call('ZADD', notices, unpack(ns)) end
 for i = 16, #ARGV, 2 do
   redis.call('ZADD', ma, ARGV[i], ARGV[i + 1])
 end
+redis.call('DEL', held)
 return STATUS_DONE

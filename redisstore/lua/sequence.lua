@@ -26,9 +26,15 @@
 -- member. A leave keeps the span the user was a member for in
 -- P{c:C}:past, so a former member still reads what was meant for them.
 --
+-- Held: a conversation a restore could not put back exactly (P{c:C}:held
+-- exists) is refused whole, OBHELD, nothing changed: its counter may be
+-- below seqs the changelog already gave, and only a rebuild (a new epoch)
+-- makes handing out seqs safe again.
+--
 -- KEYS[1]  P{c:C}:meta   KEYS[2] P{c:C}:tl   KEYS[3] P{c:C}:mem
 -- KEYS[4]  P{c:C}:ma     KEYS[5] P{c:C}:role   KEYS[6] P{c:C}:past
--- KEYS[7..] P{c:C}:dd:DAY (bucket 0), today first,
+-- KEYS[7]  P{c:C}:held   (any value: held)
+-- KEYS[8..] P{c:C}:dd:DAY (bucket 0), today first,
 --          then the older days of the dedupe window (new ids go to today),
 --          and after them the days' other keys the batch may touch
 --          (dedupe_lib.lua); OBDEDUPE, nothing changed, when one is missing
@@ -63,9 +69,10 @@
 -- The last element is the conversation's counter after the batch.
 
 local REFUSAL_DEDUPE = 'OBDEDUPE'
+local REFUSAL_HELD = 'OBHELD'
 local STATUS_NEW, STATUS_DUPLICATE, STATUS_REJECTED, STATUS_NOT_DONE = 0, 1, 2, 3
 local dd_expire_at = ARGV[3]
-local meta, tl, mem, ma, role, past = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local meta, tl, mem, ma, role, past, held = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -73,6 +80,9 @@ local base = 5 + p
 local tags = #ARGV - 1 - n -- the n tags come last but for the fence
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
+if redis.call('EXISTS', held) == 1 then
+  return redis.error_reply(REFUSAL_HELD .. ' ' .. held .. ' is set: a restore could not put the conversation back; rebuild it')
+end
 
 local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first', 'type', 'nmem', 'lgs', 'lgc', 'mver')
 local seq, epoch, first = tonumber(m[1]) or 0, m[2], tonumber(m[3]) or 1
@@ -92,7 +102,7 @@ local function split(s)
   return out
 end
 
-local days = dd_days(7)
+local days = dd_days(8)
 
 -- A script is not a transaction: what it wrote before an error stays. The
 -- writes below come in an order no partial run may keep (the timeline
@@ -112,7 +122,7 @@ local days = dd_days(7)
 -- check of their own.
 do
   local want = {[ma] = 'zset', [tl] = 'list', [KEYS[#KEYS]] = 'zset'}
-  local read = {[meta] = true}
+  local read = {[meta] = true, [held] = true}
   for _, d in ipairs(days) do read[d.key] = true end
   for _, k in ipairs(KEYS) do
     if not read[k] then

@@ -239,14 +239,13 @@ func (f *Fanout) restoreChunk(ctx context.Context, recs []*kgo.Record, st *resto
 	g := f.convs.NewGroupContext(ctx)
 	for i, conv := range order {
 		if e := broken[i]; e != nil {
-			f.cannotRestore(conv, len(byConv[conv]), st, e)
+			g.SubmitErr(func() error { return f.cannotRestore(ctx, conv, len(byConv[conv]), st, e) })
 			continue
 		}
 		g.SubmitErr(func() error {
 			err := f.restoreConv(ctx, conv, byConv[conv], heads[conv], st)
 			if redisstore.Permanent(err) {
-				f.cannotRestore(conv, len(byConv[conv]), st, err)
-				return nil
+				return f.cannotRestore(ctx, conv, len(byConv[conv]), st, err)
 			}
 			return err
 		})
@@ -257,13 +256,22 @@ func (f *Fanout) restoreChunk(ctx context.Context, recs []*kgo.Record, st *resto
 // cannotRestore gives up the restore of a conversation that can never be
 // put back (a key of it holds the wrong type): trying again would fail
 // alike and hold every partition behind the restore. Its n records of
-// the chunk are conflicts, for a rebuild; sequencing it fails the same
-// way, so its records are dead-lettered, and none gets a seq the
-// changelog gave another.
-func (f *Fanout) cannotRestore(conv string, n int, st *restoreStats, err error) {
+// the chunk are conflicts, for a rebuild, and the conversation is held.
+func (f *Fanout) cannotRestore(ctx context.Context, conv string, n int, st *restoreStats, err error) error {
 	st.conflict(n)
 	f.cfg.Logger.Error("restore: the conversation can never be put back; repair its keys and rebuild it",
 		"conv", conv, "records", n, "err", err)
+	return f.hold(ctx, conv, fmt.Sprintf("restore: cannot be put back: %v", err))
+}
+
+// hold stops the sequencing of a conversation the restore left short of
+// the changelog: its counter is below seqs the changelog gave, and a new
+// record there would take one of them. Its records are dead-lettered
+// (OBHELD) until a rebuild, in a new epoch, releases it; the dead letters
+// are produced again then.
+func (f *Fanout) hold(ctx context.Context, conv, reason string) error {
+	f.restoreMetrics.held.Inc()
+	return f.store.HoldConversation(ctx, conv, reason)
 }
 
 // restoreItem is one changelog record.
@@ -301,6 +309,7 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 		head = redisstore.ConvHead{Exists: true, Epoch: first.GetEpoch(), Seq: first.GetSeq() - 1}
 	}
 	var keep []restoreItem
+	var gap string
 	last := head.Seq
 	for _, it := range items {
 		switch e := it.sq.GetEpoch(); {
@@ -310,12 +319,14 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 			st.conflict(1)
 			f.cfg.Logger.Error("restore: the changelog holds a newer epoch than redis; rebuild the conversation",
 				"conv", conv, "redis_epoch", head.Epoch, "changelog_epoch", e, "seq", it.sq.GetSeq())
-			return nil
+			return f.hold(ctx, conv, fmt.Sprintf("restore: the changelog holds epoch %d, redis %d", e, head.Epoch))
 		}
 		if s := it.sq.GetSeq(); s > last+1 {
 			st.conflict(1)
 			f.cfg.Logger.Error("restore: seqs missing from both redis and the changelog; rebuild the conversation",
 				"conv", conv, "redis_seq", last, "changelog_seq", s)
+			// What comes before the gap is put back first; then the hold.
+			gap = fmt.Sprintf("restore: seqs %d to %d missing from both redis and the changelog", last+1, s-1)
 			break
 		} else if s == last+1 {
 			last = s
@@ -347,18 +358,25 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 				if n := len(res.dead); n > 0 {
 					reason = res.dead[n-1].Reason
 				}
-				f.cannotRestore(conv, len(run), st, errors.New(reason))
-				return nil
+				return f.cannotRestore(ctx, conv, len(run), st, errors.New(reason))
 			}
-			st.check(f, conv, sr, run[:len(b)])
+			if moved := st.check(f, conv, sr, run[:len(b)]); moved != "" {
+				return f.hold(ctx, conv, moved)
+			}
 			run = run[len(b):]
 		}
+	}
+	if gap != "" {
+		return f.hold(ctx, conv, gap)
 	}
 	return nil
 }
 
-// check compares what re-applying a batch gave with the changelog.
-func (s *restoreStats) check(f *Fanout, conv string, sr *redisstore.SequenceResult, items []restoreItem) {
+// check compares what re-applying a batch gave with the changelog; it
+// returns why the conversation must be held when redis gave a record
+// another place ("" when none).
+func (s *restoreStats) check(f *Fanout, conv string, sr *redisstore.SequenceResult, items []restoreItem) string {
+	moved := ""
 	for i, it := range sr.Items {
 		want := items[i].sq
 		switch {
@@ -367,10 +385,15 @@ func (s *restoreStats) check(f *Fanout, conv string, sr *redisstore.SequenceResu
 			f.cfg.Logger.Error("restore: redis gives a changelog record another place; rebuild the conversation",
 				"conv", conv, "client_msg_id", want.GetMessage().GetClientMsgId(), "changelog_seq", want.GetSeq(),
 				"changelog_epoch", want.GetEpoch(), "redis_seq", it.Seq, "redis_epoch", sr.Epoch, "status", it.Status)
+			if moved == "" {
+				moved = fmt.Sprintf("restore: changelog seq %d (epoch %d) came back as seq %d (epoch %d)",
+					want.GetSeq(), want.GetEpoch(), it.Seq, sr.Epoch)
+			}
 		case it.Status == redisstore.SeqNew:
 			s.appended.Add(1)
 		}
 	}
+	return moved
 }
 
 // writeTimeRuns cuts records into runs of one write time: each was one
@@ -412,6 +435,7 @@ type restoreMetrics struct {
 	runs      *prometheus.CounterVec
 	records   prometheus.Counter
 	conflicts prometheus.Counter
+	held      prometheus.Counter
 }
 
 func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
@@ -428,9 +452,13 @@ func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
 			Name: "offlinebox_fanout_restore_conflicts_total",
 			Help: "Changelog records a restore could not put back exactly (logged; the conversation needs a rebuild).",
 		}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_restore_held_total",
+			Help: "Conversations a restore held for a rebuild: sequencing refuses them until one (see the held key).",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts} {
+		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

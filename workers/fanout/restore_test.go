@@ -311,6 +311,76 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 	}
 }
 
+// A restore that cannot put a conversation back leaves it below seqs the
+// changelog gave: here Redis lost g's last seq and g's timeline holds the
+// wrong type. The conversation is held, so once someone repairs the key a
+// new record is dead-lettered (OBHELD) instead of taking the seq the lost
+// record has in im.sequenced; a rebuild releases it (see redisstore).
+func TestAConversationARestoreCouldNotPutBackIsHeldAndHandsOutNoSeqAgain(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{})
+	f := h.fanout(nil)
+	handle(t, f, records(msg("g", "create", "a", join("a", "b")), msg("g", "g-1", "b")))
+	k := h.store.Keys()
+	gKeys, err := h.rdb.Keys(ctx, h.prefix+"{c:g}*").Result()
+	if err != nil || len(gKeys) == 0 {
+		t.Fatalf("g's keys: %v %v", gKeys, err)
+	}
+	saved := map[string]string{}
+	for _, key := range gKeys {
+		if saved[key], err = h.rdb.Dump(ctx, key).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handle(t, f, records(msg("g", "g-2", "a"))) // seq 3: lost below, kept by im.sequenced
+
+	putBack := func(key string) {
+		t.Helper()
+		if err := h.rdb.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.rdb.Restore(ctx, key, 0, saved[key]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range gKeys {
+		putBack(key)
+	}
+	if err := h.rdb.Del(ctx, k.Applied(0)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tl := k.Timeline("g")
+	if err := h.rdb.Del(ctx, tl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.Set(ctx, tl, "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	cfg := h.cfg
+	cfg.Metrics = reg
+	f = h.fanoutWith(nil, cfg)
+	handle(t, f, records(msg("d", "hi", "a", to("b")))) // the restore runs first
+	if n := counter(t, reg, "offlinebox_fanout_restore_held_total"); n < 1 {
+		t.Fatalf("conversations held: %v, want g", n)
+	}
+	why, err := h.rdb.Get(ctx, k.Held("g")).Result()
+	if err != nil || !strings.Contains(why, "WRONGTYPE") {
+		t.Fatalf("g's hold says %q (%v), want why the restore gave it up", why, err)
+	}
+
+	putBack(tl) // repaired, but still at seq 2: seq 3 is the lost g-2's
+	dead := handle(t, f, records(msg("g", "g-new", "b")))
+	if len(dead) != 1 || !strings.Contains(dead[0].Reason, "OBHELD") {
+		t.Fatalf("dead letters %v, want g-new's, refused as held", dead)
+	}
+	if got := h.head("g"); got.Seq != 2 {
+		t.Fatalf("g's counter is %d, want 2: nothing sequenced while held", got.Seq)
+	}
+	h.checkNoSeqTwice()
+}
+
 // A Redis server that may evict keys (a maxmemory with a policy other than
 // noeviction) would drop state no restore puts back in time: fanout
 // sequences nothing there, and says why, until the policy is noeviction.
