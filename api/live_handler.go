@@ -159,44 +159,53 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 	h := s.live
 	c := newLiveConn(h, ws, user, dev, newConnID())
 	c.cork = cork
-	prev, had, err := h.register(ctx, c)
-	if err != nil {
-		h.unregister(c)
-		s.log.Warn("register presence", "err", err)
-		_ = ws.Close(websocket.StatusInternalError, "presence registry unavailable; retry")
-		return nil
-	}
 	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
 		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes})
-	// The notice reads the store at length; it runs on a goroutine of its
-	// own so that the stack of this one, which then idles in Read for
-	// the connection's life, stays small.
+	// The registration, the notice and the replay call the store at
+	// length; they run on a goroutine of their own so that the stack of
+	// this one, which then idles in Read for the connection's life, stays
+	// small.
 	type built struct {
-		notice noticeFrame
-		replay []*schemas.Sequenced
-		err    error
+		notice    noticeFrame
+		replay    []*schemas.Sequenced // opened
+		regErr    error
+		noticeErr error
 	}
 	res := make(chan built, 1)
 	go func() {
-		n, r, err := s.notice(ctx, c, prev, had)
-		res <- built{n, r, err}
+		prev, had, err := h.register(ctx, c)
+		if err != nil {
+			res <- built{regErr: err}
+			return
+		}
+		n, replay, err := s.notice(ctx, c, prev, had)
+		opened := replay[:0]
+		for _, sq := range replay {
+			open, err := s.openMessage(ctx, sq)
+			if err != nil {
+				// not pushed: the device pulls it with sync
+				s.log.Warn("open a replayed message", "conv", sq.GetMessage().GetConvId(), "seq", sq.GetSeq(), "err", err)
+				continue
+			}
+			opened = append(opened, open)
+		}
+		res <- built{notice: n, replay: opened, noticeErr: err}
 	}()
 	b := <-res
-	notice, replay, err := b.notice, b.replay, b.err
-	if err != nil {
+	switch {
+	case b.regErr != nil:
 		h.unregister(c)
-		s.log.Warn("build the pull-before notice", "err", err)
+		s.log.Warn("register presence", "err", b.regErr)
+		_ = ws.Close(websocket.StatusInternalError, "presence registry unavailable; retry")
+		return nil
+	case b.noticeErr != nil:
+		h.unregister(c)
+		s.log.Warn("build the pull-before notice", "err", b.noticeErr)
 		_ = ws.Close(websocket.StatusInternalError, "store unavailable; retry")
 		return nil
 	}
-	c.sendFirst(hello, jsonFrame(notice))
-	for _, sq := range replay {
-		open, err := s.openMessage(ctx, sq)
-		if err != nil {
-			// not pushed: the device pulls it with sync
-			s.log.Warn("open a replayed message", "conv", sq.GetMessage().GetConvId(), "seq", sq.GetSeq(), "err", err)
-			continue
-		}
+	c.sendFirst(hello, jsonFrame(b.notice))
+	for _, open := range b.replay {
 		c.push(open)
 	}
 	// Writes start once the replay is queued: hello, the notice and the
@@ -222,7 +231,7 @@ func (s *Server) readLive(ctx context.Context, c *liveConn) {
 		_, err = buf.ReadFrom(r)
 		if err == nil {
 			c.lastSeen.Store(time.Now().UnixMilli())
-			s.liveFrame(ctx, c, buf.Bytes()) // keeps nothing of the bytes
+			s.answerOffStack(ctx, c, buf.Bytes())
 		}
 		if buf.Cap() <= maxPooledFrame {
 			frameBuffers.Put(buf)
@@ -231,6 +240,21 @@ func (s *Server) readLive(ctx context.Context, c *liveConn) {
 			return
 		}
 	}
+}
+
+// answerOffStack answers a frame on a goroutine of its own and waits for
+// it: the frames are still answered in turn, and the store calls an
+// answer makes (an ack's scripts, a typing check) grow that goroutine's
+// stack, not this one's, which idles in a read for the connection's life
+// and would keep what it grew to (a stack shrinks only while it uses
+// less than a quarter of it). A frame or two a second costs the spawn.
+func (s *Server) answerOffStack(ctx context.Context, c *liveConn, data []byte) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.liveFrame(ctx, c, data) // keeps nothing of the bytes
+	}()
+	<-done
 }
 
 // frameBuffers hold client frames while they are answered.

@@ -132,6 +132,7 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 		res.Push.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
 	}
 	res.Push.RedisCommands = commandStats(ctx, b.st.Redis, 12)
+	res.ServerRSSAfterBytes = b.rss()
 	res.Repushes = st.repushes.Load()
 	res.Duplicates = st.dups.Load()
 	if m, err := scrape(b.servers[0].URL); err == nil {

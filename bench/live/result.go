@@ -41,11 +41,14 @@ type result struct {
 	Seconds        float64         `json:"seconds_per_phase"`
 	Embedded       []string        `json:"embedded"`
 
-	PushP50MS            float64 `json:"push_p50_ms"`
-	PushP99MS            float64 `json:"push_p99_ms"`
-	DeliveriesPerSec     float64 `json:"deliveries_per_sec"`
-	IdleConnBytes        int64   `json:"idle_conn_bytes"`
-	ServerRSSBytes       int64   `json:"server_rss_bytes"`
+	PushP50MS        float64 `json:"push_p50_ms"`
+	PushP99MS        float64 `json:"push_p99_ms"`
+	DeliveriesPerSec float64 `json:"deliveries_per_sec"`
+	IdleConnBytes    int64   `json:"idle_conn_bytes"`
+	ServerRSSBytes   int64   `json:"server_rss_bytes"`
+	// ServerRSSAfterBytes: the same processes once the push phase's
+	// stream, acks and receipts are over (after collections).
+	ServerRSSAfterBytes  int64   `json:"server_rss_after_stream_bytes"`
 	Repushes             int64   `json:"repushes"`
 	Duplicates           int64   `json:"duplicates"`
 	PollP50MS            float64 `json:"poll_p50_ms"`
@@ -106,6 +109,8 @@ func printTable(r *result) []harness.Row {
 		harness.Info("push p50 (ms)", fmt.Sprint(r.PushP50MS), fmt.Sprintf("poll %v", r.PollP50MS)),
 		harness.Info("deliveries per second", fmt.Sprint(r.DeliveriesPerSec), fmt.Sprintf("poll %v", r.Poll.DeliveriesPerSec)),
 		harness.Check("memory per idle connection (bytes)", fmt.Sprint(r.IdleConnBytes), "", "≤ 20480", r.IdleConnBytes <= 20480),
+		harness.Info("API processes' resident memory: idle / after the stream (MB)",
+			fmt.Sprintf("%.1f / %.1f", float64(r.ServerRSSBytes)/(1<<20), float64(r.ServerRSSAfterBytes)/(1<<20)), "-"),
 		harness.Check("server CPU per delivery (ms)", fmt.Sprint(r.PushCPUMSPerDelivery), fmt.Sprintf("poll %v", r.PollCPUMSPerDelivery),
 			"≤ 0.04 and < polling", r.PushCPUMSPerDelivery <= 0.04 && (r.PollCPUMSPerDelivery == 0 || r.PushCPUMSPerDelivery < r.PollCPUMSPerDelivery)),
 		harness.Info("server CPU per delivery over the stream with nobody online (ms)", fmt.Sprint(r.PushOverPipelineCPUMSPerDelivery),
