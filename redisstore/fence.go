@@ -318,3 +318,17 @@ func (s *Store) HoldConversation(ctx context.Context, conv, reason string) error
 	}
 	return nil
 }
+
+// HeldReason reports why a restore held the conversation, if it did.
+func (s *Store) HeldReason(ctx context.Context, conv string) (string, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	why, err := s.rdb.Get(ctx, s.keys.Held(conv)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read the hold of %s: %w", conv, err)
+	}
+	return why, true, nil
+}

@@ -139,6 +139,8 @@ func (r *run) key(ctx context.Context, st *redisstore.Store, key string) error {
 		return r.checkConv(ctx, ref.Conv)
 	case ref.Conv != "" && onMain && ref.Part == "tl":
 		return r.checkOrphanTimeline(ctx, ref.Conv)
+	case ref.Conv != "" && onMain && ref.Part == "held":
+		return r.checkHeld(ctx, ref.Conv)
 	case ref.User != "" && ref.Part == "ib":
 		if err := r.checkInbox(ctx, st, ref.User); err != nil {
 			return err

@@ -118,3 +118,14 @@ func mentions(m *schemas.Message, user string) bool {
 	}
 	return false
 }
+
+// checkHeld reports a conversation a restore held: none of its records is
+// sequenced until it is rebuilt.
+func (r *run) checkHeld(ctx context.Context, conv string) error {
+	why, held, err := r.main.HeldReason(ctx, conv)
+	if err != nil || !held {
+		return err
+	}
+	r.problem(KindHeld, conv, "", "held for a rebuild (offlinebox rebuild -conv %s): %s", conv, why)
+	return nil
+}

@@ -20,6 +20,9 @@ const (
 	// KindListIndex: the list's large-group set or mention index differs
 	// from the inbox or lane it indexes.
 	KindListIndex = "list-index"
+	// KindHeld: a restore could not put the conversation back; sequencing
+	// refuses it until a rebuild (redisstore.Keys.Held).
+	KindHeld = "held"
 )
 
 // Problem is one broken invariant.

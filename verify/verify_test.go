@@ -271,6 +271,11 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 		{"a large group missing from the large-group list", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxLargeGroups, "\n")
 		}, KindListIndex, "big", "bob"},
+		{"a conversation a restore could not put back", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			if err := w.s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
+				panic(err)
+			}
+		}, KindHeld, "g1", ""},
 		{"a mention index holding what the lane does not", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:2"})
 		}, KindListIndex, "", "carol"},
