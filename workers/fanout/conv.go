@@ -19,6 +19,26 @@ type convResult struct {
 	sources   []*kgo.Record // the record each sequenced one came from
 	dead      []stream.DeadLetter
 	hot       []string // users found hot, to move after the batch
+	// failures counts, by the call that failed for good (dead*), what
+	// dead is made of: the batch's metrics take them once its letters
+	// are out (a batch retried counts once); a restore's, which produces
+	// none, count apart.
+	failures map[string]int
+}
+
+// The calls whose failures for good dead-letter records.
+const (
+	deadSequence  = "sequence"
+	deadMembers   = "members"
+	deadMarkLarge = "mark_large"
+	deadInbox     = "inbox" // counted by failed update, not by record
+)
+
+func (r *convResult) charge(call string, n int) {
+	if r.failures == nil {
+		r.failures = map[string]int{}
+	}
+	r.failures[call] += n
 }
 
 // handleConv works through one conversation's records in order, one merge
@@ -68,7 +88,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	}
 	sr, err := f.store.Sequence(ctx, conv, msgs, redisstore.ProbeUsers(msgs), now)
 	if redisstore.Permanent(err) {
-		res.dead = append(res.dead, f.unsequencedLetters(conv, batch, err)...)
+		res.dead = append(res.dead, f.unsequencedLetters(res, conv, batch, err)...)
 		return nil, nil
 	}
 	if err != nil {
@@ -101,7 +121,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	if sr.LargeFrom > 0 && !sr.LargeConverted {
 		all, err = f.store.Members(ctx, conv)
 		if redisstore.Permanent(err) {
-			res.dead = append(res.dead, f.undeliveredLetters(conv, sr, batch, err)...)
+			res.dead = append(res.dead, f.undeliveredLetters(res, conv, sr, batch, err)...)
 			return sr, nil
 		}
 		if err != nil {
@@ -113,12 +133,12 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	if err != nil {
 		return nil, err
 	}
-	res.dead = append(res.dead, f.inboxLetters(conv, sr, batch, failed)...)
+	res.dead = append(res.dead, f.inboxLetters(res, conv, sr, batch, failed)...)
 	if all != nil {
 		// Only now: a replay before this point converts again.
 		err := f.store.MarkLargeConverted(ctx, conv)
 		if redisstore.Permanent(err) {
-			res.dead = append(res.dead, f.unmarkedLetter(conv, sr, batch, err))
+			res.dead = append(res.dead, f.unmarkedLetter(res, conv, sr, batch, err))
 			return sr, nil
 		}
 		return sr, err

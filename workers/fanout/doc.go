@@ -97,5 +97,8 @@
 // the dead letters again), _store_dead_lettered_total{call} (records given
 // up on because a store call they need can never succeed),
 // _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
-// _restore_records_total, _restore_conflicts_total.
+// _restore_records_total, _restore_conflicts_total, _restore_held_total
+// (conversations held for a rebuild), _restore_unapplied_total{call}
+// (what a restore could not re-apply for good: logged, never
+// dead-lettered, so not in the dead-letter series).
 package fanout

@@ -191,6 +191,9 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 		}
 	}
 	f.metrics.rejected.Add(float64(len(dead)))
+	for _, r := range results {
+		f.metrics.chargeDead(r.failures)
+	}
 	return dead, nil
 }
 

@@ -23,12 +23,12 @@ const maxNamedRecipients = 10
 // again, once the users' keys are repaired, finds the same seq (same
 // client_msg_id) and delivers it to them. An update without a seq (a lone
 // conversion to a large group) is charged to the batch's first record.
-func (f *Fanout) inboxLetters(conv string, sr *redisstore.SequenceResult, batch []pending,
+func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending,
 	failed []failedUpdate) []stream.DeadLetter {
 	if len(failed) == 0 {
 		return nil
 	}
-	f.metrics.inboxDead.Add(float64(len(failed)))
+	res.charge(deadInbox, len(failed))
 	type letter struct {
 		rec     *kgo.Record
 		seq     uint64

@@ -127,3 +127,14 @@ func (m *metrics) inboxWrite(u redisstore.InboxUpdate, failed bool) {
 		m.failures.WithLabelValues(ub, cb).Inc()
 	}
 }
+
+// chargeDead counts a handled batch's failures for good (convResult.failures).
+func (m *metrics) chargeDead(failures map[string]int) {
+	for call, n := range failures {
+		if call == deadInbox {
+			m.inboxDead.Add(float64(n))
+		} else {
+			m.storeDead.WithLabelValues(call).Add(float64(n))
+		}
+	}
+}

@@ -338,8 +338,10 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	seen := map[uint64]bool{}
 	// Its dead letters are not produced: a restore commits nothing and its
 	// records are im.sequenced's. An inbox update that can never succeed is
-	// logged and counted (inboxLetters), and the restore goes on past it.
+	// logged (inboxLetters) and counted as not re-applied, not as
+	// dead-lettered, and the restore goes on past it.
 	var res convResult
+	defer func() { f.restoreMetrics.unapplied(res.failures) }()
 	for _, run := range writeTimeRuns(keep) {
 		batch := make([]pending, len(run))
 		for i, it := range run {
@@ -436,6 +438,15 @@ type restoreMetrics struct {
 	records   prometheus.Counter
 	conflicts prometheus.Counter
 	held      prometheus.Counter
+	// notApplied: what failed for good while re-applying (by call, as the
+	// dead-letter series count it), logged, not dead-lettered.
+	notApplied *prometheus.CounterVec
+}
+
+func (m *restoreMetrics) unapplied(failures map[string]int) {
+	for call, n := range failures {
+		m.notApplied.WithLabelValues(call).Add(float64(n))
+	}
 }
 
 func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
@@ -454,11 +465,18 @@ func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
 		}),
 		held: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_restore_held_total",
-			Help: "Conversations a restore held for a rebuild: sequencing refuses them until one (see the held key).",
+			Help: "Holds a restore set on conversations for a rebuild (sequencing refuses them until one; a " +
+				"conversation met in several chunks counts in each).",
 		}),
+		notApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_restore_unapplied_total",
+			Help: "Effects a restore could not re-apply for good, by call (sequence, members, mark_large: records; " +
+				"inbox: updates), logged and not dead-lettered (the records are im.sequenced's); any increase " +
+				"needs an operator.",
+		}, []string{"call"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held} {
+		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held, m.notApplied} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

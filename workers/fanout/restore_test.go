@@ -306,6 +306,16 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 			if n := counter(t, reg, "offlinebox_fanout_restore_conflicts_total"); n < 1 {
 				t.Fatalf("restore conflicts: %v, want g counted", n)
 			}
+			// What the restore met was logged, not dead-lettered: the
+			// dead-letter series count only letters produced.
+			if n := counterWith(t, reg, "offlinebox_fanout_store_dead_lettered_total", "call", "sequence"); n != 0 {
+				t.Fatalf("records counted as dead-lettered for sequencing: %v, want 0 (none was produced)", n)
+			}
+			if tc.name == "its timeline" {
+				if n := counterWith(t, reg, "offlinebox_fanout_restore_unapplied_total", "call", "sequence"); n < 1 {
+					t.Fatalf("records the restore could not sequence again: %v, want g's", n)
+				}
+			}
 			h.checkNoSeqTwice()
 		})
 	}

@@ -21,8 +21,8 @@ import (
 // script refused for good. The script checks every key before its first
 // write (lua/sequence.lua), so none of the records got a seq or changed
 // anything: a replay is sequenced as a new record.
-func (f *Fanout) unsequencedLetters(conv string, batch []pending, err error) []stream.DeadLetter {
-	f.metrics.storeDead.WithLabelValues("sequence").Add(float64(len(batch)))
+func (f *Fanout) unsequencedLetters(res *convResult, conv string, batch []pending, err error) []stream.DeadLetter {
+	res.charge(deadSequence, len(batch))
 	f.cfg.Logger.Error("sequencing can never succeed for a conversation; its records are dead-lettered",
 		"conv", conv, "records", len(batch), "err", err)
 	dead := make([]stream.DeadLetter, len(batch))
@@ -38,7 +38,7 @@ func (f *Fanout) unsequencedLetters(conv string, batch []pending, err error) []s
 // good, so no inbox was converted or updated. The records keep their seqs
 // and are produced to im.sequenced; the replay finds the same seqs and
 // delivers them.
-func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, batch []pending, err error) []stream.DeadLetter {
+func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending, err error) []stream.DeadLetter {
 	var dead []stream.DeadLetter
 	for i, it := range sr.Items {
 		if it.Status == redisstore.SeqRejected || it.Status == redisstore.SeqRaced || it.Status == redisstore.SeqFailed || it.Sequenced == nil {
@@ -48,7 +48,7 @@ func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, 
 			"sequenced as seq %d of %s (epoch %d), but no inbox got it: the members of the group, now large, "+
 				"can never be listed: %v", it.Seq, conv, sr.Epoch, err)})
 	}
-	f.metrics.storeDead.WithLabelValues("members").Add(float64(len(dead)))
+	res.charge(deadMembers, len(dead))
 	f.cfg.Logger.Error("the members of a large group can never be listed; its records are dead-lettered",
 		"conv", conv, "records", len(dead), "err", err)
 	return dead
@@ -60,8 +60,8 @@ func (f *Fanout) undeliveredLetters(conv string, sr *redisstore.SequenceResult, 
 // converts again (which changes nothing) until the key is repaired and
 // the letter's replay writes it. It is charged to the batch's first
 // record that was sequenced (one refused has a dead letter of its own).
-func (f *Fanout) unmarkedLetter(conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
-	f.metrics.storeDead.WithLabelValues("mark_large").Inc()
+func (f *Fanout) unmarkedLetter(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
+	res.charge(deadMarkLarge, 1)
 	charged := batch[0].rec
 	for i, it := range sr.Items {
 		if it.Status == redisstore.SeqNew || it.Status == redisstore.SeqDuplicate {
