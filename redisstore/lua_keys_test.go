@@ -25,8 +25,8 @@ import (
 // ran, so a test can tell that it reached all of them.
 type keysGuard struct {
 	prelude string
-	// names maps a script's SHA-1 to its file (scripts that prepend
-	// dedupe_lib.lua are known by the file that follows it).
+	// names maps a script's SHA-1 to its file (scripts that prepend a
+	// *_lib.lua are known by the file that follows it).
 	names   map[string]string
 	sources map[string]string
 	mu      sync.Mutex
@@ -51,7 +51,7 @@ func newKeysGuard(t *testing.T) *keysGuard {
 			t.Fatal(err)
 		}
 		name := filepath.Base(f)
-		for _, src := range []string{string(b), dedupeLibLua + string(b),
+		for _, src := range []string{string(b), dedupeLibLua + string(b), receiptsLibLua + string(b),
 			fenceLibLua + string(b), fenceLibLua + dedupeLibLua + string(b)} {
 			sum := sha1.Sum([]byte(src))
 			sha := hex.EncodeToString(sum[:])
@@ -110,14 +110,14 @@ func (g *keysGuard) guard(cmd redis.Cmder) {
 	args[0], args[1] = "eval", g.prelude+src
 }
 
-// notRun lists the scripts of lua/ that no call ran (dedupe_lib.lua and
-// fence_lib.lua run inside others).
+// notRun lists the scripts of lua/ that no call ran (the *_lib.lua files
+// run inside others).
 func (g *keysGuard) notRun() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
 	for _, n := range g.names {
-		if !g.ran[n] && n != "dedupe_lib.lua" && n != "fence_lib.lua" && !slices.Contains(out, n) {
+		if !g.ran[n] && !strings.HasSuffix(n, "_lib.lua") && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}

@@ -9,9 +9,11 @@ import (
 )
 
 var (
+	//go:embed lua/receipts_lib.lua
+	receiptsLibLua string
 	//go:embed lua/receipts_raise.lua
 	receiptsRaiseLua    string
-	receiptsRaiseScript = redis.NewScript(receiptsRaiseLua)
+	receiptsRaiseScript = redis.NewScript(receiptsLibLua + receiptsRaiseLua)
 	//go:embed lua/receipts_count.lua
 	receiptsCountLua    string
 	receiptsCountScript = redis.NewScript(receiptsCountLua)

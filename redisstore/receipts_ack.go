@@ -12,7 +12,7 @@ import (
 var (
 	//go:embed lua/receipts_ack.lua
 	receiptsAckLua    string
-	receiptsAckScript = redis.NewScript(receiptsAckLua)
+	receiptsAckScript = redis.NewScript(receiptsLibLua + receiptsAckLua)
 )
 
 // AckedConv is what a checked ack's raise read of one conversation.

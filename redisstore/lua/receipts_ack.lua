@@ -7,7 +7,7 @@
 -- for all the conversations of the call, so a refused ack raised nothing;
 -- all its keys share a hash slot (the caller uses it only when an ack's
 -- conversations fit one call). A large group keeps no cursors: it is
--- checked and not raised. The raises are those of receipts_raise.lua.
+-- checked and not raised. The raises are those of receipts_raise.lua (receipts_lib.lua, prepended).
 --
 -- KEYS, 5 per conversation, in the order of the conversations of ARGV:
 --   the conversation's meta (hash: seq, epoch, large, ...)
@@ -61,19 +61,10 @@ for _, c in ipairs(convs) do
   local raised = {}
   if not c.large then
     local delivered, read, sets_epoch = KEYS[c.kb + 2], KEYS[c.kb + 3], KEYS[c.kb + 4]
-    if call('GET', sets_epoch) ~= c.epoch then
-      call('DEL', delivered, read)
-      call('SET', sets_epoch, c.epoch)
-    end
+    rc_renew(delivered, read, sets_epoch, c.epoch)
     for i = 1, c.n do
-      local seq = tonumber(ARGV[c.a + 2 * (i - 1)])
-      local prev = tonumber(call('ZSCORE', delivered, user) or '0')
-      if seq > prev then
-        call('ZADD', delivered, seq, user)
-        raised[i] = {1, prev}
-      else
-        raised[i] = {0, prev}
-      end
+      local rose, prev = rc_raise(delivered, user, tonumber(ARGV[c.a + 2 * (i - 1)]))
+      raised[i] = {rose and 1 or 0, prev}
     end
   end
   out[#out + 1] = {c.epoch, c.large and 1 or 0, raised}

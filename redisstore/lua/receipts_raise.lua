@@ -7,10 +7,9 @@
 -- server any conversations, on a Redis Cluster those of one slot (the
 -- caller groups them).
 --
--- The sets belong to one epoch: seqs of two epochs name different messages.
--- When a conversation's epoch moved on (a rebuild), its old sets are
--- dropped first; a raise of another epoch than the conversation's is
--- ignored.
+-- The sets belong to one epoch (receipts_lib.lua, prepended): when a
+-- conversation's epoch moved on (a rebuild), its old sets are dropped
+-- first; a raise of another epoch than the conversation's is ignored.
 --
 -- KEYS, 4 per conversation, in the order of the conversations of ARGV:
 --   the conversation's meta (hash: epoch, ...)
@@ -41,22 +40,15 @@ local function raise_one(kb, epoch, a, n)
     for i = 1, n do out[i] = {-1, 0} end
     return out
   end
-  if call('GET', sets_epoch) ~= epoch then
-    call('DEL', delivered, read)
-    call('SET', sets_epoch, epoch)
-  end
+  rc_renew(delivered, read, sets_epoch, epoch)
   local target = delivered
   if target_is_read then target = read end
   for i = 1, n do
     local at = a + 2 * (i - 1)
     local member, seq = ARGV[at], tonumber(ARGV[at + 1])
-    local prev = tonumber(call('ZSCORE', target, member) or '0')
-    if seq > prev then
-      call('ZADD', target, seq, member)
-      if target_is_read then
-        local d = tonumber(call('ZSCORE', delivered, member) or '0')
-        if seq > d then call('ZADD', delivered, seq, member) end
-      end
+    local rose, prev = rc_raise(target, member, seq)
+    if rose then
+      if target_is_read then rc_raise(delivered, member, seq) end
       out[i] = {1, prev}
     else
       out[i] = {0, prev}
