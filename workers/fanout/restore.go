@@ -342,6 +342,7 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	// dead-lettered, and the restore goes on past it.
 	var res convResult
 	defer func() { f.restoreMetrics.unapplied(res.failures) }()
+	done := 0 // records of keep re-applied
 	for _, run := range writeTimeRuns(keep) {
 		batch := make([]pending, len(run))
 		for i, it := range run {
@@ -360,9 +361,11 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 				if n := len(res.dead); n > 0 {
 					reason = res.dead[n-1].Reason
 				}
-				return f.cannotRestore(ctx, conv, len(run), st, errors.New(reason))
+				return f.cannotRestore(ctx, conv, len(keep)-done, st, errors.New(reason))
 			}
+			done += len(b)
 			if moved := st.check(f, conv, sr, run[:len(b)]); moved != "" {
+				st.conflict(len(keep) - done) // the rest is not put back
 				return f.hold(ctx, conv, moved)
 			}
 			run = run[len(b):]
