@@ -75,13 +75,16 @@ type SequenceResult struct {
 	// MemberCount after the batch.
 	MemberCount int
 	// Members maps member → seq of the record that made them a member,
-	// after the batch. Nil once the group is large (use MemberSeqs).
+	// after the batch. Nil once the group is large (use MemberSeqs). Read
+	// only: it may be the map an earlier call answered.
 	Members map[string]uint64
 	// MemberSeqs holds the member seq of each probed user who is a member.
 	MemberSeqs map[string]uint64
 	Items      []SequencedItem
 
-	counter uint64 // the conversation's last seq after the call
+	counter      uint64 // the conversation's last seq after the call
+	mver         uint64 // the conversation's membership version after the call
+	membersKnown bool   // Members is the list the call named, unchanged
 }
 
 // Sequence gives msgs, all of conversation conv and in order, their seqs in
@@ -110,7 +113,8 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 // and seal (nil: bodies in the clear) are the sealed path's.
 func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Message, previews []string, probes []string,
 	writeMS int64, seal []any) (*SequenceResult, error) {
-	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal)
+	known, token := s.memberLists.known(conv)
+	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal, token)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +137,12 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 	if err != nil {
 		return nil, fenced(err)
 	}
-	res, err := parseSequenceReply(raw, conv, len(msgs), probes)
+	res, err := parseSequenceReply(raw, conv, len(msgs), probes, known)
 	if err != nil {
 		return nil, err
+	}
+	if res.LargeFrom == 0 && !res.membersKnown {
+		s.memberLists.keep(conv, res.Epoch, res.mver, res.Members)
 	}
 	for i, it := range res.Items {
 		if it.Status == SeqNew {
@@ -174,8 +181,9 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	return keys, nil
 }
 
-func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes []string, writeMS int64, seal []any) ([]any, error) {
-	args := make([]any, 0, 6+len(probes)+12*len(msgs)+len(seal))
+func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes []string, writeMS int64, seal []any,
+	knownMembers string) ([]any, error) {
+	args := make([]any, 0, 7+len(probes)+12*len(msgs)+len(seal))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
@@ -200,7 +208,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 	for _, m := range msgs {
 		args = append(args, m.GetTag())
 	}
-	return append(args, s.fenceArg()), nil
+	return append(args, knownMembers, s.fenceArg()), nil
 }
 
 func kindCode(k schemas.Kind) string {
@@ -261,8 +269,12 @@ func sequencePreview(m *schemas.Message) string {
 
 var errSequenceReply = errors.New("unexpected reply of the sequence script")
 
-func parseSequenceReply(raw []any, conv string, n int, probes []string) (*SequenceResult, error) {
-	if len(raw) != 4+3*n+3 {
+// membersUnchanged is the script's answer in place of the member hash
+// when the caller's list (known) is of the conversation's (epoch, mver).
+const membersUnchanged = "="
+
+func parseSequenceReply(raw []any, conv string, n int, probes []string, known memberList) (*SequenceResult, error) {
+	if len(raw) != 4+3*n+4 {
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
 	}
 	res := &SequenceResult{
@@ -301,14 +313,21 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string) (*Sequen
 			it.Status, it.Reason = SeqRejected, &schemas.InvalidError{Field: field, Reason: reason}
 		}
 	}
-	flat, _ := raw[4+3*n].([]any)
-	if res.LargeFrom == 0 {
+	res.counter, res.mver = readReplyUint(raw[6+3*n]), readReplyUint(raw[7+3*n])
+	switch flat, _ := raw[4+3*n].([]any); {
+	case res.LargeFrom > 0:
+	case readReplyString(raw[4+3*n]) == membersUnchanged:
+		if known.members == nil || known.epoch != res.Epoch || known.mver != res.mver {
+			return nil, fmt.Errorf("%w: members unchanged at %d:%d, the list known is of %d:%d", ErrMalformedReply,
+				res.Epoch, res.mver, known.epoch, known.mver)
+		}
+		res.Members, res.membersKnown = known.members, true
+	default:
 		res.Members = make(map[string]uint64, len(flat)/2)
 		for i := 0; i+1 < len(flat); i += 2 {
 			res.Members[readReplyString(flat[i])] = readReplyUint((flat[i+1]))
 		}
 	}
-	res.counter = readReplyUint(raw[6+3*n])
 	seqs, _ := raw[5+3*n].([]any)
 	res.MemberSeqs = make(map[string]uint64, len(probes))
 	for i, u := range probes {

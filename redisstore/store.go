@@ -108,6 +108,8 @@ type Store struct {
 	notices *noticeCopies
 	// members are copies of small groups' members that sync reads from.
 	members *memberCopies
+	// memberLists: the member maps sequencing answered (sequence_members.go)
+	memberLists *memberLists
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -117,7 +119,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies(), members: newMemberCopies()}, nil
+		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies(), members: newMemberCopies(),
+		memberLists: newMemberLists()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

@@ -57,16 +57,20 @@
 --          before it: a nonce never seals two bodies (package seal).
 -- then n tags, one per record ('' = none): a new record's tag becomes the
 --          conversation's `tag` (retention policies select by it)
+-- ARGV[last - 1] 'EPOCH:MVER' of the member list the caller holds ('' none):
+--          when the conversation is at that epoch and mver after the batch,
+--          the members are answered '=' instead of the hash
 -- ARGV[last] verified run_ids (fence_lib.lua, prepended): on an instance
 --          not verified against the changelog nothing runs (OBFENCED)
 --
 -- Returns { epoch, large_from_seq, large_converted (0|1), nmem,
 --           per record {status, seq, data}..., members (flat, only while
---           the group is not large), probe member seqs ('' = not a member) }
+--           the group is not large; '=' when the caller's list is current),
+--           probe member seqs ('' = not a member), counter, mver }
 -- status 0 new, 1 duplicate (data = stored entry, '' if expired),
 --        2 rejected (data = "field|reason", nothing changed),
 --        3 not sequenced: an earlier record stopped the batch (sealed only).
--- The last element is the conversation's counter after the batch.
+-- The counter and mver are the conversation's after the batch.
 
 local REFUSAL_DEDUPE = 'OBDEDUPE'
 local REFUSAL_HELD = 'OBHELD'
@@ -77,7 +81,8 @@ local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
 local base = 5 + p
-local tags = #ARGV - 1 - n -- the n tags come last but for the fence
+local tags = #ARGV - 2 - n -- the n tags come last but for the member list and the fence
+local known_members = ARGV[#ARGV - 1]
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
 if redis.call('EXISTS', held) == 1 then
@@ -424,13 +429,17 @@ local res = {tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem}
 for _, r in ipairs(out) do
   res[#res + 1] = r[1]; res[#res + 1] = r[2]; res[#res + 1] = r[3]
 end
-if lgs == 0 then
-  res[#res + 1] = redis.call('HGETALL', mem)
-else
+local known_epoch, known_mver = string.match(known_members, '^(%d+):(%d+)$')
+if lgs ~= 0 then
   res[#res + 1] = {}
+elseif known_epoch and tonumber(known_epoch) == tonumber(epoch) and tonumber(known_mver) == mver then
+  res[#res + 1] = '='
+else
+  res[#res + 1] = redis.call('HGETALL', mem)
 end
 local probes = {}
 for i = 1, p do probes[i] = redis.call('HGET', mem, ARGV[5 + i]) or '' end
 res[#res + 1] = probes
 res[#res + 1] = seq
+res[#res + 1] = mver
 return res
