@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"sync"
 )
@@ -17,9 +16,8 @@ import (
 // a Lua table and back and was parsed here: a third of the script's time
 // at 100 members.
 type memberLists struct {
-	mu   sync.Mutex
-	m    map[string]memberList
-	kept int // members of every list
+	mu    sync.Mutex
+	lists bounded[memberList] // weight: members
 }
 
 type memberList struct {
@@ -27,20 +25,22 @@ type memberList struct {
 	members     map[string]uint64 // read only once kept
 }
 
-// maxMemberLists and maxMemberListEntries bound the lists kept; past them,
-// lists chosen at random make room (a call without one reads the hash).
+// maxMemberLists and maxMemberListEntries bound the lists kept (a call
+// without one reads the hash).
 const (
 	maxMemberLists       = 4096
 	maxMemberListEntries = 1 << 20
 )
 
-func newMemberLists() *memberLists { return &memberLists{m: map[string]memberList{}} }
+func newMemberLists() *memberLists {
+	return &memberLists{lists: newBounded[memberList](maxMemberLists, maxMemberListEntries)}
+}
 
 // known is conv's list and its token for the script ("" without one).
 func (l *memberLists) known(conv string) (memberList, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ml, ok := l.m[conv]
+	ml, ok := l.lists.get(conv)
 	if !ok {
 		return memberList{}, ""
 	}
@@ -51,28 +51,5 @@ func (l *memberLists) known(conv string) (memberList, string) {
 func (l *memberLists) keep(conv string, epoch, mver uint64, members map[string]uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.forget(conv)
-	if len(members) > maxMemberListEntries {
-		return
-	}
-	for len(l.m) > 0 && (len(l.m) >= maxMemberLists || l.kept+len(members) > maxMemberListEntries) {
-		skip := rand.IntN(len(l.m))
-		for k := range l.m {
-			if skip == 0 {
-				l.forget(k)
-				break
-			}
-			skip--
-		}
-	}
-	l.m[conv] = memberList{epoch: epoch, mver: mver, members: members}
-	l.kept += len(members)
-}
-
-// forget drops conv's list; mu held.
-func (l *memberLists) forget(conv string) {
-	if ml, ok := l.m[conv]; ok {
-		l.kept -= len(ml.members)
-		delete(l.m, conv)
-	}
+	l.lists.put(conv, memberList{epoch: epoch, mver: mver, members: members}, len(members))
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -53,20 +52,20 @@ func (c *memberCopy) size() int { return len(c.joined) + len(c.past) }
 // taking a copy of.
 type memberCopies struct {
 	mu     sync.Mutex
-	m      map[string]*memberCopy
+	copies bounded[*memberCopy] // weight: entries
 	taking map[string]bool
-	kept   int // entries of every copy
 }
 
 func newMemberCopies() *memberCopies {
-	return &memberCopies{m: map[string]*memberCopy{}, taking: map[string]bool{}}
+	return &memberCopies{copies: newBounded[*memberCopy](maxMemberCopies, maxMembersKept), taking: map[string]bool{}}
 }
 
 // get is conv's copy, nil without one.
 func (n *memberCopies) get(conv string) *memberCopy {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.m[conv]
+	c, _ := n.copies.get(conv)
+	return c
 }
 
 // use is conv's copy; without one, take reports whether the caller is to
@@ -74,7 +73,7 @@ func (n *memberCopies) get(conv string) *memberCopy {
 func (n *memberCopies) use(conv string) (c *memberCopy, take bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c := n.m[conv]; c != nil {
+	if c, _ := n.copies.get(conv); c != nil {
 		return c, false
 	}
 	if n.taking[conv] {
@@ -84,8 +83,7 @@ func (n *memberCopies) use(conv string) (c *memberCopy, take bool) {
 	return nil, true
 }
 
-// took ends a take of conv, keeping c unless it is nil. Past the bounds
-// copies chosen at random make room.
+// took ends a take of conv, keeping c unless it is nil.
 func (n *memberCopies) took(conv string, c *memberCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -93,35 +91,15 @@ func (n *memberCopies) took(conv string, c *memberCopy) {
 	if c == nil {
 		return
 	}
-	n.forget(conv)
-	for len(n.m) > 0 && (len(n.m) >= maxMemberCopies || n.kept+c.size() > maxMembersKept) {
-		skip := rand.IntN(len(n.m))
-		for k := range n.m {
-			if skip == 0 {
-				n.forget(k)
-				break
-			}
-			skip--
-		}
-	}
-	n.m[conv] = c
-	n.kept += c.size()
+	n.copies.put(conv, c, c.size())
 }
 
 // drop forgets conv's copy c, one its group outlived.
 func (n *memberCopies) drop(conv string, c *memberCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.m[conv] == c {
-		n.forget(conv)
-	}
-}
-
-// forget removes conv's copy; mu held.
-func (n *memberCopies) forget(conv string) {
-	if old := n.m[conv]; old != nil {
-		n.kept -= old.size()
-		delete(n.m, conv)
+	if kept, _ := n.copies.get(conv); kept == c {
+		n.copies.remove(conv)
 	}
 }
 

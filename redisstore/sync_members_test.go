@@ -140,7 +140,7 @@ func TestAMemberCopyIsTakenByOneSyncAtATimeAndAnAbandonedTakeFreesIt(t *testing.
 		t.Fatal("after an abandoned take no sync takes the copy")
 	}
 	s.members.took("g", &memberCopy{epoch: 1, mver: 2, joined: map[string]string{"ann": "0"}})
-	if c, take := s.members.use("g"); c == nil || take || s.members.kept != 1 {
-		t.Fatalf("after a take: copy %v, take %v, %d entries kept; want the copy", c, take, s.members.kept)
+	if c, take := s.members.use("g"); c == nil || take || s.members.copies.weight != 1 {
+		t.Fatalf("after a take: copy %v, take %v, %d entries kept; want the copy", c, take, s.members.copies.weight)
 	}
 }

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -65,40 +64,30 @@ func (c noticeCopy) count(lo, hi, first uint64) uint64 {
 
 // noticeCopies are the copies, by conversation.
 type noticeCopies struct {
-	mu sync.Mutex
-	m  map[string]noticeCopy
+	mu     sync.Mutex
+	copies bounded[noticeCopy] // entries only
 }
 
-func newNoticeCopies() *noticeCopies { return &noticeCopies{m: map[string]noticeCopy{}} }
+func newNoticeCopies() *noticeCopies {
+	return &noticeCopies{copies: newBounded[noticeCopy](maxNoticeConvs, 0)}
+}
 
 // covering is the copy of conv that counts up to hi, if one is kept.
 func (n *noticeCopies) covering(conv string, hi uint64) (noticeCopy, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	c, ok := n.m[conv]
+	c, ok := n.copies.get(conv)
 	return c, ok && hi <= c.upTo
 }
 
 // keep stores c unless the copy kept reaches further in the same epoch.
-// Past the bound a conversation chosen at random makes room: a storm
-// keeps asking for the groups it holds, and those come back at once.
 func (n *noticeCopies) keep(conv string, c noticeCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if old, ok := n.m[conv]; ok && old.epoch == c.epoch && old.upTo >= c.upTo {
+	if old, ok := n.copies.get(conv); ok && old.epoch == c.epoch && old.upTo >= c.upTo {
 		return
 	}
-	if _, ok := n.m[conv]; !ok && len(n.m) >= maxNoticeConvs {
-		skip := rand.IntN(len(n.m))
-		for k := range n.m {
-			if skip == 0 {
-				delete(n.m, k)
-				break
-			}
-			skip--
-		}
-	}
-	n.m[conv] = c
+	n.copies.put(conv, c, 0)
 }
 
 // drop forgets conv's copy of epoch, one the conversation outlived, so
@@ -106,8 +95,8 @@ func (n *noticeCopies) keep(conv string, c noticeCopy) {
 func (n *noticeCopies) drop(conv string, epoch uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c, ok := n.m[conv]; ok && c.epoch == epoch {
-		delete(n.m, conv)
+	if c, ok := n.copies.get(conv); ok && c.epoch == epoch {
+		n.copies.remove(conv)
 	}
 }
 

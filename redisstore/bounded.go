@@ -1,0 +1,58 @@
+package redisstore
+
+import "math/rand/v2"
+
+// bounded is a map of at most maxEntries values whose weights (entries a
+// value holds: members, say) sum to at most maxWeight; past either bound,
+// values chosen at random make room. At random, not least recently used:
+// the caches of this package are read by every sync and sequencing call,
+// and a read that changes nothing needs no order kept; what a storm keeps
+// asking for comes back at once. Not safe for concurrent use: its owner's
+// mutex guards it (with what else the owner keeps beside it).
+type bounded[V any] struct {
+	m                     map[string]weighted[V]
+	weight                int
+	maxEntries, maxWeight int // maxWeight 0: entries only
+}
+
+type weighted[V any] struct {
+	v V
+	w int
+}
+
+func newBounded[V any](maxEntries, maxWeight int) bounded[V] {
+	return bounded[V]{m: map[string]weighted[V]{}, maxEntries: maxEntries, maxWeight: maxWeight}
+}
+
+func (b *bounded[V]) get(k string) (V, bool) {
+	e, ok := b.m[k]
+	return e.v, ok
+}
+
+// put keeps v, of weight w, as k's value; a value heavier than the whole
+// bound is not kept (k then has none).
+func (b *bounded[V]) put(k string, v V, w int) {
+	b.remove(k)
+	if b.maxWeight > 0 && w > b.maxWeight {
+		return
+	}
+	for len(b.m) > 0 && (len(b.m) >= b.maxEntries || b.maxWeight > 0 && b.weight+w > b.maxWeight) {
+		skip := rand.IntN(len(b.m))
+		for victim := range b.m {
+			if skip == 0 {
+				b.remove(victim)
+				break
+			}
+			skip--
+		}
+	}
+	b.m[k] = weighted[V]{v: v, w: w}
+	b.weight += w
+}
+
+func (b *bounded[V]) remove(k string) {
+	if e, ok := b.m[k]; ok {
+		b.weight -= e.w
+		delete(b.m, k)
+	}
+}
