@@ -1,7 +1,5 @@
 package redisstore
 
-import "math/rand/v2"
-
 // bounded is a map of at most maxEntries values whose weights (entries a
 // value holds: members, say) sum to at most maxWeight; past either bound,
 // values chosen at random make room. At random, not least recently used:
@@ -37,13 +35,9 @@ func (b *bounded[V]) put(k string, v V, w int) {
 		return
 	}
 	for len(b.m) > 0 && (len(b.m) >= b.maxEntries || b.maxWeight > 0 && b.weight+w > b.maxWeight) {
-		skip := rand.IntN(len(b.m))
-		for victim := range b.m {
-			if skip == 0 {
-				b.remove(victim)
-				break
-			}
-			skip--
+		for victim := range b.m { // a map's iteration starts anywhere
+			b.remove(victim)
+			break
 		}
 	}
 	b.m[k] = weighted[V]{v: v, w: w}

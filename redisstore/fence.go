@@ -104,7 +104,9 @@ func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	one := func(ctx context.Context, c *redis.Client) (Instance, error) {
-		info, err := c.Info(ctx, "server", "memory").Result()
+		// The default sections hold both server and memory; INFO with two
+		// sections named needs Redis 7.
+		info, err := c.Info(ctx).Result()
 		if err != nil {
 			return Instance{}, fmt.Errorf("run_id of %s: %w", c.Options().Addr, err)
 		}

@@ -277,7 +277,7 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	} else {
 		args = append(args, "", "", "")
 	}
-	args = append(args, strings.Join(st.notices, ","))
+	args = append(args, strings.Join(st.notices, ","), boolCode(cur.held))
 	for _, z := range st.mentionAll {
 		args = append(args, z.Score, z.Member)
 	}

@@ -113,7 +113,8 @@ func (s *Store) Sequence(ctx context.Context, conv string, msgs []*schemas.Messa
 // and seal (nil: bodies in the clear) are the sealed path's.
 func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Message, previews []string, probes []string,
 	writeMS int64, seal []any) (*SequenceResult, error) {
-	known, token := s.memberLists.known(conv)
+	fence := s.fenceArg()
+	known, token := s.memberLists.known(conv, fence)
 	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal, token)
 	if err != nil {
 		return nil, err
@@ -138,11 +139,16 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 		return nil, fenced(err)
 	}
 	res, err := parseSequenceReply(raw, conv, len(msgs), probes, known)
+	if errors.Is(err, errMembersNotKnown) {
+		// The script wrote: the batch is retried and finds its records
+		// again, the hash read in full.
+		s.memberLists.keep(conv, fence, 0, 0, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if res.LargeFrom == 0 && !res.membersKnown {
-		s.memberLists.keep(conv, res.Epoch, res.mver, res.Members)
+	if !res.membersKnown {
+		s.memberLists.keep(conv, fence, res.Epoch, res.mver, res.Members)
 	}
 	for i, it := range res.Items {
 		if it.Status == SeqNew {
@@ -273,6 +279,11 @@ var errSequenceReply = errors.New("unexpected reply of the sequence script")
 // when the caller's list (known) is of the conversation's (epoch, mver).
 const membersUnchanged = "="
 
+// errMembersNotKnown: the script answered membersUnchanged for a list the
+// caller does not hold. Not ErrMalformedReply: the call wrote, so its
+// records must not be given up as unsequenced.
+var errMembersNotKnown = errors.New("the sequence script answered members unchanged for a list not held")
+
 func parseSequenceReply(raw []any, conv string, n int, probes []string, known memberList) (*SequenceResult, error) {
 	if len(raw) != 4+3*n+4 {
 		return nil, fmt.Errorf("%w: %d elements for %d records", errSequenceReply, len(raw), n)
@@ -318,7 +329,7 @@ func parseSequenceReply(raw []any, conv string, n int, probes []string, known me
 	case res.LargeFrom > 0:
 	case readReplyString(raw[4+3*n]) == membersUnchanged:
 		if known.members == nil || known.epoch != res.Epoch || known.mver != res.mver {
-			return nil, fmt.Errorf("%w: members unchanged at %d:%d, the list known is of %d:%d", ErrMalformedReply,
+			return nil, fmt.Errorf("%w: at %d:%d, the list held is of %d:%d", errMembersNotKnown,
 				res.Epoch, res.mver, known.epoch, known.mver)
 		}
 		res.Members, res.membersKnown = known.members, true

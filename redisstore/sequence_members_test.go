@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -53,7 +54,8 @@ func isSequenceScript(cmd redis.Cmder) bool {
 // when they changed since the list the store holds: messages get the same
 // list back without it, a join or leave answers the new list, and every
 // answer equals the member hash. A store that never saw the group (a
-// second fanout, a restart) gets the list.
+// second fanout, a restart) gets the list; so does a conversation too
+// small to keep a list of.
 func TestSequencingAnswersAGroupsMembersOnlyWhenTheyChanged(t *testing.T) {
 	s := seqTestStore(t, 100)
 	ans := &memberAnswers{}
@@ -63,7 +65,7 @@ func TestSequencingAnswersAGroupsMembersOnlyWhenTheyChanged(t *testing.T) {
 		m    *schemas.Message
 		want string
 	}{
-		{memberMsg("g", "create", "ann", schemas.Kind_KIND_MEMBER_JOIN, "ann", "bob", "cid"), "list"},
+		{memberMsg("g", "create", "ann", schemas.Kind_KIND_MEMBER_JOIN, "ann", "bob", "cid", "e1", "e2", "e3", "e4", "e5"), "list"},
 		{groupMsg("g", "m1", "bob"), "="},
 		{groupMsg("g", "m2", "cid"), "="},
 		{memberMsg("g", "join", "ann", schemas.Kind_KIND_MEMBER_JOIN, "dan"), "list"},
@@ -99,8 +101,17 @@ func TestSequencingAnswersAGroupsMembersOnlyWhenTheyChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := fresh.Sequence(ctx, "g", []*schemas.Message{groupMsg("g", "m5", "cid")}, nil, seqTestNow+100)
-	if err != nil || len(res.Members) != 3 || ans.got[len(ans.got)-1] != "list" {
-		t.Fatalf("a store without the list: members %v (err %v), answered %q; want the 3 members, as a list",
+	if err != nil || len(res.Members) != 8 || ans.got[len(ans.got)-1] != "list" {
+		t.Fatalf("a store without the list: members %v (err %v), answered %q; want the 8 members, as a list",
 			res.Members, err, ans.got[len(ans.got)-1])
+	}
+	for i := range 2 {
+		if _, err := s.Sequence(ctx, "d", []*schemas.Message{directMsg("d", fmt.Sprint("d", i), "ann", "bob")}, nil,
+			seqTestNow+200+int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := ans.got[len(ans.got)-1]; got != "list" {
+			t.Fatalf("direct message %d: members answered as %q, want the list (too small to keep)", i, got)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 -- KEYS[9] former members   KEYS[10] staged former members
 -- KEYS[11] notice seqs (zset, score = seq)
 -- KEYS[12] the hold a restore left (deleted: the rebuilt conversation,
---          in its new epoch, may be sequenced again)
+--          in its new epoch, may be sequenced again; a hold set after the
+--          rebuild read the meta is a race: the plan kept its epoch)
 -- ARGV[1] meta seq as read ('' when there was no meta)
 -- ARGV[2] meta epoch as read ('' when there was no meta)
 -- ARGV[3] seq   ARGV[4] first   ARGV[5] epoch   ARGV[6] type (d|g)
@@ -24,8 +25,9 @@
 -- ARGV[12] lsender   ARGV[13] lts ('' : leave the summary as it is)
 -- ARGV[14] lprev
 -- ARGV[15] the restored join and leave seqs, comma-separated
--- ARGV[16..] @all references: pairs of write time, seq
--- Returns 1 when done, 0 when the meta moved, -1 when staging is short.
+-- ARGV[16] '1' when the rebuild read the conversation held, else '0'
+-- ARGV[17..] @all references: pairs of write time, seq
+-- Returns 1 when done, 0 when the meta moved or a hold appeared, -1 when staging is short.
 local STATUS_DONE, STATUS_RACED, STATUS_SHORTENED = 1, 0, -1
 local meta, tl, staged_tl, mem = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local staged_mem, ma, role, staged_role = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -33,9 +35,12 @@ local past, staged_past, notices, held = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local seq_read, epoch_read, seq, first = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local epoch, ctype, staged_n, with_members = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local nmem, mver, lgs, lsender = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
-local lts, lprev, notice_seqs = ARGV[13], ARGV[14], ARGV[15]
+local lts, lprev, notice_seqs, held_read = ARGV[13], ARGV[14], ARGV[15], ARGV[16]
 local m = redis.call('HMGET', meta, 'seq', 'epoch')
 if (m[1] or '') ~= seq_read or (m[2] or '') ~= epoch_read then
+  return STATUS_RACED
+end
+if held_read ~= '1' and redis.call('EXISTS', held) == 1 then
   return STATUS_RACED
 end
 local n = tonumber(staged_n)
@@ -83,7 +88,7 @@ for s in string.gmatch(notice_seqs, '%d+') do
   end
 end
 if #ns > 0 then redis.call('ZADD', notices, unpack(ns)) end
-for i = 16, #ARGV, 2 do
+for i = 17, #ARGV, 2 do
   redis.call('ZADD', ma, ARGV[i], ARGV[i + 1])
 end
 redis.call('DEL', held)
