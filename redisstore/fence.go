@@ -311,14 +311,16 @@ func (s *Store) SeedHead(ctx context.Context, conv string, epoch, first uint64, 
 // exactly, with why: sequencing refuses it (OBHELD, Permanent) until a
 // rebuild gives it a new epoch, so no seq the changelog gave one message
 // is handed to another. A plain SET: it succeeds whatever the
-// conversation's other keys hold.
-func (s *Store) HoldConversation(ctx context.Context, conv, reason string) error {
+// conversation's other keys hold. A hold already set keeps its reason;
+// set reports whether this call set it.
+func (s *Store) HoldConversation(ctx context.Context, conv, reason string) (set bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.rdb.Set(ctx, s.keys.Held(conv), reason, 0).Err(); err != nil {
-		return fmt.Errorf("hold %s for a rebuild: %w", conv, err)
+	set, err = s.rdb.SetNX(ctx, s.keys.Held(conv), reason, 0).Result()
+	if err != nil {
+		return false, fmt.Errorf("hold %s for a rebuild: %w", conv, err)
 	}
-	return nil
+	return set, nil
 }
 
 // HeldReason reports why a restore held the conversation, if it did.

@@ -289,7 +289,7 @@ func TestARebuildReleasesAHeldConversationInANewEpoch(t *testing.T) {
 	s := rbStore(t)
 	ctx := context.Background()
 	h := rbSeed(t, s, "g1", expNow)
-	if err := s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
+	if _, err := s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
 		t.Fatal(err)
 	}
 	next := expMsg("g1", schemas.ConvType_CONV_TYPE_GROUP, schemas.Kind_KIND_MESSAGE, "after")

@@ -272,7 +272,7 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxLargeGroups, "\n")
 		}, KindListIndex, "big", "bob"},
 		{"a conversation a restore could not put back", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
-			if err := w.s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
+			if _, err := w.s.HoldConversation(ctx, "g1", "restore: test"); err != nil {
 				panic(err)
 			}
 		}, KindHeld, "g1", ""},

@@ -31,6 +31,7 @@ const (
 	deadSequence  = "sequence"
 	deadMembers   = "members"
 	deadMarkLarge = "mark_large"
+	deadDataKey   = "data_key"
 	deadInbox     = "inbox" // counted by failed update, not by record
 )
 
@@ -102,6 +103,9 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 			// good after earlier records got their seqs, is not a store
 			// that is down: it would be retried without end, so it goes
 			// with its reason.
+			if it.Status == redisstore.SeqFailed {
+				res.charge(deadSequence, 1)
+			}
 			res.dead = append(res.dead, stream.DeadLetter{Record: batch[i].rec, Reason: it.Reason.Error()})
 			continue
 		case redisstore.SeqNew:

@@ -98,7 +98,8 @@
 // up on because a store call they need can never succeed),
 // _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
 // _restore_records_total, _restore_conflicts_total, _restore_held_total
-// (conversations held for a rebuild), _restore_unapplied_total{call}
-// (what a restore could not re-apply for good: logged, never
-// dead-lettered, so not in the dead-letter series).
+// (conversations held for a rebuild), _restore_unapplied_records_total{call}
+// and _restore_unapplied_inbox_updates_total (what a restore could not
+// re-apply for good: logged, never dead-lettered, so not in the
+// dead-letter series).
 package fanout

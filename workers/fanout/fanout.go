@@ -138,6 +138,7 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	from := map[*kgo.Record]*kgo.Record{} // sequenced record → its source
 	keys := map[string]string{}           // conv → wrapped data key, for sealed records
 	keyFailed := map[string]error{}       // conv → why its wrapped data key can never be read
+	keyless := 0                          // records dead-lettered for it
 	for _, r := range results {
 		dead = append(dead, r.dead...)
 		for i, sq := range r.sequenced {
@@ -161,6 +162,7 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 				}
 				if err := keyFailed[conv]; err != nil {
 					dead = append(dead, f.keylessLetter(r.sources[i], sq, err))
+					keyless++
 					continue
 				}
 				sq.DataKey = w
@@ -191,8 +193,11 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 		}
 	}
 	f.metrics.rejected.Add(float64(len(dead)))
+	if keyless > 0 {
+		f.metrics.storeDead.WithLabelValues(deadDataKey).Add(float64(keyless))
+	}
 	for _, r := range results {
-		f.metrics.chargeDead(r.failures)
+		countFailures(r.failures, f.metrics.storeDead, f.metrics.inboxDead)
 	}
 	return dead, nil
 }

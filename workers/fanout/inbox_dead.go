@@ -22,7 +22,7 @@ const maxNamedRecipients = 10
 // to im.sequenced as any other; producing the dead letter to im.messages
 // again, once the users' keys are repaired, finds the same seq (same
 // client_msg_id) and delivers it to them. An update without a seq (a lone
-// conversion to a large group) is charged to the batch's first record.
+// conversion to a large group) is charged as chargedRecord says.
 func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending,
 	failed []failedUpdate) []stream.DeadLetter {
 	if len(failed) == 0 {
@@ -37,14 +37,13 @@ func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.Seque
 	var letters []*letter
 	bySeq := map[uint64]*letter{}
 	for i, it := range sr.Items {
-		if sq := it.Sequenced; sq != nil && bySeq[sq.GetSeq()] == nil && it.Status != redisstore.SeqRejected &&
-			it.Status != redisstore.SeqRaced {
+		if sq := it.Sequenced; sq != nil && bySeq[sq.GetSeq()] == nil { // a refused record has none
 			l := &letter{rec: batch[i].rec, seq: sq.GetSeq()}
 			bySeq[l.seq] = l
 			letters = append(letters, l)
 		}
 	}
-	first := &letter{rec: batch[0].rec}
+	first := &letter{rec: chargedRecord(sr, batch)}
 	for _, fu := range failed {
 		why := fu.update.User + ": " + fu.err.Error()
 		charged := false

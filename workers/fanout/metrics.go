@@ -128,13 +128,14 @@ func (m *metrics) inboxWrite(u redisstore.InboxUpdate, failed bool) {
 	}
 }
 
-// chargeDead counts a handled batch's failures for good (convResult.failures).
-func (m *metrics) chargeDead(failures map[string]int) {
+// countFailures adds failures for good (convResult.failures) to their
+// series: records by call, inbox updates apart.
+func countFailures(failures map[string]int, records *prometheus.CounterVec, updates prometheus.Counter) {
 	for call, n := range failures {
 		if call == deadInbox {
-			m.inboxDead.Add(float64(n))
+			updates.Add(float64(n))
 		} else {
-			m.storeDead.WithLabelValues(call).Add(float64(n))
+			records.WithLabelValues(call).Add(float64(n))
 		}
 	}
 }

@@ -126,6 +126,7 @@ func (r *restorer) restore(ctx context.Context) error {
 	st, err := r.replay(ctx)
 	r.m.records.Add(float64(st.records))
 	r.m.conflicts.Add(float64(st.conflicts))
+	countFailures(st.unapplied, r.m.unappliedRecords, r.m.unappliedUpdates)
 	if err != nil {
 		r.fence.Verify(intersect(old, ids))
 		r.m.runs.WithLabelValues("unfinished").Inc()
@@ -147,6 +148,7 @@ type restoreStats struct {
 	records   int // changelog records read
 	appended  atomic.Int64
 	conflicts int
+	unapplied map[string]int // what failed for good re-applying, as convResult.failures
 	mu        sync.Mutex
 }
 
@@ -154,6 +156,17 @@ func (s *restoreStats) conflict(n int) {
 	s.mu.Lock()
 	s.conflicts += n
 	s.mu.Unlock()
+}
+
+func (s *restoreStats) notApplied(failures map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for call, n := range failures {
+		if s.unapplied == nil {
+			s.unapplied = map[string]int{}
+		}
+		s.unapplied[call] += n
+	}
 }
 
 // replay re-applies im.sequenced from the lowest fence of the servers to
@@ -254,12 +267,13 @@ func (f *Fanout) restoreChunk(ctx context.Context, recs []*kgo.Record, st *resto
 }
 
 // cannotRestore gives up the restore of a conversation that can never be
-// put back (a key of it holds the wrong type): trying again would fail
-// alike and hold every partition behind the restore. Its n records of
-// the chunk are conflicts, for a rebuild, and the conversation is held.
+// put back (a key of it holds the wrong type, or it is held already):
+// trying again would fail alike and hold every partition behind the
+// restore. Its n records of the chunk are conflicts, for a rebuild, and
+// the conversation is held.
 func (f *Fanout) cannotRestore(ctx context.Context, conv string, n int, st *restoreStats, err error) error {
 	st.conflict(n)
-	f.cfg.Logger.Error("restore: the conversation can never be put back; repair its keys and rebuild it",
+	f.cfg.Logger.Error("restore: the conversation cannot be put back; it is held: repair its keys and rebuild it",
 		"conv", conv, "records", n, "err", err)
 	return f.hold(ctx, conv, fmt.Sprintf("restore: cannot be put back: %v", err))
 }
@@ -268,10 +282,13 @@ func (f *Fanout) cannotRestore(ctx context.Context, conv string, n int, st *rest
 // the changelog: its counter is below seqs the changelog gave, and a new
 // record there would take one of them. Its records are dead-lettered
 // (OBHELD) until a rebuild, in a new epoch, releases it; the dead letters
-// are produced again then.
+// are produced again then. A hold already set keeps its first reason.
 func (f *Fanout) hold(ctx context.Context, conv, reason string) error {
-	f.restoreMetrics.held.Inc()
-	return f.store.HoldConversation(ctx, conv, reason)
+	set, err := f.store.HoldConversation(ctx, conv, reason)
+	if set {
+		f.restoreMetrics.held.Inc()
+	}
+	return err
 }
 
 // restoreItem is one changelog record.
@@ -288,7 +305,7 @@ type restoreItem struct {
 // timeline rebuilt since) are skipped; anything that cannot be restored
 // exactly is counted as a conflict and logged, and left alone.
 func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreItem, head redisstore.ConvHead,
-	st *restoreStats) error {
+	st *restoreStats) (err error) {
 	first := items[0].sq
 	// The data key first: the bodies re-applied are sealed with it. Every
 	// record carries the same key, wrapped as it was then: the newest
@@ -309,26 +326,29 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 		head = redisstore.ConvHead{Exists: true, Epoch: first.GetEpoch(), Seq: first.GetSeq() - 1}
 	}
 	var keep []restoreItem
-	var gap string
+	// stop: why the records from the first not kept on cannot be put
+	// back; what comes before is put back first, then the hold.
+	var stop string
 	last := head.Seq
-	for _, it := range items {
-		switch e := it.sq.GetEpoch(); {
+	for i, it := range items {
+		e, s := it.sq.GetEpoch(), it.sq.GetSeq()
+		switch {
 		case e < head.Epoch:
 			continue // an older timeline's record
 		case e > head.Epoch:
-			st.conflict(1)
 			f.cfg.Logger.Error("restore: the changelog holds a newer epoch than redis; rebuild the conversation",
-				"conv", conv, "redis_epoch", head.Epoch, "changelog_epoch", e, "seq", it.sq.GetSeq())
-			return f.hold(ctx, conv, fmt.Sprintf("restore: the changelog holds epoch %d, redis %d", e, head.Epoch))
-		}
-		if s := it.sq.GetSeq(); s > last+1 {
-			st.conflict(1)
+				"conv", conv, "redis_epoch", head.Epoch, "changelog_epoch", e, "seq", s)
+			stop = fmt.Sprintf("restore: the changelog holds epoch %d, redis %d", e, head.Epoch)
+		case s > last+1:
 			f.cfg.Logger.Error("restore: seqs missing from both redis and the changelog; rebuild the conversation",
 				"conv", conv, "redis_seq", last, "changelog_seq", s)
-			// What comes before the gap is put back first; then the hold.
-			gap = fmt.Sprintf("restore: seqs %d to %d missing from both redis and the changelog", last+1, s-1)
+			stop = fmt.Sprintf("restore: seqs %d to %d missing from both redis and the changelog", last+1, s-1)
+		}
+		if stop != "" {
+			st.conflict(len(items) - i)
 			break
-		} else if s == last+1 {
+		}
+		if s == last+1 {
 			last = s
 		}
 		keep = append(keep, it)
@@ -341,7 +361,11 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	// logged (inboxLetters) and counted as not re-applied, not as
 	// dead-lettered, and the restore goes on past it.
 	var res convResult
-	defer func() { f.restoreMetrics.unapplied(res.failures) }()
+	defer func() {
+		if err == nil { // a restore retried goes through the chunk again
+			st.notApplied(res.failures)
+		}
+	}()
 	done := 0 // records of keep re-applied
 	for _, run := range writeTimeRuns(keep) {
 		batch := make([]pending, len(run))
@@ -371,8 +395,8 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 			run = run[len(b):]
 		}
 	}
-	if gap != "" {
-		return f.hold(ctx, conv, gap)
+	if stop != "" {
+		return f.hold(ctx, conv, stop)
 	}
 	return nil
 }
@@ -441,15 +465,10 @@ type restoreMetrics struct {
 	records   prometheus.Counter
 	conflicts prometheus.Counter
 	held      prometheus.Counter
-	// notApplied: what failed for good while re-applying (by call, as the
-	// dead-letter series count it), logged, not dead-lettered.
-	notApplied *prometheus.CounterVec
-}
-
-func (m *restoreMetrics) unapplied(failures map[string]int) {
-	for call, n := range failures {
-		m.notApplied.WithLabelValues(call).Add(float64(n))
-	}
+	// what failed for good while re-applying (as the dead-letter series
+	// count it), logged, not dead-lettered: records by call, inbox updates
+	unappliedRecords *prometheus.CounterVec
+	unappliedUpdates prometheus.Counter
 }
 
 func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
@@ -468,18 +487,21 @@ func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
 		}),
 		held: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_fanout_restore_held_total",
-			Help: "Holds a restore set on conversations for a rebuild (sequencing refuses them until one; a " +
-				"conversation met in several chunks counts in each).",
+			Help: "Conversations a restore held for a rebuild (sequencing refuses them until one; see the held key).",
 		}),
-		notApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_unapplied_total",
-			Help: "Effects a restore could not re-apply for good, by call (sequence, members, mark_large: records; " +
-				"inbox: updates), logged and not dead-lettered (the records are im.sequenced's); any increase " +
-				"needs an operator.",
+		unappliedRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_restore_unapplied_records_total",
+			Help: "Changelog records a restore could not re-apply for good, by call (sequence, members, mark_large), " +
+				"logged and not dead-lettered (the records are im.sequenced's); any increase needs an operator.",
 		}, []string{"call"}),
+		unappliedUpdates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_restore_unapplied_inbox_updates_total",
+			Help: "Inbox updates a restore could not re-apply for good (a key of the wrong type), logged and not " +
+				"dead-lettered; any increase needs an operator.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held, m.notApplied} {
+		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held, m.unappliedRecords, m.unappliedUpdates} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

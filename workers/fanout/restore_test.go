@@ -312,7 +312,7 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 				t.Fatalf("records counted as dead-lettered for sequencing: %v, want 0 (none was produced)", n)
 			}
 			if tc.name == "its timeline" {
-				if n := counterWith(t, reg, "offlinebox_fanout_restore_unapplied_total", "call", "sequence"); n < 1 {
+				if n := counterWith(t, reg, "offlinebox_fanout_restore_unapplied_records_total", "call", "sequence"); n < 1 {
 					t.Fatalf("records the restore could not sequence again: %v, want g's", n)
 				}
 			}

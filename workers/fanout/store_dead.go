@@ -41,8 +41,8 @@ func (f *Fanout) unsequencedLetters(res *convResult, conv string, batch []pendin
 func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending, err error) []stream.DeadLetter {
 	var dead []stream.DeadLetter
 	for i, it := range sr.Items {
-		if it.Status == redisstore.SeqRejected || it.Status == redisstore.SeqRaced || it.Status == redisstore.SeqFailed || it.Sequenced == nil {
-			continue // dead-lettered with its own reason, or an expired replay with nothing to deliver
+		if it.Sequenced == nil {
+			continue // refused (dead-lettered with its own reason), or an expired replay with nothing to deliver
 		}
 		dead = append(dead, stream.DeadLetter{Record: batch[i].rec, Reason: fmt.Sprintf(
 			"sequenced as seq %d of %s (epoch %d), but no inbox got it: the members of the group, now large, "+
@@ -58,22 +58,26 @@ func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore
 // inbox, converted to the large form, but whose conversion mark could not
 // be written for good. Nothing is missing but the mark: every later batch
 // converts again (which changes nothing) until the key is repaired and
-// the letter's replay writes it. It is charged to the batch's first
-// record that was sequenced (one refused has a dead letter of its own).
+// the letter's replay writes it. It is charged as chargedRecord says.
 func (f *Fanout) unmarkedLetter(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
 	res.charge(deadMarkLarge, 1)
-	charged := batch[0].rec
-	for i, it := range sr.Items {
-		if it.Status == redisstore.SeqNew || it.Status == redisstore.SeqDuplicate {
-			charged = batch[i].rec
-			break
-		}
-	}
 	f.cfg.Logger.Error("a large group's conversion mark can never be written; dead-lettered",
 		"conv", conv, "err", err)
-	return stream.DeadLetter{Record: charged, Reason: fmt.Sprintf(
+	return stream.DeadLetter{Record: chargedRecord(sr, batch), Reason: fmt.Sprintf(
 		"delivered in %s (epoch %d), but the mark that its members' inboxes are in the large form can never "+
 			"be written: %v", conv, sr.Epoch, err)}
+}
+
+// chargedRecord is the record a batch's failure that no one record
+// caused is dead-lettered with: its first record that was sequenced (a
+// refused one has a dead letter of its own), else its first.
+func chargedRecord(sr *redisstore.SequenceResult, batch []pending) *kgo.Record {
+	for i, it := range sr.Items {
+		if it.Status == redisstore.SeqNew || it.Status == redisstore.SeqDuplicate {
+			return batch[i].rec
+		}
+	}
+	return batch[0].rec
 }
 
 // keylessLetter is the dead letter of a sealed record whose conversation's
@@ -83,7 +87,6 @@ func (f *Fanout) unmarkedLetter(res *convResult, conv string, sr *redisstore.Seq
 // seq and produces it with the key.
 func (f *Fanout) keylessLetter(src *kgo.Record, sq *schemas.Sequenced, err error) stream.DeadLetter {
 	conv := sq.GetMessage().GetConvId()
-	f.metrics.storeDead.WithLabelValues("data_key").Inc()
 	f.cfg.Logger.Error("the wrapped data key of a sealed conversation can never be read; dead-lettered",
 		"conv", conv, "seq", sq.GetSeq(), "err", err)
 	return stream.DeadLetter{Record: src, Reason: fmt.Sprintf(
