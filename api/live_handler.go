@@ -166,19 +166,28 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 	// this one, which then idles in Read for the connection's life, stays
 	// small.
 	type built struct {
-		notice    noticeFrame
-		replay    []*schemas.Sequenced // opened
-		regErr    error
-		noticeErr error
+		notice noticeFrame
+		replay []*schemas.Sequenced // opened
+		ok     bool                 // false: the connection was closed
 	}
 	res := make(chan built, 1)
 	go func() {
+		failed := func(what, reason string, err error) {
+			h.unregister(c)
+			s.log.Warn(what, "err", err)
+			_ = ws.Close(websocket.StatusInternalError, reason)
+			res <- built{}
+		}
 		prev, had, err := h.register(ctx, c)
 		if err != nil {
-			res <- built{regErr: err}
+			failed("register presence", "presence registry unavailable; retry", err)
 			return
 		}
 		n, replay, err := s.notice(ctx, c, prev, had)
+		if err != nil {
+			failed("build the pull-before notice", "store unavailable; retry", err)
+			return
+		}
 		opened := replay[:0]
 		for _, sq := range replay {
 			open, err := s.openMessage(ctx, sq)
@@ -189,19 +198,10 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 			}
 			opened = append(opened, open)
 		}
-		res <- built{notice: n, replay: opened, noticeErr: err}
+		res <- built{notice: n, replay: opened, ok: true}
 	}()
 	b := <-res
-	switch {
-	case b.regErr != nil:
-		h.unregister(c)
-		s.log.Warn("register presence", "err", b.regErr)
-		_ = ws.Close(websocket.StatusInternalError, "presence registry unavailable; retry")
-		return nil
-	case b.noticeErr != nil:
-		h.unregister(c)
-		s.log.Warn("build the pull-before notice", "err", b.noticeErr)
-		_ = ws.Close(websocket.StatusInternalError, "store unavailable; retry")
+	if !b.ok {
 		return nil
 	}
 	c.sendFirst(hello, jsonFrame(b.notice))

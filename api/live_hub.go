@@ -668,10 +668,8 @@ func (h *liveHub) heartbeat(now time.Time) {
 	// can be found replaced): one still registering sets its lease itself,
 	// and its device's entry may name the connection it replaces.
 	refs := make([]redisstore.LeaseRef, 0, len(conns))
-	leased := make(map[*liveConn]bool, len(conns))
 	for _, c := range conns {
 		if c.leased.Load() {
-			leased[c] = true
 			refs = append(refs, redisstore.LeaseRef{User: c.user, Device: c.device, Conn: c.id})
 		}
 	}
@@ -690,7 +688,7 @@ func (h *liveHub) heartbeat(now time.Time) {
 	}
 	limit := now.Add(-h.cfg.HeartbeatTimeout).UnixMilli()
 	for _, c := range conns {
-		if taken[c.id] && leased[c] {
+		if taken[c.id] { // only leased connections were named
 			h.closeReplaced(c)
 			continue
 		}

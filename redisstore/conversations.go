@@ -292,7 +292,7 @@ func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, it
 			if m := metas[k]; m != nil {
 				v := m.Val()
 				epoch, mc, nc := readReplyUint(v[0]), members[k], counts[k]
-				staleMembers := v[0] == nil || epoch != mc.epoch || readReplyUint(v[2]) != mc.mver
+				staleMembers := !mc.current(v[0], v[2])
 				staleNotices := nc != nil && nc.epoch != epoch
 				if staleMembers || staleNotices {
 					// the group outlived the copy: the next read takes

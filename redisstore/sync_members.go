@@ -48,6 +48,12 @@ type memberCopy struct {
 
 func (c *memberCopy) size() int { return len(c.joined) + len(c.past) }
 
+// current reports whether the copy is of the meta's epoch and mver as
+// read (replies; a nil epoch: no meta).
+func (c *memberCopy) current(epoch, mver any) bool {
+	return epoch != nil && readReplyUint(epoch) == c.epoch && readReplyUint(mver) == c.mver
+}
+
 // memberCopies are the copies, by conversation, and the groups a sync is
 // taking a copy of.
 type memberCopies struct {
@@ -141,7 +147,7 @@ func (s *Store) queueMembership(ctx context.Context, p redis.Pipeliner, conv, us
 // read took is kept.
 func (s *Store) membership(conv, user string, r *memberRead, epoch, mver any) (joined string, member bool, past string, settled bool, err error) {
 	if c := r.from; c != nil {
-		if epoch == nil || readReplyUint(epoch) != c.epoch || readReplyUint(mver) != c.mver {
+		if !c.current(epoch, mver) {
 			s.members.drop(conv, c)
 			return "", false, "", false, nil
 		}

@@ -73,7 +73,8 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 // the client is known to hold); read is the user's read seq.
 func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
 	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, first: h.first, activity: us.activity[conv], left: h.left, spans: h.spans}
-	read = max(readReplyUint(us.inbox[InboxField(conv, FieldRead)]), h.joined)
+	readSeq := readReplyUint(us.inbox[InboxField(conv, FieldRead)])
+	read = max(readSeq, h.joined)
 	form := inboxFormOf(us.inbox[InboxField(conv, FieldType)])
 	p.ctype, p.large = form.Type(), form.Large()
 	if us.large[conv] {
@@ -93,8 +94,7 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	} else {
 		// the inbox counts every seq delivered (C:l - C:r); notices are no
 		// one's unread
-		p.unread = subFloor(subFloor(readReplyUint(us.inbox[InboxField(conv, FieldLast)]),
-			readReplyUint(us.inbox[InboxField(conv, FieldRead)])), h.notices)
+		p.unread = subFloor(subFloor(readReplyUint(us.inbox[InboxField(conv, FieldLast)]), readSeq), h.notices)
 	}
 	cur, held := req.Cursors[conv]
 	if !held {
