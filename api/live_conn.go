@@ -336,17 +336,19 @@ func (c *liveConn) write(batch []queued) error {
 	return nil
 }
 
-// close ends the connection with code (once).
-func (c *liveConn) close(code websocket.StatusCode, reason string) {
+// close ends the connection with code (once); it reports whether this
+// call ended it.
+func (c *liveConn) close(code websocket.StatusCode, reason string) (closed bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.closed = true
 	c.queue = nil
 	c.mu.Unlock()
 	go func() { _ = c.ws.Close(code, reason) }()
+	return true
 }
 
 // push sends a stored message unless the device holds it already, and

@@ -277,8 +277,9 @@ func (h *liveHub) kick(ctx context.Context, node string, t live.Target) {
 // closeReplaced closes c: a newer connection of its device opened, here
 // or on another node.
 func (h *liveHub) closeReplaced(c *liveConn) {
-	h.metrics.replaced.Inc()
-	c.close(CloseReplaced, "replaced by a newer connection of this device")
+	if c.close(CloseReplaced, "replaced by a newer connection of this device") {
+		h.metrics.replaced.Inc() // once, however many ways the word came
+	}
 }
 
 // connections are the node's connections now.
@@ -693,8 +694,9 @@ func (h *liveHub) heartbeat(now time.Time) {
 			continue
 		}
 		if c.lastSeen.Load() < limit {
-			h.metrics.heartbeatCloses.Inc()
-			c.close(CloseHeartbeat, "no frame within the heartbeat timeout")
+			if c.close(CloseHeartbeat, "no frame within the heartbeat timeout") {
+				h.metrics.heartbeatCloses.Inc()
+			}
 			continue
 		}
 		c.send(pingFrame, true)
