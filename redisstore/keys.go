@@ -141,6 +141,11 @@ func DayOf(writeMS int64) int64 { return writeMS / 86_400_000 }
 // connection (see presence.go). It lives on the main store for every user.
 func (k Keys) Presence(user string) string { return k.user(user, "on") }
 
+// Rejections are the refusals of the user's records, newest kept (see
+// rejections.go). Like presence, they live on the main store for every
+// user.
+func (k Keys) Rejections(user string) string { return k.user(user, "rj") }
+
 // Delivered and ReadBy are a conversation's receipt cursors: member → the
 // highest seq delivered to (stored by a device of) or read by that member.
 func (k Keys) Delivered(conv string) string { return k.conv(conv, "rcd") }

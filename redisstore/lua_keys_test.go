@@ -293,6 +293,7 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	_, err = s.RefreshPresence(ctx, "a", []LeaseRef{{User: "ann", Device: "phone", Conn: "c1"}}, time.Minute, now)
 	must("refresh presence", err)
 	must("clear presence", s.ClearPresence(ctx, "ann", "phone", "c1", now))
+	must("keep a rejection", s.AddRejections(ctx, []Rejection{{Sender: "ann", Conv: "g", ClientMsgID: "m1", Reason: "no", AtMS: ms}}, now))
 	_, err = s.PublishUnchanged(ctx, true, []ChannelBatch{{Conv: "g", Data: []byte("batch")}})
 	must("publish on a conversation's channel", err)
 	gEpoch, err := rdb.HGet(ctx, s.keys.ConvMeta("g"), "epoch").Uint64()

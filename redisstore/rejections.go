@@ -1,0 +1,107 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/rejections_add.lua
+	rejectionsAddLua    string
+	rejectionsAddScript = redis.NewScript(rejectionsAddLua)
+)
+
+// How long and how many refusals a user's list keeps. A week covers a
+// device away for days; 200 fit one answer of GET /v1/rejections (about
+// 40 KB at the longest reasons), so it needs no paging.
+const (
+	RejectionsKept   = 7 * 24 * time.Hour
+	MaxRejectionsPer = 200
+	// MaxRejectionReason bounds a reason's bytes as kept (cut at a rune).
+	MaxRejectionReason = 512
+)
+
+// Rejection is a record of the user's that the pipeline refused for good,
+// and why. At is the refusal's time (the dead letter's), which also
+// orders the list.
+type Rejection struct {
+	Sender      string `json:"-"`
+	Conv        string `json:"conv_id"`
+	ClientMsgID string `json:"client_msg_id"`
+	Reason      string `json:"reason"`
+	AtMS        int64  `json:"at_ms"`
+}
+
+// AddRejections keeps refusals in their senders' lists: one script per
+// sender, all in one pipeline. A refusal kept already changes nothing, so
+// a replay is harmless.
+func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	bySender := map[string][]any{}
+	var order []string
+	for _, r := range rs {
+		r.Reason = cutReason(r.Reason)
+		data, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode rejection of %s: %w", r.ClientMsgID, err)
+		}
+		if bySender[r.Sender] == nil {
+			order = append(order, r.Sender)
+		}
+		bySender[r.Sender] = append(bySender[r.Sender], strconv.FormatInt(r.AtMS, 10), data)
+	}
+	calls := make([]scriptCall, 0, len(order))
+	for _, u := range order {
+		args := append([]any{now.UnixMilli(), RejectionsKept.Milliseconds(), MaxRejectionsPer}, bySender[u]...)
+		calls = append(calls, scriptCall{keys: []string{s.keys.Rejections(u)}, args: args})
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if _, err := s.evalPiped(ctx, rejectionsAddScript, calls); err != nil {
+		return fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
+	}
+	return nil
+}
+
+// Rejections reads the user's refusals at or after since (ms), oldest
+// first: the whole kept list at most.
+func (s *Store) Rejections(ctx context.Context, user string, since int64) ([]Rejection, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	vals, err := s.rdb.ZRangeByScore(ctx, s.keys.Rejections(user), &redis.ZRangeBy{
+		Min: strconv.FormatInt(since, 10), Max: "+inf", Count: MaxRejectionsPer}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read rejections of %s: %w", user, err)
+	}
+	out := make([]Rejection, 0, len(vals))
+	for _, v := range vals {
+		var r Rejection
+		if json.Unmarshal([]byte(v), &r) != nil {
+			continue // not ours to answer: the script writes only what Go encoded
+		}
+		r.Sender = user
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// cutReason bounds a reason at MaxRejectionReason bytes, on a rune's edge.
+func cutReason(s string) string {
+	if len(s) <= MaxRejectionReason {
+		return s
+	}
+	i := MaxRejectionReason
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}

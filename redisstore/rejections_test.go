@@ -1,0 +1,93 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestRejectionsAreKeptOncePerRecordNewestBoundedAndReadFromATime(t *testing.T) {
+	s := newPresenceStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	at := func(ago time.Duration) int64 { return now.Add(-ago).UnixMilli() }
+	rej := func(sender, id string, ago time.Duration) Rejection {
+		return Rejection{Sender: sender, Conv: "g1", ClientMsgID: id, Reason: "sender: not a member of g1", AtMS: at(ago)}
+	}
+
+	tests := []struct {
+		name  string
+		add   []Rejection
+		user  string
+		since int64
+		want  []string // client_msg_ids, oldest first
+	}{
+		{name: "two senders in one call, each in their own list",
+			add:  []Rejection{rej("ann", "a1", 3*time.Minute), rej("bob", "b1", 2*time.Minute), rej("ann", "a2", time.Minute)},
+			user: "ann", want: []string{"a1", "a2"}},
+		{name: "a replayed refusal is kept once",
+			add:  []Rejection{rej("ann", "a1", 3*time.Minute)},
+			user: "ann", want: []string{"a1", "a2"}},
+		{name: "read from a time leaves the older out",
+			user: "ann", since: at(2 * time.Minute), want: []string{"a2"}},
+		{name: "a refusal older than the week kept goes",
+			add:  []Rejection{rej("bob", "old", RejectionsKept+time.Hour)},
+			user: "bob", want: []string{"b1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := s.AddRejections(ctx, tc.add, now); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Rejections(ctx, tc.user, tc.since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range got {
+				if r.Sender != tc.user || r.Conv != "g1" || r.Reason == "" {
+					t.Errorf("rejection %+v is not the one kept for %s", r, tc.user)
+				}
+				ids = append(ids, r.ClientMsgID)
+			}
+			if strings.Join(ids, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("rejections of %s since %d: %v, want %v", tc.user, tc.since, ids, tc.want)
+			}
+		})
+	}
+
+	t.Run("only the newest are kept, and the key expires", func(t *testing.T) {
+		var many []Rejection
+		for i := range MaxRejectionsPer + 25 {
+			many = append(many, rej("cat", fmt.Sprintf("c%03d", i), time.Duration(MaxRejectionsPer+25-i)*time.Second))
+		}
+		if err := s.AddRejections(ctx, many, now); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Rejections(ctx, "cat", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != MaxRejectionsPer || got[0].ClientMsgID != "c025" || got[len(got)-1].ClientMsgID != fmt.Sprintf("c%03d", MaxRejectionsPer+24) {
+			t.Fatalf("kept %d, from %s to %s; want the newest %d", len(got), got[0].ClientMsgID, got[len(got)-1].ClientMsgID, MaxRejectionsPer)
+		}
+		ttl, err := s.rdb.PTTL(ctx, s.keys.Rejections("cat")).Result()
+		if err != nil || ttl <= 0 || ttl > RejectionsKept {
+			t.Fatalf("the list's expiry is %v (%v), want within %v", ttl, err, RejectionsKept)
+		}
+	})
+}
+
+func TestARejectionsReasonIsCutOnARuneEdge(t *testing.T) {
+	long := strings.Repeat("é", MaxRejectionReason) // two bytes each
+	got := cutReason("x" + long)
+	if len(got) > MaxRejectionReason || !utf8.ValidString(got) || !strings.HasPrefix("x"+long, got) {
+		t.Fatalf("cut reason: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if cutReason("short") != "short" {
+		t.Fatal("a short reason is kept whole")
+	}
+}
