@@ -79,6 +79,9 @@ type Rejected struct {
 	Conv        string `json:"conv_id"`
 	ClientMsgID string `json:"client_msg_id"`
 	Reason      string `json:"reason"`
+	// AtMS is when it was refused (the dead letter's time, ms): what
+	// GET /v1/rejections lists it by.
+	AtMS int64 `json:"at_ms,omitempty"`
 }
 
 // Batch is what one publish carries.

@@ -11,6 +11,8 @@ type metrics struct {
 	skipped    *prometheus.CounterVec
 	rounds     prometheus.Counter
 	changed    prometheus.Counter
+	// rejectionsKept counts refusals stored for their senders.
+	rejectionsKept prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,11 +41,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		changed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_push_audience_changed_total", Help: "Conversation batches not published on their channel because the conversation changed since the stage resolved it (it is read and resolved again).",
 		}),
+		rejectionsKept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_rejections_kept_total", Help: "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay counts again.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed} {
+	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -122,6 +122,9 @@ func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 // as they are in one round trip, then the others resolved.
 func (p *Pusher) pushItems(ctx context.Context, items []*item) error {
 	p.metrics.rounds.Inc()
+	if err := p.keepRejections(ctx, items); err != nil {
+		return err
+	}
 	rest, err := p.publishKnown(ctx, items)
 	if err != nil || len(rest) == 0 {
 		return err
@@ -283,8 +286,29 @@ func (p *Pusher) rejectedOf(r *kgo.Record) *item {
 	if err := proto.Unmarshal(r.Value, &m); err != nil || schemas.ValidID("sender", m.GetSender()) != nil {
 		return nil // nobody to tell
 	}
-	return &item{kind: live.KindRejected, conv: m.GetConvId(), users: []string{m.GetSender()},
-		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: reason}}
+	return &item{kind: live.KindRejected, conv: m.GetConvId(), sender: m.GetSender(), users: []string{m.GetSender()},
+		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: reason, AtMS: r.Timestamp.UnixMilli()}}
+}
+
+// keepRejections stores the round's refusals in their senders' lists
+// before any is pushed (store first, as for messages): a sender offline
+// now reads them on its next pull.
+func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
+	var rs []redisstore.Rejection
+	for _, it := range items {
+		if it.kind == live.KindRejected {
+			rj := it.rejected
+			rs = append(rs, redisstore.Rejection{Sender: it.sender, Conv: rj.Conv, ClientMsgID: rj.ClientMsgID, Reason: rj.Reason, AtMS: rj.AtMS})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if err := p.store.AddRejections(ctx, rs, p.cfg.Clock()); err != nil {
+		return err
+	}
+	p.metrics.rejectionsKept.Add(float64(len(rs)))
+	return nil
 }
 
 // resolve finds whom each item is for.

@@ -497,3 +497,33 @@ func TestTypingOfAJoinerTheStageHasNotSeenIsPushed(t *testing.T) {
 		}
 	}
 }
+
+func TestARefusalIsKeptForItsSenderEvenWhenNoDeviceIsOnline(t *testing.T) {
+	f := newFixture(t)
+	m := group("team", "alice", schemas.Kind_KIND_MESSAGE)
+	v, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	dead := &kgo.Record{Topic: schemas.TopicDeadLetter, Value: v, Timestamp: at, Headers: []kgo.RecordHeader{
+		{Key: schemas.HeaderDeadTopic, Value: []byte(schemas.TopicMessages)},
+		{Key: schemas.HeaderDeadReason, Value: []byte("sender: alice is not a member of team")}}}
+	// Handled twice, as after a retried round: kept once.
+	for range 2 {
+		if _, err := f.p.Handle(context.Background(), []*kgo.Record{dead}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := f.store.Rejections(context.Background(), "alice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ClientMsgID != m.GetClientMsgId() || got[0].Conv != "team" ||
+		got[0].AtMS != at.UnixMilli() || got[0].Reason != "sender: alice is not a member of team" {
+		t.Fatalf("alice's rejections are %+v, want her refused record once, at the dead letter's time", got)
+	}
+	if envs := f.published(100 * time.Millisecond); len(envs) != 0 {
+		t.Errorf("%d envelopes published with alice offline, want none", len(envs))
+	}
+}
