@@ -98,13 +98,27 @@ type catchUpDone struct {
 // connection that did not listen to conv yet catches up (see above): sq,
 // the record that came by name (nil for a listen envelope), waits with
 // what the channel brings. It reports whether sq is to be pushed now.
+// A catch-up that does not fit the workers' queue leaves conv to the
+// pull: c stops listening to it and is told to sync.
 // It runs on the dispatcher and makes no call to Redis.
 func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) bool {
+	job, push := h.startFollowing(c, conv, floor, sq, frame, large)
+	if job != nil && !h.queueCatchUp(*job) {
+		h.dropUnqueued(*job, jsonFrame(pullAllNotice()))
+	}
+	return push
+}
+
+// startFollowing is follow up to its catch-up, which it returns for the
+// caller to queue (nil when c is closed, listens to conv already or
+// listens to as many conversations as it may), with whether sq is to be
+// pushed now.
+func (h *liveHub) startFollowing(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) (*catchUpJob, bool) {
 	h.mu.Lock()
 	if h.conns[c.id] != c {
 		// closed since it was named: nothing to listen for
 		h.mu.Unlock()
-		return false
+		return nil, false
 	}
 	c.mu.Lock()
 	if _, ok := c.groups[conv]; ok {
@@ -115,13 +129,13 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 		}
 		c.mu.Unlock()
 		h.mu.Unlock()
-		return cu == nil
+		return nil, cu == nil
 	}
 	cu := &catchUp{}
 	if !h.addListenerLocked(c, conv, floor, cu) {
 		c.mu.Unlock()
 		h.mu.Unlock()
-		return true // pushed by name; what follows reaches c by pull
+		return nil, true // pushed by name; what follows reaches c by pull
 	}
 	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large}
 	if sq != nil {
@@ -143,13 +157,26 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 	}
 	c.mu.Unlock()
 	h.mu.Unlock()
+	return &job, false
+}
+
+// queueCatchUp hands j to the workers, unless their queue is full.
+func (h *liveHub) queueCatchUp(j catchUpJob) bool {
 	select {
-	case h.catchUps <- job:
+	case h.catchUps <- j:
+		return true
 	default:
-		h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-		h.finish(catchUpDone{c: c, conv: conv, cu: cu, drop: true, notice: jsonFrame(pullAllNotice())})
+		return false
 	}
-	return false
+}
+
+// dropUnqueued gives up the catch-up of a conversation a connection just
+// started following, which found the workers' queue full: the
+// connection stops listening to it, and notice (nil: the caller tells
+// the device) sends it to pull. It runs on the dispatcher.
+func (h *liveHub) dropUnqueued(j catchUpJob, notice []byte) {
+	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
+	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, drop: true, notice: notice})
 }
 
 // release ends the catch-ups of the conversations the notice read (after
