@@ -415,18 +415,20 @@ func (h *liveHub) relist(c *liveConn) error {
 	if err != nil {
 		return err
 	}
-	var missing []string
+	var missing []redisstore.ConvItem
+	var convs []string
 	c.mu.Lock()
 	for _, it := range items {
 		if _, ok := c.groups[it.Conv]; !ok && !it.Left {
-			missing = append(missing, it.Conv)
+			missing = append(missing, it)
+			convs = append(convs, it.Conv)
 		}
 	}
 	c.mu.Unlock()
 	if len(missing) == 0 {
 		return nil
 	}
-	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, missing)
+	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, convs)
 	if err != nil {
 		return err
 	}
@@ -434,21 +436,55 @@ func (h *liveHub) relist(c *liveConn) error {
 	if err != nil {
 		return err
 	}
-	h.onDispatcher(func() {
-		for _, conv := range missing {
-			a := access[conv]
-			if !a.Member {
-				continue
-			}
-			floor := a.Joined
-			if p, ok := cur[conv]; ok && p.Epoch == a.Epoch {
-				floor = max(floor, p.Seq)
-			}
-			h.metrics.relisted.Inc()
-			h.follow(c, conv, floor, nil, nil, a.Large)
-		}
-	})
+	h.onDispatcher(func() { h.followRelisted(c, missing, access, cur) })
 	return nil
+}
+
+// followRelisted makes c follow the conversations relist found it not
+// listening to. The pass comes right after a resubscription whose own
+// catch-ups may fill the workers' queue: the conversations whose
+// catch-up does not fit are left to the pull, and c is told of them all
+// in one notice, not one each. It runs on the dispatcher.
+func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
+	notice := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
+	told := map[string]knownConv{}
+	for _, it := range missing {
+		a := access[it.Conv]
+		if !a.Member {
+			continue
+		}
+		floor, acked := a.Joined, uint64(0)
+		if p, ok := cur[it.Conv]; ok && p.Epoch == a.Epoch {
+			floor, acked = max(floor, p.Seq), p.Seq
+		}
+		job, _ := h.startFollowing(c, it.Conv, floor, nil, nil, a.Large)
+		if job == nil {
+			continue
+		}
+		if h.queueCatchUp(*job) {
+			h.metrics.relisted.Inc()
+			continue
+		}
+		h.dropUnqueued(*job, nil)
+		nc := noticeConvJSON{ConvID: it.Conv, Epoch: a.Epoch, MaxSeq: max(it.LastSeq, a.Seq), DeviceAckedSeq: acked,
+			Unread: it.Unread, Mentions: it.Mentions}
+		notice.Conversations = append(notice.Conversations, nc)
+		notice.Total.Conversations++
+		notice.Total.Unread += it.Unread
+		notice.Total.Mentions += it.Mentions
+		told[it.Conv] = knownConv{epoch: a.Epoch, seq: nc.MaxSeq, large: a.Large}
+	}
+	if len(told) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for conv, t := range told {
+		if k := c.known[conv]; k.epoch < t.epoch || (k.epoch == t.epoch && k.seq < t.seq) {
+			c.known[conv] = t
+		}
+	}
+	c.mu.Unlock()
+	c.send(jsonFrame(notice), false)
 }
 
 // recatchListeners makes every connection listening to conv here catch

@@ -72,7 +72,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 			Name: "offlinebox_live_receipts_sent_total", Help: "Receipt events queued on senders' connections.",
 		}),
 		relisted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_live_relisted_conversations_total", Help: "Conversations a connection was found not listening to, and followed, when its conversations were read again after the node's own channel was resubscribed (what the push stage sent the node by name meanwhile was lost).",
+			Name: "offlinebox_live_relisted_conversations_total", Help: "Conversations a connection was found not listening to, and followed and caught up on, when its conversations were read again after the node's own channel was resubscribed (what the push stage sent the node by name meanwhile was lost). Those whose catch-up did not fit the queue count as catch_up_full fallbacks instead.",
 		}),
 		resubscribed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_bus_resubscriptions_total", Help: "Channels the bus resubscribed after its connection dropped (each one's listeners catch up).",

@@ -1,0 +1,104 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	obclient "github.com/offlinebox/offlinebox/client"
+)
+
+// TestConversationsRelistedPastTheCatchUpQueueAreNamedInOneNotice: a
+// device is online while its user is added to ten groups, but its node's
+// bus connection is down, so the push stage's word to listen to them
+// reaches nobody there. Once the bus is back the node reads the device's
+// conversations again and follows each, but the catch-up queue has room
+// for few of them (held here: one slot, and the workers busy with their
+// first). The device gets one notice naming every group that did not
+// fit, not a notice per group; the groups that fit are caught up by push
+// (the founding and the message); and only those count as relisted.
+func TestConversationsRelistedPastTheCatchUpQueueAreNamedInOneNotice(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	bus := le.busDropper(1)
+	hub := le.nodes[1].server.live
+	hub.catchUps = make(chan catchUpJob, 1) // before the hub starts its workers
+	_, release := le.holdSubscriptions(1)
+	dave := le.device(0, "dave", "phone")
+	carol := le.device(1, "carol", "phone")
+	dave.connect()
+	carol.connect()
+
+	bus.drop()
+	const groups = 10
+	var texts []string
+	for i := range groups {
+		conv := fmt.Sprintf("g%d", i)
+		le.produce(founding(conv, "erin", "dave", "carol"), textMsg(conv, conv+"-1", "erin"))
+		texts = append(texts, conv+"-1")
+	}
+	dave.pushedAll(texts...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eventually(t, "carol's list has every group", func() (bool, string) {
+		list, _, err := carol.http.Conversations(ctx, 50)
+		return err == nil && len(list.Conversations) == groups, fmt.Sprint(len(list.Conversations), " listed, ", err)
+	})
+	bus.release()
+
+	notice := carol.until("notice", func(obclient.Frame) bool { return true })
+	for _, f := range carol.quiet(time.Second, "ping", "receipt") {
+		t.Errorf("after the relist's notice carol got a %s frame %s, want nothing while the catch-ups wait", f.Type, f.Raw)
+	}
+	named := map[string]bool{}
+	for _, nc := range notice.Conversations {
+		if nc.MaxSeq != 2 || nc.DeviceAckedSeq != 0 || nc.Epoch == 0 {
+			t.Errorf("the notice names %+v, want %s up to seq 2 of its epoch, none acked", nc, nc.ConvID)
+		}
+		named[nc.ConvID] = true
+	}
+	// At most the four held workers' and the queue's one fit.
+	if len(named) < groups-catchUpWorkers-1 || notice.Truncated || notice.Total == nil || notice.Total.Conversations != len(named) {
+		t.Fatalf("carol's notice is %s, want one naming at least %d groups, its total theirs", notice.Raw, groups-catchUpWorkers-1)
+	}
+
+	release()
+	pushed := map[string][]string{}
+	for _, f := range carol.quiet(2*time.Second, "ping", "receipt") {
+		if f.Type != "message" {
+			t.Fatalf("once the catch-ups ran carol got a %s frame %s, want only their pushes", f.Type, f.Raw)
+		}
+		pushed[f.Message.ConvID] = append(pushed[f.Message.ConvID], f.Message.ClientMsgID)
+	}
+	for i := range groups {
+		conv := fmt.Sprintf("g%d", i)
+		got, want := pushed[conv], fmt.Sprint([]string{conv + "-create", conv + "-1"})
+		if named[conv] == (len(got) > 0) || (len(got) > 0 && fmt.Sprint(got) != want) {
+			t.Errorf("%s: named %v, pushed %v; want either named or pushed %s, each once, in order", conv, named[conv], got, want)
+		}
+	}
+	var fit []string
+	for conv := range pushed {
+		fit = append(fit, conv)
+	}
+	sort.Strings(fit)
+	if got := counterValue(t, hub.metrics.relisted); got != float64(len(fit)) {
+		t.Errorf("relisted conversations counted %v, want %d: those caught up (%v)", got, len(fit), fit)
+	}
+	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
+		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named", got, len(named))
+	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
