@@ -1,0 +1,141 @@
+package api
+
+import (
+	"context"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+)
+
+// What the push stage sent this node by name while its own channel was
+// down reached nobody: above all a join, the word to listen to a
+// conversation and catch up on it. Once the channel is back, every
+// connection here reads its conversations again and listens to those it
+// does not yet, each catching up from what the device acked (relist).
+// One pass runs at a time; a resubscription during a pass asks for one
+// more.
+
+// relistSoon starts a pass over the connections, or asks the running one
+// for another. It returns at once: it runs on the bus's reader.
+func (h *liveHub) relistSoon() {
+	h.relistMu.Lock()
+	defer h.relistMu.Unlock()
+	if h.relisting {
+		h.relistAgain = true
+		return
+	}
+	h.relisting = true
+	go h.relistPasses()
+}
+
+func (h *liveHub) relistPasses() {
+	for {
+		h.relistAll()
+		h.relistMu.Lock()
+		if !h.relistAgain || h.ctx.Err() != nil {
+			h.relisting = false
+			h.relistMu.Unlock()
+			return
+		}
+		h.relistAgain = false
+		h.relistMu.Unlock()
+	}
+}
+
+// relistAll relists every connection here, one after another, so that
+// the pass is one connection's reads at a time for Redis.
+func (h *liveHub) relistAll() {
+	for _, c := range h.connections() {
+		if h.ctx.Err() != nil {
+			return
+		}
+		if err := h.relist(c); err != nil {
+			// The device is told to pull: what it missed is in the store.
+			h.log.Warn("read a connection's conversations again", "err", err)
+			h.metrics.fallbacks.WithLabelValues("relist_failed").Inc()
+			c.send(jsonFrame(pullAllNotice()), false)
+		}
+	}
+}
+
+// relist makes c listen to the conversations of its user it does not
+// listen to yet (as many as a connection may), each caught up from what
+// the device acked in the conversation's epoch, else from the user's
+// join.
+func (h *liveHub) relist(c *liveConn) error {
+	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.RequestTimeout)
+	defer cancel()
+	items, _, err := h.s.liveConversations(ctx, c)
+	if err != nil {
+		return err
+	}
+	var missing []redisstore.ConvItem
+	var convs []string
+	c.mu.Lock()
+	for _, it := range items {
+		if _, ok := c.groups[it.Conv]; !ok && !it.Left {
+			missing = append(missing, it)
+			convs = append(convs, it.Conv)
+		}
+	}
+	c.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, convs)
+	if err != nil {
+		return err
+	}
+	cur, err := h.s.router.DeviceCursors(ctx, c.user, c.device)
+	if err != nil {
+		return err
+	}
+	h.onDispatcher(func() { h.followRelisted(c, missing, access, cur) })
+	return nil
+}
+
+// followRelisted makes c follow the conversations relist found it not
+// listening to. The pass comes right after a resubscription whose own
+// catch-ups may fill the workers' queue: the conversations whose
+// catch-up does not fit are left to the pull, and c is told of them all
+// in one notice, not one each. It runs on the dispatcher.
+func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
+	notice := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
+	told := map[string]knownConv{}
+	for _, it := range missing {
+		a := access[it.Conv]
+		if !a.Member {
+			continue
+		}
+		floor, acked := a.Joined, uint64(0)
+		if p, ok := cur[it.Conv]; ok && p.Epoch == a.Epoch {
+			floor, acked = max(floor, p.Seq), p.Seq
+		}
+		job, _ := h.startFollowing(c, it.Conv, floor, nil, nil, a.Large)
+		if job == nil {
+			continue
+		}
+		if h.queueCatchUp(*job) {
+			h.metrics.relisted.Inc()
+			continue
+		}
+		h.dropUnqueued(*job, nil)
+		nc := noticeConvJSON{ConvID: it.Conv, Epoch: a.Epoch, MaxSeq: max(it.LastSeq, a.Seq), DeviceAckedSeq: acked,
+			Unread: it.Unread, Mentions: it.Mentions}
+		notice.Conversations = append(notice.Conversations, nc)
+		notice.Total.Conversations++
+		notice.Total.Unread += it.Unread
+		notice.Total.Mentions += it.Mentions
+		told[it.Conv] = knownConv{epoch: a.Epoch, seq: nc.MaxSeq, large: a.Large}
+	}
+	if len(told) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for conv, t := range told {
+		if k := c.known[conv]; k.epoch < t.epoch || (k.epoch == t.epoch && k.seq < t.seq) {
+			c.known[conv] = t
+		}
+	}
+	c.mu.Unlock()
+	c.send(jsonFrame(notice), false)
+}
