@@ -678,6 +678,9 @@ func (h *liveHub) heartbeat(now time.Time) {
 	defer cancel()
 	replaced, err := h.store.RefreshPresence(ctx, h.cfg.Node, refs, h.cfg.PresenceTTL, now)
 	if err != nil {
+		// A user whose refresh failed fails alone (their leases are tried
+		// again next heartbeat): replaced still names what the other
+		// users' replies found taken.
 		h.log.Warn("refresh presence", "err", err)
 	}
 	// A newer connection of the device took its entry on another node,

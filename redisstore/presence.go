@@ -98,36 +98,73 @@ type LeaseRef struct{ User, Device, Conn string }
 // RefreshPresence extends the leases of a node's connections to now+ttl:
 // one script per user, all in one pipeline. It returns the connections
 // of refs whose device's entry names another connection: a newer one of
-// the same device took it.
+// the same device took it. A user whose call failed fails alone: the
+// connections every other user's reply named are returned all the same,
+// with the error. When each failure can never pass (a key of the wrong
+// type, a malformed reply) the error is ItemErrors, naming every ref of
+// those users by its index in refs; otherwise it is the first failure
+// to wait for.
 func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRef, ttl time.Duration, now time.Time) ([]string, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
 	byUser := map[string][]any{}
-	for _, r := range refs {
+	refsOf := map[string][]int{} // user → indexes of their refs
+	var users []string
+	for i, r := range refs {
+		if _, ok := byUser[r.User]; !ok {
+			users = append(users, r.User)
+		}
 		byUser[r.User] = append(byUser[r.User], r.Device, r.Conn)
+		refsOf[r.User] = append(refsOf[r.User], i)
 	}
 	exp := now.Add(ttl).UnixMilli()
-	calls := make([]scriptCall, 0, len(byUser))
-	for u, pairs := range byUser {
-		args := append([]any{node, exp, (2 * ttl).Milliseconds()}, pairs...)
-		calls = append(calls, scriptCall{keys: []string{s.keys.Presence(u)}, args: args})
+	calls := make([]scriptCall, len(users))
+	for i, u := range users {
+		args := append([]any{node, exp, (2 * ttl).Milliseconds()}, byUser[u]...)
+		calls[i] = scriptCall{keys: []string{s.keys.Presence(u)}, args: args}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	cmds, err := s.evalPiped(ctx, presenceRefreshScript, calls)
-	if err != nil {
-		return nil, fmt.Errorf("refresh presence of %d users on %s: %w", len(byUser), node, err)
+	if cmds == nil && err != nil {
+		return nil, fmt.Errorf("refresh presence of %d users on %s: %w", len(users), node, err)
 	}
 	var replaced []string
-	for _, cmd := range cmds {
-		ids, err := cmd.StringSlice()
-		if err != nil {
-			return nil, fmt.Errorf("refresh presence on %s: %w", node, err)
+	failed := ItemErrors{}
+	var wait error
+	for i, cmd := range cmds {
+		ids, err := replacedConns(cmd)
+		switch {
+		case err == nil:
+			replaced = append(replaced, ids...)
+		case Permanent(err):
+			for _, r := range refsOf[users[i]] {
+				failed.add(r, fmt.Errorf("refresh presence of %s on %s: %w", users[i], node, err))
+			}
+		case wait == nil:
+			wait = fmt.Errorf("refresh presence of %s on %s: %w", users[i], node, err)
 		}
-		replaced = append(replaced, ids...)
+	}
+	switch {
+	case wait != nil:
+		return replaced, wait
+	case len(failed) > 0:
+		return replaced, failed
 	}
 	return replaced, nil
+}
+
+// replacedConns reads one user's presence_refresh.lua reply.
+func replacedConns(cmd *redis.Cmd) ([]string, error) {
+	if err := cmd.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := cmd.StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformedReply, err)
+	}
+	return ids, nil
 }
 
 // PresenceOf reads the presence entries of users (one pipelined HGETALL

@@ -2,8 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 )
@@ -85,6 +89,86 @@ func TestPresenceLeaseLapsesUnlessRefreshedAndStaleEntriesArePruned(t *testing.T
 		if p.Device == "phone" {
 			t.Fatalf("the lapsed phone is still there: %+v", got["bob"])
 		}
+	}
+}
+
+// badReplyFor makes the reply of every script call on key one its caller
+// cannot read: an array of a number, where connection ids are promised.
+type badReplyFor struct{ key string }
+
+func (h badReplyFor) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h badReplyFor) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h badReplyFor) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			c, ok := cmd.(*redis.Cmd)
+			if ok && c.Err() == nil && slices.Contains(cmd.Args(), any(h.key)) {
+				c.SetVal([]any{int64(7)})
+			}
+		}
+		return err
+	}
+}
+
+// One user's bad reply to a lease refresh (malformed, or the server's
+// refusal of a key of the wrong type) fails that user alone: the
+// connections the other users' replies name as replaced still come back,
+// for the node to close, and their leases are extended.
+func TestARefreshWithABadReplyForOneUserStillNamesTheOthersReplacedConnections(t *testing.T) {
+	cases := []struct {
+		name  string
+		spoil func(t *testing.T, s *Store)
+	}{
+		{"a malformed reply", func(t *testing.T, s *Store) {
+			s.rdb.AddHook(badReplyFor{key: s.keys.Presence("carol")})
+		}},
+		{"a key of the wrong type", func(t *testing.T, s *Store) {
+			ctx := context.Background()
+			key := s.keys.Presence("carol")
+			if err := s.rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.rdb.Set(ctx, key, "someone's string", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newPresenceStore(t)
+			ctx := context.Background()
+			t0 := time.Now()
+			lease := func(node, conn string) PresenceLease {
+				return PresenceLease{Node: node, Conn: conn, TTL: time.Second, Keep: time.Minute}
+			}
+			// bob's and carol's phones connected again on node b; dan's
+			// laptop is still node a's.
+			for _, r := range []struct{ user, dev, node, conn string }{
+				{"bob", "phone", "b", "bob-new"}, {"carol", "phone", "b", "carol-new"}, {"dan", "laptop", "a", "dan-1"},
+			} {
+				if _, _, err := s.SetPresence(ctx, r.user, r.dev, lease(r.node, r.conn), t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.spoil(t, s)
+			refs := []LeaseRef{{User: "bob", Device: "phone", Conn: "bob-old"},
+				{User: "carol", Device: "phone", Conn: "carol-old"}, {User: "dan", Device: "laptop", Conn: "dan-1"}}
+			replaced, err := s.RefreshPresence(ctx, "a", refs, time.Minute, t0)
+			if !slices.Equal(replaced, []string{"bob-old"}) {
+				t.Fatalf("refresh named %v as replaced (err %v), want [bob-old]: carol's failure is hers alone", replaced, err)
+			}
+			var items ItemErrors
+			if !errors.As(err, &items) || len(items) != 1 || items[1] == nil || !Permanent(items[1]) {
+				t.Fatalf("refresh error %v, want ItemErrors naming carol's ref (1), for good", err)
+			}
+			got, err := s.PresenceOf(ctx, []string{"dan"})
+			if err != nil || len(got["dan"]) != 1 || !got["dan"][0].Online(t0.Add(30*time.Second)) {
+				t.Fatalf("dan's presence %+v (%v), want the lease extended past its first second", got, err)
+			}
+		})
 	}
 }
 
