@@ -53,12 +53,28 @@ func (f *Fanout) handleConv(ctx context.Context, conv string, recs []pending, no
 	defer sub.StopAndWait()
 	seen := map[uint64]bool{}
 	for _, batch := range mergeBatches(recs, f.cfg.MergeSize) {
-		if _, err := f.handleMerge(ctx, sub, conv, batch, now, seen, &res); err != nil {
+		_, err := f.handleMerge(ctx, sub, conv, batch, now, seen, &res)
+		var ns notSequenced
+		if errors.As(err, &ns) {
+			res.dead = append(res.dead, f.unsequencedLetters(&res, conv, batch, ns.err)...)
+			continue
+		}
+		if err != nil {
 			return res, err
 		}
 	}
 	return res, nil
 }
+
+// notSequenced is handleMerge's error when the sequencing call refused
+// its batch for good (redisstore.Permanent, the error it wraps): the
+// script checks every key before its first write, so nothing of the batch
+// got a seq or changed anything. What becomes of the records is the
+// caller's: a batch dead-letters them, a restore gives the conversation up.
+type notSequenced struct{ err error }
+
+func (e notSequenced) Error() string { return "not sequenced: " + e.err.Error() }
+func (e notSequenced) Unwrap() error { return e.err }
 
 // mergeBatches cuts a conversation's records into batches of at most size.
 // A leave starts a batch of its own: the sequencing script applies it at
@@ -80,7 +96,8 @@ func mergeBatches(recs []pending, size int) [][]pending {
 }
 
 // handleMerge sequences one merge batch and delivers it to every inbox; it
-// returns the sequencing result.
+// returns the sequencing result, or notSequenced when the sequencing call
+// can never succeed.
 func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, batch []pending, now int64,
 	seen map[uint64]bool, res *convResult) (*redisstore.SequenceResult, error) {
 	msgs := make([]*schemas.Message, len(batch))
@@ -89,8 +106,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 	}
 	sr, err := f.store.Sequence(ctx, conv, msgs, redisstore.ProbeUsers(msgs), now)
 	if redisstore.Permanent(err) {
-		res.dead = append(res.dead, f.unsequencedLetters(res, conv, batch, err)...)
-		return nil, nil
+		return nil, notSequenced{err: err}
 	}
 	if err != nil {
 		return nil, err

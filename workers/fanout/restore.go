@@ -374,18 +374,15 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 		}
 		for _, b := range mergeBatches(batch, f.cfg.MergeSize) {
 			sr, err := f.handleMerge(ctx, sub, conv, b, run[0].sq.GetWriteTimeMs(), seen, &res)
+			var ns notSequenced
+			if errors.As(err, &ns) {
+				// Sequencing failed for good: nothing of b got a seq, and
+				// what is left of the conversation is not put back.
+				res.charge(deadSequence, len(b))
+				return f.cannotRestore(ctx, conv, len(keep)-done, st, ns.err)
+			}
 			if err != nil {
 				return err
-			}
-			if sr == nil {
-				// Sequencing failed for good (its dead letter says why,
-				// and is not produced): what is left of the conversation
-				// is not put back.
-				reason := "not sequenced"
-				if n := len(res.dead); n > 0 {
-					reason = res.dead[n-1].Reason
-				}
-				return f.cannotRestore(ctx, conv, len(keep)-done, st, errors.New(reason))
 			}
 			done += len(b)
 			if moved := st.check(f, conv, sr, run[:len(b)]); moved != "" {

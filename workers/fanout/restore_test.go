@@ -1,11 +1,15 @@
 package fanout
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,6 +322,76 @@ func TestARestoreMeetingAKeyOfTheWrongTypeGoesOnWithoutThatConversation(t *testi
 			}
 			h.checkNoSeqTwice()
 		})
+	}
+}
+
+// logSink is a log sink safe for the worker's goroutines.
+type logSink struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logSink) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines are the lines logged so far that contain every one of words.
+func (b *logSink) lines(words ...string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if l != "" && !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(l, w) }) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// A restore whose sequencing of a conversation can never succeed (its
+// timeline holds the wrong type) says so once: that the conversation is
+// held, not that its records were dead-lettered (a restore produces no
+// letters: the records are im.sequenced's), with the sequencing call's own
+// error as the reason, in the log line and in the hold.
+func TestARestoreThatCannotSequenceAConversationLogsItOnceAsHeldWithTheFailure(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, Config{})
+	handle(t, h.fanout(nil), records(msg("g", "create", "a", join("a", "b")), msg("g", "g-1", "b")))
+	k := h.store.Keys()
+	if err := h.rdb.Del(ctx, k.Applied(0), k.Timeline("g")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rdb.Set(ctx, k.Timeline("g"), "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	logs := &logSink{}
+	cfg := h.cfg
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	handle(t, h.fanoutWith(nil, cfg), records(msg("d", "hi", "a", to("b")))) // the restore runs first
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the worker logged:\n%s", strings.Join(logs.lines(), "\n"))
+		}
+	})
+
+	about := logs.lines("conv=g ")
+	if len(about) != 1 {
+		t.Fatalf("%d lines about g, want one:\n%s", len(about), strings.Join(about, "\n"))
+	}
+	for _, w := range []string{"cannot be put back", "held", "WRONGTYPE"} {
+		if !strings.Contains(about[0], w) {
+			t.Errorf("the line about g does not say %q: %s", w, about[0])
+		}
+	}
+	if dead := logs.lines("dead-letter"); len(dead) > 0 {
+		t.Errorf("a restore logged records as dead-lettered:\n%s", strings.Join(dead, "\n"))
+	}
+	why, held, err := h.store.HeldReason(ctx, "g")
+	if err != nil || !held || !strings.Contains(why, "WRONGTYPE") || strings.Contains(why, "not sequenced") {
+		t.Errorf("g's hold says %q (held %v, %v), want the sequencing call's error", why, held, err)
 	}
 }
 
