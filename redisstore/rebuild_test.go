@@ -315,6 +315,54 @@ func TestARebuildReleasesAHeldConversationInANewEpoch(t *testing.T) {
 	}
 }
 
+// A restore that holds a conversation after a rebuild read it unheld (the
+// rebuild planned to keep its epoch) races the rebuild: the commit refuses
+// rather than delete a hold it did not see, the conversation stays held in
+// its epoch, and the next rebuild reads the hold and releases it in a new
+// epoch.
+func TestARebuildRacedByAHoldLeavesItAndTheNextRunReleasesItInANewEpoch(t *testing.T) {
+	s := rbStore(t)
+	ctx := context.Background()
+	h := rbSeed(t, s, "g1", expNow)
+	before := rbSnap(t, s, "g1")
+	held := false
+	h.onRange = func() { // after the rebuild read the meta, before its commit
+		if held {
+			return
+		}
+		held = true
+		if _, err := s.HoldConversation(ctx, "g1", "restore: meanwhile"); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	if !held {
+		t.Fatal("the rebuild read no history: the hold was never set between its read and its commit")
+	}
+	if !errors.Is(err, ErrRebuildRaced) {
+		t.Fatalf("rebuild raced by a hold: %v, want ErrRebuildRaced", err)
+	}
+	if why, ok, err := s.HeldReason(ctx, "g1"); err != nil || !ok || why != "restore: meanwhile" {
+		t.Fatalf("after the raced rebuild the hold is %q (set %v, %v), want the restore's", why, ok, err)
+	}
+	if after := rbSnap(t, s, "g1"); after.meta["epoch"] != before.meta["epoch"] {
+		t.Fatalf("the raced rebuild moved the epoch %s -> %s", before.meta["epoch"], after.meta["epoch"])
+	}
+
+	h.onRange = nil
+	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := rbSnap(t, s, "g1"); !res.NewEpoch || after.meta["epoch"] <= before.meta["epoch"] {
+		t.Fatalf("rebuild after the race: %+v, epoch %s -> %s; want a new, higher one", res,
+			before.meta["epoch"], after.meta["epoch"])
+	}
+	if _, ok, err := s.HeldReason(ctx, "g1"); err != nil || ok {
+		t.Fatalf("the hold is still set after the rebuild that read it (%v)", err)
+	}
+}
+
 func TestRebuildStartsTheTimelineAfterAHoleInTheHistory(t *testing.T) {
 	s := rbStore(t)
 	ctx := context.Background()
