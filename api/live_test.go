@@ -133,7 +133,7 @@ func TestSenderIsToldOfARecordThePipelineRefused(t *testing.T) {
 	bad.Qos = schemas.QoS_QOS_AT_MOST_ONCE // a membership change cannot be at-most-once
 	le.produce(bad)
 	f := alice.until("rejected", func(obclient.Frame) bool { return true })
-	if f.ConvID != "team" || f.ClientMsgID != "team-create" || !strings.Contains(f.Reason, "at-most-once") {
+	if f.ConvID != "team" || f.ClientMsgID != "team-create" || !strings.Contains(f.Reason, "at-most-once") || f.AtMS == 0 {
 		t.Fatalf("the rejection is %s", f.Raw)
 	}
 }

@@ -178,6 +178,7 @@ func (s *Server) routes() []route {
 		{method: "POST", pattern: "/v1/read", h: s.read},
 		{method: "POST", pattern: "/v1/messages", h: s.sendMessage},
 		{method: "GET", pattern: "/v1/conversations/{conv}/receipts", h: s.receipts},
+		{method: "GET", pattern: "/v1/rejections", h: s.rejections},
 		{method: "GET", pattern: "/v1/live", raw: s.serveLive},
 	}
 }
