@@ -48,6 +48,9 @@ type Device struct {
 	log   *slog.Logger
 	wake  chan struct{}
 	live  atomic.Bool
+	// rejectionsChecked is when Run last asked for refused messages (it
+	// alone reads and writes it).
+	rejectionsChecked time.Time
 }
 
 // Open opens the device's database and its API client.

@@ -73,7 +73,13 @@ func (d *Device) liveOnce(ctx context.Context) (up bool, err error) {
 		case "hello":
 			up = true
 			d.live.Store(true)
-		case "notice", "message", "rejected":
+		case "notice", "message":
+			d.poke()
+		case "rejected":
+			rj := Rejection{ConvID: f.ConvID, ClientMsgID: f.ClientMsgID, Reason: f.Reason, AtMS: f.AtMS}
+			if err := d.resolveRejections(ctx, []Rejection{rj}); err != nil {
+				d.log.Warn("record a refused message; the next check finds it again", "client_msg_id", f.ClientMsgID, "err", err)
+			}
 			d.poke()
 		case "ping":
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -50,6 +50,7 @@ type Frame struct {
 	// rejected
 	ClientMsgID string `json:"client_msg_id,omitempty"`
 	Reason      string `json:"reason,omitempty"`
+	AtMS        int64  `json:"at_ms,omitempty"`
 	// error
 	Code   string `json:"code,omitempty"`
 	Field  string `json:"field,omitempty"`

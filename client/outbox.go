@@ -146,6 +146,9 @@ func (d *Device) Run(ctx context.Context) error {
 	for {
 		_, ferr := d.Flush(ctx)
 		_, err := d.CatchUp(ctx)
+		if err == nil {
+			err = d.checkRejections(ctx, time.Now())
+		}
 		err = errors.Join(ferr, err)
 		wait := d.o.PollInterval
 		if d.live.Load() {

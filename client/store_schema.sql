@@ -51,6 +51,16 @@ CREATE TABLE IF NOT EXISTS sending (
   last_error    TEXT    NOT NULL DEFAULT ''
 );
 
+-- Outgoing messages the pipeline refused for good (they left sending):
+-- the request as it was, and why.
+CREATE TABLE IF NOT EXISTS rejected (
+  client_msg_id TEXT PRIMARY KEY,
+  conv_id       TEXT    NOT NULL,
+  request       BLOB    NOT NULL,
+  reason        TEXT    NOT NULL,
+  at_ms         INTEGER NOT NULL
+);
+
 -- The conversation list as last read from the server.
 CREATE TABLE IF NOT EXISTS conversations (
   conv_id        TEXT PRIMARY KEY,

@@ -77,6 +77,7 @@ class Api {
   ack(acks) { return this.call("POST", "/v1/ack", { ...(this.device.own ? { device_id: this.device.id } : {}), acks }); }
   read(receipts) { return this.call("POST", "/v1/read", { receipts }); }
   send(m) { return this.call("POST", "/v1/messages", m); }
+  rejections(sinceMs) { return this.call("GET", `/v1/rejections?since_ms=${Math.max(0, Math.floor(sinceMs))}`); }
   newest(conv, limit) { return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/messages?limit=${limit}`); }
   before(conv, before, limit) {
     return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/messages?before=${before}&limit=${limit}`);

@@ -318,6 +318,27 @@ async function flush() {
   }
 }
 
+// checkRejections asks, at most every 3 s and only while a message the
+// server accepted has not come back with its seq for 3 s, whether the
+// pipeline refused it: a page closed when the refusal happened missed the
+// live frame. What is named leaves the sending list, with the reason.
+let rejectionsChecked = 0;
+async function checkRejections() {
+  const now = Date.now();
+  if (now - rejectionsChecked < 3000) return;
+  const waiting = (await state.store.pending()).filter((p) => p.accepted && now - (p.accepted_ms || 0) >= 3000);
+  if (!waiting.length) return;
+  rejectionsChecked = now;
+  const ids = new Set(waiting.map((p) => p.client_msg_id));
+  const oldest = Math.min(...waiting.map((p) => p.created_ms || now));
+  const resp = await state.api.rejections(oldest - 10 * 60 * 1000);
+  for (const r of resp.rejections || []) {
+    if (!ids.has(r.client_msg_id)) continue;
+    await state.store.dropSending(r.client_msg_id);
+    setStatus(true, `not sent: ${r.reason}`);
+  }
+}
+
 // ---- updates ------------------------------------------------------------
 
 function setStatus(online, note) {
@@ -352,8 +373,9 @@ async function updateLoop() {
           news = news || r.stored > 0;
         }
         await loadList();
-        if (state.open) { await renderMessages(false); if (news) markRead(); }
         setStatus(true);
+        await checkRejections();
+        if (state.open) { await renderMessages(false); if (news) markRead(); }
         break;
       } catch (e) {
         if (e instanceof ApiError && e.status === 401) { showSignIn("The token was refused: sign in again."); return; }

@@ -162,7 +162,7 @@ const LocalStore = (() => {
       const tx = this.db.transaction("sending", "readwrite");
       const s = tx.objectStore("sending");
       const p = await req(s.get(id));
-      if (p) { p.accepted = true; s.put(p); }
+      if (p) { p.accepted = true; p.accepted_ms = Date.now(); s.put(p); }
       await done(tx);
     }
 
