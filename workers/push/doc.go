@@ -1,8 +1,10 @@
 // Package push is the stage that makes delivery early: it consumes
 // im.sequenced (what fanout stored) and rings the API nodes holding the
 // recipients' live connections, so an online device gets a message without
-// polling. It never stores anything and the pull path stays the source of
-// truth: a push lost anywhere costs latency, never a message.
+// polling. The pull path stays the source of truth: a push lost anywhere
+// costs latency, never a message. The one thing it stores is a refusal,
+// in its sender's list (redisstore.AddRejections), before it pushes it:
+// a sender away at the time reads it from GET /v1/rejections.
 //
 // Per round (the batches of the partitions of one poll, taken together by
 // a goroutine that outlives them): one publish per conversation on its
