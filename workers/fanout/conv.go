@@ -24,6 +24,10 @@ type convResult struct {
 	// are out (a batch retried counts once); a restore's, which produces
 	// none, count apart.
 	failures map[string]int
+	// restoring: the records are a restore's, re-applied from
+	// im.sequenced. Its letters are never produced; what fails for good is
+	// logged as not re-applied (logFailedForGood), not as dead-lettered.
+	restoring bool
 }
 
 // The calls whose failures for good dead-letter records.

@@ -74,7 +74,7 @@ func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.Seque
 		if l.seq == 0 {
 			at = fmt.Sprintf("in a batch of %s (epoch %d)", conv, sr.Epoch)
 		}
-		f.cfg.Logger.Error("inbox updates that can never succeed; the message is dead-lettered for their users",
+		f.logFailedForGood(res, "inbox updates that can never succeed", "the message is dead-lettered for their users",
 			"conv", conv, "seq", l.seq, "epoch", sr.Epoch, "users", len(l.reasons), "first", l.reasons[0])
 		dead = append(dead, stream.DeadLetter{Record: l.rec, Reason: fmt.Sprintf(
 			"%s, but its inbox update failed for good for %d recipients: %s", at, len(l.reasons), list)})

@@ -357,10 +357,11 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 	defer sub.StopAndWait()
 	seen := map[uint64]bool{}
 	// Its dead letters are not produced: a restore commits nothing and its
-	// records are im.sequenced's. An inbox update that can never succeed is
-	// logged (inboxLetters) and counted as not re-applied, not as
-	// dead-lettered, and the restore goes on past it.
-	var res convResult
+	// records are im.sequenced's. An inbox update, a member listing or a
+	// large group's mark that can never succeed is logged as such
+	// (logFailedForGood) and counted as not re-applied, and the restore
+	// goes on past it.
+	res := convResult{restoring: true}
 	defer func() {
 		if err == nil { // a restore retried goes through the chunk again
 			st.notApplied(res.failures)

@@ -49,7 +49,7 @@ func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore
 				"can never be listed: %v", it.Seq, conv, sr.Epoch, err)})
 	}
 	res.charge(deadMembers, len(dead))
-	f.cfg.Logger.Error("the members of a large group can never be listed; its records are dead-lettered",
+	f.logFailedForGood(res, "the members of a large group can never be listed", "its records are dead-lettered",
 		"conv", conv, "records", len(dead), "err", err)
 	return dead
 }
@@ -61,11 +61,24 @@ func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore
 // the letter's replay writes it. It is charged as chargedRecord says.
 func (f *Fanout) unmarkedLetter(res *convResult, conv string, sr *redisstore.SequenceResult, batch []pending, err error) stream.DeadLetter {
 	res.charge(deadMarkLarge, 1)
-	f.cfg.Logger.Error("a large group's conversion mark can never be written; dead-lettered",
+	f.logFailedForGood(res, "a large group's conversion mark can never be written", "dead-lettered",
 		"conv", conv, "err", err)
 	return stream.DeadLetter{Record: chargedRecord(sr, batch), Reason: fmt.Sprintf(
 		"delivered in %s (epoch %d), but the mark that its members' inboxes are in the large form can never "+
 			"be written: %v", conv, sr.Epoch, err)}
+}
+
+// logFailedForGood logs a store call that failed for good for a merge
+// batch (failure says which) and what becomes of its records, which is
+// the caller's to say: a batch dead-letters them (fate says how), a
+// restore produces no letter (the records are im.sequenced's) and counts
+// them as not re-applied (restoreMetrics.unapplied*), then goes on.
+func (f *Fanout) logFailedForGood(res *convResult, failure, fate string, args ...any) {
+	if res.restoring {
+		f.cfg.Logger.Error("restore: "+failure+"; counted as not re-applied, and the restore goes on", args...)
+		return
+	}
+	f.cfg.Logger.Error(failure+"; "+fate, args...)
 }
 
 // chargedRecord is the record a batch's failure that no one record
