@@ -47,6 +47,10 @@ type Config struct {
 	// RestoreChunk is how many changelog records a restore applies before
 	// it raises the fence.
 	RestoreChunk int
+	// EvictionRecheck is how long a verified server's maxmemory-policy is
+	// trusted before a batch reads it again (eviction.go): a policy that
+	// may evict keys, set at runtime, stops sequencing within about this.
+	EvictionRecheck time.Duration
 	// HotRedis, when set, is the Redis that hot users' keys move to. The
 	// caller dials it (by redisstore.ParseAddr's rule, once per process)
 	// and closes it after Close.
@@ -83,6 +87,7 @@ const (
 	DefaultProduceTimeout       = 30 * time.Second
 	DefaultRestoreTimeout       = 10 * time.Second
 	DefaultRestoreChunk         = 2000
+	DefaultEvictionRecheck      = 10 * time.Second
 	DefaultHotWindow            = time.Minute
 	DefaultHotFactor            = 50
 	DefaultHotMinWrites         = 600
@@ -120,6 +125,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RestoreChunk == 0 {
 		c.RestoreChunk = DefaultRestoreChunk
+	}
+	if c.EvictionRecheck == 0 {
+		c.EvictionRecheck = DefaultEvictionRecheck
 	}
 	if c.HotWindow == 0 {
 		c.HotWindow = DefaultHotWindow
@@ -167,6 +175,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fanout: RestoreTimeout %s is below 1s", c.RestoreTimeout)
 	case c.RestoreChunk < 1:
 		return fmt.Errorf("fanout: RestoreChunk %d is below 1", c.RestoreChunk)
+	case c.EvictionRecheck < 0:
+		return fmt.Errorf("fanout: EvictionRecheck %s is negative", c.EvictionRecheck)
 	case c.HotRoute && c.HotRedis == nil:
 		return fmt.Errorf("fanout: HotRoute needs HotRedis")
 	case c.HotWindow < time.Second:

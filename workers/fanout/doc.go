@@ -83,6 +83,10 @@
 // lost records get back their seqs and epoch, and no seq is handed out
 // twice. A restore commits nothing and runs at most Config.RestoreTimeout
 // per attempt, continuing from its fence in the next.
+// A server that may evict keys (its maxmemory-policy is not noeviction)
+// is refused at verification and waited for; a batch reads the verified
+// servers' policy again every Config.EvictionRecheck (eviction.go), so a
+// policy changed at runtime is refused within that bound.
 //
 // # Metrics
 //

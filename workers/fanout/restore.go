@@ -22,11 +22,6 @@ import (
 // the next attempt continues the restore where it stopped.
 var ErrRestoring = errors.New("restoring redis from the changelog")
 
-// ErrEvictingStore is the error of a Handle call while a Redis server the
-// worker writes to may evict keys (its maxmemory-policy is not
-// noeviction): nothing is sequenced there until it is set so.
-var ErrEvictingStore = errors.New("redis may evict keys")
-
 // restorer treats Redis as a state store whose changelog is im.sequenced
 // (Kafka Streams' design): every sequencing decision whose offset was
 // committed is in that topic. Every script of the sequencing path runs
@@ -43,7 +38,10 @@ type restorer struct {
 	// gate: Handle calls hold it shared; a restore holds it alone.
 	gate  sync.RWMutex
 	stale atomic.Bool // an instance may not be verified: restore first
-	m     *restoreMetrics
+	// policyDue: when (unix ns) the verified servers' eviction policy is
+	// read again (recheckEviction).
+	policyDue atomic.Int64
+	m         *restoreMetrics
 }
 
 func newRestorer(f *Fanout, fence *redisstore.Fence) *restorer {
@@ -53,13 +51,20 @@ func newRestorer(f *Fanout, fence *redisstore.Fence) *restorer {
 	return r
 }
 
-// enter waits until every instance is verified (restoring when needed)
-// and returns with the gate held shared; call release when done.
+// enter waits until every instance is verified (restoring when needed,
+// reading their eviction policy again when due) and returns with the gate
+// held shared; call release when done.
 func (r *restorer) enter(ctx context.Context) (release func(), err error) {
 	for {
 		r.gate.RLock()
 		if !r.stale.Load() {
-			return r.gate.RUnlock, nil
+			if err := r.recheckEviction(ctx); err != nil {
+				r.gate.RUnlock()
+				return nil, err
+			}
+			if !r.stale.Load() {
+				return r.gate.RUnlock, nil
+			}
 		}
 		r.gate.RUnlock()
 		r.gate.Lock()
@@ -103,17 +108,14 @@ func (r *restorer) restore(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := evicting(ins); err != nil {
+			return err
+		}
 		for _, in := range ins {
-			if in.Evicts != "" {
-				// A server that may drop a key loses what no restore
-				// puts back in time (a dedupe day: a resend sequenced
-				// twice). It is waited for like one that is down.
-				return fmt.Errorf("%w: redis at %s may evict keys (maxmemory-policy %s); offlinebox keeps its state there: set maxmemory-policy noeviction",
-					ErrEvictingStore, in.Addr, in.Evicts)
-			}
 			ids = append(ids, in.RunID)
 		}
 	}
+	r.policyRead()
 	old := r.fence.Verified()
 	if allIn(ids, old) {
 		r.stale.Store(false)

@@ -464,29 +464,3 @@ func TestAConversationARestoreCouldNotPutBackIsHeldAndHandsOutNoSeqAgain(t *test
 	}
 	h.checkNoSeqTwice()
 }
-
-// A Redis server that may evict keys (a maxmemory with a policy other than
-// noeviction) would drop state no restore puts back in time: fanout
-// sequences nothing there, and says why, until the policy is noeviction.
-func TestNothingIsSequencedOnARedisThatMayEvictKeys(t *testing.T) {
-	ctx := context.Background()
-	_, h := newHarnessOnOwnRedis(t, embedded.RedisOptions{Args: []string{"--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"}})
-	rdb := h.rdb
-	f := h.fanout(nil)
-
-	recs := records(msg("g", "create", "a", join("a", "b")))
-	_, err := f.Handle(ctx, recs)
-	if !errors.Is(err, ErrEvictingStore) || !strings.Contains(err.Error(), "volatile-lru") {
-		t.Fatalf("Handle on an evicting server: %v, want ErrEvictingStore naming the policy", err)
-	}
-	if got := h.head("g"); got.Exists {
-		t.Fatalf("g was sequenced on an evicting server: %+v", got)
-	}
-	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
-	}
-	handle(t, f, recs)
-	if got := h.head("g"); got.Seq != 1 {
-		t.Fatalf("g after the policy was set to noeviction: %+v, want seq 1", got)
-	}
-}
