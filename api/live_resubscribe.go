@@ -1,0 +1,134 @@
+package api
+
+import "strings"
+
+// When the bus connection drops (a Redis restart, a network blip, a
+// failover), go-redis reconnects and resubscribes by itself; what was
+// published in between reached nobody here, and an online device does
+// not pull on its own. The server's unasked confirmation of a channel
+// says so: every connection listening to its conversation catches up
+// again, from what it has, through the same workers' queue.
+
+// noteResubscribed runs on the bus's reader, before anything the channel
+// carries after the resubscription is handed on: the conversation's
+// listeners here are marked catching up first, so that those records wait
+// for the catch-up and go out after what it reads, in seq order.
+func (h *liveHub) noteResubscribed(channel string) {
+	h.metrics.resubscribed.Inc()
+	conv, ok := h.convOfChannel(channel)
+	if !ok {
+		if channel == h.store.Keys().NodeChannel(h.cfg.Node) {
+			h.relistSoon()
+		}
+		return
+	}
+	h.recatchListeners(conv)
+}
+
+// recatchListeners makes every connection listening to conv here catch
+// up again, from what it has, through the workers' queue (a full queue:
+// the dispatcher tells them to pull).
+func (h *liveHub) recatchListeners(conv string) {
+	h.mu.Lock()
+	conns := make([]*liveConn, 0, len(h.groups[conv]))
+	for c := range h.groups[conv] {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	var full []catchUpJob
+	for _, c := range conns {
+		job, ok := h.markRecatch(c, conv)
+		if !ok {
+			continue
+		}
+		select {
+		case h.catchUps <- job:
+		default:
+			full = append(full, job)
+		}
+	}
+	if len(full) == 0 {
+		return
+	}
+	h.resubMu.Lock()
+	h.resubscribedFull = append(h.resubscribedFull, full...)
+	h.resubMu.Unlock()
+	select {
+	case h.resubscribedSignal <- struct{}{}:
+	default: // the dispatcher is woken already
+	}
+}
+
+// convOfChannel is the conversation whose channel this is.
+func (h *liveHub) convOfChannel(channel string) (string, bool) {
+	keys := h.store.Keys()
+	head := strings.TrimSuffix(keys.ConvChannel(""), "}")
+	rest, ok := strings.CutPrefix(channel, head)
+	if !ok {
+		return "", false
+	}
+	conv := strings.TrimSuffix(rest, "}")
+	return conv, keys.ConvChannel(conv) == channel
+}
+
+// noticeResubscribedFull tells the devices whose catch-up found the
+// workers' queue full to pull. It runs on the dispatcher.
+func (h *liveHub) noticeResubscribedFull() {
+	h.resubMu.Lock()
+	full := h.resubscribedFull
+	h.resubscribedFull = nil
+	h.resubMu.Unlock()
+	for _, j := range full {
+		h.catchUpFull(j)
+	}
+}
+
+func (h *liveHub) catchUpFull(j catchUpJob) {
+	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
+	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: j.from, large: j.large, notice: jsonFrame(pullAllNotice())})
+}
+
+// recatch makes c catch up on conv once more: the channel was
+// resubscribed while its last catch-up ran. It runs on the dispatcher.
+func (h *liveHub) recatch(c *liveConn, conv string) {
+	job, ok := h.markRecatch(c, conv)
+	if !ok {
+		return
+	}
+	select {
+	case h.catchUps <- job:
+	default:
+		h.catchUpFull(job)
+	}
+}
+
+// markRecatch marks c catching up on conv after what it has (was pushed,
+// acked or told of): the channel's records in between reached nobody
+// here. A catch-up still running is marked to run again once done; ok
+// is false then, and when c does not listen to conv.
+func (h *liveHub) markRecatch(c *liveConn, conv string) (_ catchUpJob, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	floor, listening := c.groups[conv]
+	if cu := c.catching[conv]; cu != nil {
+		cu.again = true
+		return catchUpJob{}, false
+	}
+	if !listening || floor == unknownJoin {
+		return catchUpJob{}, false
+	}
+	job := catchUpJob{c: c, conv: conv, cu: &catchUp{}, from: floor, resubscribed: true}
+	if k, ok := c.known[conv]; ok {
+		job.epoch, job.large = k.epoch, k.large
+		job.from = max(job.from, k.seq)
+	}
+	if a, ok := c.acked[conv]; ok && (job.epoch == 0 || a.epoch == job.epoch) {
+		job.epoch = a.epoch
+		job.from = max(job.from, a.seq)
+	}
+	if c.catching == nil {
+		c.catching = map[string]*catchUp{}
+	}
+	c.catching[conv] = job.cu
+	return job, true
+}
