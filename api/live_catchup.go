@@ -359,6 +359,65 @@ func pullAllNotice() noticeFrame {
 	return noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}, Truncated: true}
 }
 
+// pullNotice names in one notice the conversations a connection is left
+// to pull because their catch-ups did not fit the workers' queue: after
+// a resubscription there may be many, and a notice each would swamp the
+// device with the same word.
+type pullNotice struct {
+	frame noticeFrame
+	told  map[string]knownConv
+}
+
+func newPullNotice() *pullNotice {
+	return &pullNotice{frame: noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}, told: map[string]knownConv{}}
+}
+
+// name adds the conversation of it, with its access a and the device's
+// cursors cur (what the device acked counts in a's epoch only).
+func (n *pullNotice) name(it redisstore.ConvItem, a redisstore.ConvAccess, cur map[string]redisstore.Position) {
+	var acked uint64
+	if p, ok := cur[it.Conv]; ok && p.Epoch == a.Epoch {
+		acked = p.Seq
+	}
+	nc := noticeConvJSON{ConvID: it.Conv, Epoch: a.Epoch, MaxSeq: max(it.LastSeq, a.Seq), DeviceAckedSeq: acked,
+		Unread: it.Unread, Mentions: it.Mentions}
+	n.frame.Conversations = append(n.frame.Conversations, nc)
+	n.frame.Total.Conversations++
+	n.frame.Total.Unread += it.Unread
+	n.frame.Total.Mentions += it.Mentions
+	n.told[it.Conv] = knownConv{epoch: a.Epoch, seq: nc.MaxSeq, large: a.Large}
+}
+
+// send records in c.known what the notice tells (the device pulls up to
+// it) and queues it, unless it names nothing.
+func (n *pullNotice) send(c *liveConn) {
+	if len(n.told) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for conv, t := range n.told {
+		if k := c.known[conv]; k.epoch < t.epoch || (k.epoch == t.epoch && k.seq < t.seq) {
+			c.known[conv] = t
+		}
+	}
+	c.mu.Unlock()
+	c.send(jsonFrame(n.frame), false)
+}
+
+// readAccess reads what a notice names c's conversations convs with
+// besides their list entries: their access, and the device's cursors.
+func (h *liveHub) readAccess(ctx context.Context, c *liveConn, convs []string) (map[string]redisstore.ConvAccess, map[string]redisstore.Position, error) {
+	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, convs)
+	if err != nil {
+		return nil, nil, err
+	}
+	cur, err := h.s.router.DeviceCursors(ctx, c.user, c.device)
+	if err != nil {
+		return nil, nil, err
+	}
+	return access, cur, nil
+}
+
 // catchUpNotice is the notice of one conversation a connection started
 // listening to with more missing than a push should carry. The
 // conversation just had news, so it heads the conversation list: its

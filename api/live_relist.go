@@ -81,11 +81,7 @@ func (h *liveHub) relist(c *liveConn) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	access, err := h.s.router.Main().ConversationAccess(ctx, c.user, convs)
-	if err != nil {
-		return err
-	}
-	cur, err := h.s.router.DeviceCursors(ctx, c.user, c.device)
+	access, cur, err := h.readAccess(ctx, c, convs)
 	if err != nil {
 		return err
 	}
@@ -99,16 +95,15 @@ func (h *liveHub) relist(c *liveConn) error {
 // catch-up does not fit are left to the pull, and c is told of them all
 // in one notice, not one each. It runs on the dispatcher.
 func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
-	notice := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
-	told := map[string]knownConv{}
+	notice := newPullNotice()
 	for _, it := range missing {
 		a := access[it.Conv]
 		if !a.Member {
 			continue
 		}
-		floor, acked := a.Joined, uint64(0)
+		floor := a.Joined
 		if p, ok := cur[it.Conv]; ok && p.Epoch == a.Epoch {
-			floor, acked = max(floor, p.Seq), p.Seq
+			floor = max(floor, p.Seq)
 		}
 		job, _ := h.startFollowing(c, it.Conv, floor, nil, nil, a.Large)
 		if job == nil {
@@ -119,23 +114,7 @@ func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, acc
 			continue
 		}
 		h.dropUnqueued(*job, nil)
-		nc := noticeConvJSON{ConvID: it.Conv, Epoch: a.Epoch, MaxSeq: max(it.LastSeq, a.Seq), DeviceAckedSeq: acked,
-			Unread: it.Unread, Mentions: it.Mentions}
-		notice.Conversations = append(notice.Conversations, nc)
-		notice.Total.Conversations++
-		notice.Total.Unread += it.Unread
-		notice.Total.Mentions += it.Mentions
-		told[it.Conv] = knownConv{epoch: a.Epoch, seq: nc.MaxSeq, large: a.Large}
+		notice.name(it, a, cur)
 	}
-	if len(told) == 0 {
-		return
-	}
-	c.mu.Lock()
-	for conv, t := range told {
-		if k := c.known[conv]; k.epoch < t.epoch || (k.epoch == t.epoch && k.seq < t.seq) {
-			c.known[conv] = t
-		}
-	}
-	c.mu.Unlock()
-	c.send(jsonFrame(notice), false)
+	notice.send(c)
 }
