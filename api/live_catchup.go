@@ -90,6 +90,10 @@ type catchUpDone struct {
 	// drop: the connection stops listening (no longer a member, or the
 	// subscription could not be made; the notice says to pull).
 	drop bool
+	// pull: the catch-up did not fit the workers' queue; the device is
+	// told to pull conv, in one notice with the connection's others
+	// (pullSoon).
+	pull bool
 }
 
 // follow makes c listen to conv, the channel's records up to floor not
@@ -311,6 +315,9 @@ func (h *liveHub) finish(d catchUpDone) {
 	if d.notice != nil {
 		c.send(d.notice, false)
 	}
+	if d.pull {
+		h.pullSoon(c, d.conv)
+	}
 	if d.drop {
 		return
 	}
@@ -389,9 +396,9 @@ func (n *pullNotice) name(it redisstore.ConvItem, a redisstore.ConvAccess, cur m
 }
 
 // send records in c.known what the notice tells (the device pulls up to
-// it) and queues it, unless it names nothing.
+// it) and queues it, unless it names nothing and says nothing to sync.
 func (n *pullNotice) send(c *liveConn) {
-	if len(n.told) == 0 {
+	if len(n.told) == 0 && !n.frame.Truncated {
 		return
 	}
 	c.mu.Lock()

@@ -68,6 +68,13 @@ type liveHub struct {
 	resubMu            sync.Mutex
 	resubscribedFull   []catchUpJob
 	resubscribedSignal chan struct{}
+	// pullMu guards toPull, the conversations per connection whose
+	// catch-up after a resubscription found the queue full, and pulling:
+	// a pass runs that names them to each device in one notice
+	// (pullSoon).
+	pullMu  sync.Mutex
+	toPull  map[*liveConn]map[string]bool
+	pulling bool
 	// relistMu guards the passes that read the connections' conversations
 	// again after the node's own channel was resubscribed (relistSoon).
 	relistMu    sync.Mutex

@@ -1,6 +1,13 @@
 package api
 
-import "strings"
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/offlinebox/offlinebox/redisstore"
+)
 
 // When the bus connection drops (a Redis restart, a network blip, a
 // failover), go-redis reconnects and resubscribes by itself; what was
@@ -71,8 +78,9 @@ func (h *liveHub) convOfChannel(channel string) (string, bool) {
 	return conv, keys.ConvChannel(conv) == channel
 }
 
-// noticeResubscribedFull tells the devices whose catch-up found the
-// workers' queue full to pull. It runs on the dispatcher.
+// noticeResubscribedFull ends the catch-ups that found the workers'
+// queue full, their conversations left to the pull (pullSoon). It runs
+// on the dispatcher.
 func (h *liveHub) noticeResubscribedFull() {
 	h.resubMu.Lock()
 	full := h.resubscribedFull
@@ -83,9 +91,12 @@ func (h *liveHub) noticeResubscribedFull() {
 	}
 }
 
+// catchUpFull ends j, which found the workers' queue full: what the
+// channel brings from now on is pushed, and the device is told to pull
+// what it lost meanwhile. Each counts as a fallback.
 func (h *liveHub) catchUpFull(j catchUpJob) {
 	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: j.from, large: j.large, notice: jsonFrame(pullAllNotice())})
+	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: j.from, large: j.large, pull: true})
 }
 
 // recatch makes c catch up on conv once more: the channel was
@@ -131,4 +142,107 @@ func (h *liveHub) markRecatch(c *liveConn, conv string) (_ catchUpJob, ok bool) 
 	}
 	c.catching[conv] = job.cu
 	return job, true
+}
+
+// A reconnect resubscribes every channel at once, and their catch-ups
+// may fill the workers' queue: a connection listening to many
+// conversations then has many left to the pull. It is told of them in
+// one notice, named with their counters as on connect, not one notice
+// each: a pass, one at a time and off the dispatcher, reads the
+// conversations of each such connection in turn.
+
+// pullSoon leaves c's conv to the pull, for the pass to name.
+func (h *liveHub) pullSoon(c *liveConn, conv string) {
+	h.pullMu.Lock()
+	defer h.pullMu.Unlock()
+	if h.toPull == nil {
+		h.toPull = map[*liveConn]map[string]bool{}
+	}
+	if h.toPull[c] == nil {
+		h.toPull[c] = map[string]bool{}
+	}
+	h.toPull[c][conv] = true
+	if !h.pulling {
+		h.pulling = true
+		go h.pullPass()
+	}
+}
+
+// pullPass tells the connections in toPull, one after another, to pull
+// their conversations there, until none is left.
+func (h *liveHub) pullPass() {
+	for {
+		h.pullMu.Lock()
+		var next *liveConn
+		for c := range h.toPull {
+			next = c
+			break
+		}
+		if next == nil || h.ctx.Err() != nil {
+			h.toPull, h.pulling = nil, false
+			h.pullMu.Unlock()
+			return
+		}
+		h.pullMu.Unlock()
+		h.tellToPull(next)
+	}
+}
+
+// takeToPull takes the conversations c is left to pull.
+func (h *liveHub) takeToPull(c *liveConn) map[string]bool {
+	h.pullMu.Lock()
+	defer h.pullMu.Unlock()
+	convs := h.toPull[c]
+	delete(h.toPull, c)
+	return convs
+}
+
+// tellToPull sends c one notice naming the conversations it is left to
+// pull, in the order of its user's list. Their channels are confirmed
+// one after another, so the reads start again while more come for c.
+// A conversation past those the list reads makes the notice say to
+// sync; one the user left is not named.
+func (h *liveHub) tellToPull(c *liveConn) {
+	ctx, cancel := context.WithTimeout(h.ctx, h.s.cfg.RequestTimeout)
+	defer cancel()
+	convs := map[string]bool{}
+	var items []redisstore.ConvItem
+	var access map[string]redisstore.ConvAccess
+	var cur map[string]redisstore.Position
+	for more := h.takeToPull(c); len(more) > 0; more = h.takeToPull(c) {
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+		for conv := range more {
+			convs[conv] = true
+		}
+		var err error
+		if items, _, err = h.s.liveConversations(ctx, c); err == nil {
+			access, cur, err = h.readAccess(ctx, c, slices.Collect(maps.Keys(convs)))
+		}
+		if err != nil {
+			h.log.Warn("read the conversations a connection is left to pull", "err", err)
+			c.send(jsonFrame(pullAllNotice()), false)
+			return
+		}
+	}
+	notice := newPullNotice()
+	for _, it := range items {
+		if !convs[it.Conv] {
+			continue
+		}
+		delete(convs, it.Conv)
+		if a := access[it.Conv]; a.Member {
+			notice.name(it, a, cur)
+		}
+	}
+	for conv := range convs {
+		if access[conv].Member {
+			notice.frame.Truncated = true // past the list's first NoticeConversations
+		}
+	}
+	notice.send(c)
 }

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	obclient "github.com/offlinebox/offlinebox/client"
+)
+
+// TestConversationsResubscribedPastTheCatchUpQueueAreNamedInOneNotice: a
+// device listens to ten groups when its node's bus connection drops, and
+// a message to each is published meanwhile, reaching nobody there. Once
+// go-redis resubscribed, every group's listener catches up, but the
+// catch-up queue has room for few of them (held here: one slot, and the
+// workers busy with their first). The device gets one notice naming
+// every group that did not fit, with its counters, not a notice to sync
+// per group; the groups that fit are caught up by push; and each group
+// that did not fit counts as a catch_up_full fallback.
+func TestConversationsResubscribedPastTheCatchUpQueueAreNamedInOneNotice(t *testing.T) {
+	le := newLiveEnv(t, Config{})
+	bus := le.busDropper(1)
+	hub := le.nodes[1].server.live
+	hub.catchUps = make(chan catchUpJob, 1) // before the hub starts its workers
+	_, release := le.holdSubscriptions(1)   // the connect below subscribes without a worker
+	const groups = 10
+	for i := range groups {
+		le.produce(founding(fmt.Sprintf("g%d", i), "erin", "dave", "carol"))
+	}
+	dave := le.device(0, "dave", "phone")
+	carol := le.device(1, "carol", "phone")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eventually(t, "carol's list has every group", func() (bool, string) {
+		list, _, err := carol.http.Conversations(ctx, 50)
+		return err == nil && len(list.Conversations) == groups, fmt.Sprint(len(list.Conversations), " listed, ", err)
+	})
+	dave.connect()
+	if _, n := carol.connect(); len(n.Conversations) != groups {
+		t.Fatalf("carol's notice on connect is %s, want every group", n.Raw)
+	}
+
+	bus.drop()
+	var texts []string
+	for i := range groups {
+		conv := fmt.Sprintf("g%d", i)
+		le.produce(textMsg(conv, conv+"-1", "erin"))
+		texts = append(texts, conv+"-1")
+	}
+	dave.pushedAll(texts...) // published: the other node's bus stayed up
+	bus.release()
+
+	notice := carol.until("notice", func(obclient.Frame) bool { return true })
+	for _, f := range carol.quiet(time.Second, "ping", "receipt") {
+		t.Errorf("after the resubscription's notice carol got a %s frame %s, want nothing while the catch-ups wait", f.Type, f.Raw)
+	}
+	named := map[string]bool{}
+	for _, nc := range notice.Conversations {
+		if nc.MaxSeq != 2 || nc.DeviceAckedSeq != 0 || nc.Epoch == 0 || nc.Unread != 1 {
+			t.Errorf("the notice names %+v, want %s up to seq 2 of its epoch, none acked, one unread", nc, nc.ConvID)
+		}
+		named[nc.ConvID] = true
+	}
+	// At most the four held workers' and the queue's one fit.
+	if len(named) < groups-catchUpWorkers-1 || notice.Truncated || notice.Total == nil || notice.Total.Conversations != len(named) {
+		t.Fatalf("carol's notice is %s, want one naming at least %d groups, its total theirs", notice.Raw, groups-catchUpWorkers-1)
+	}
+
+	release()
+	pushed := map[string][]string{}
+	for _, f := range carol.quiet(2*time.Second, "ping", "receipt") {
+		if f.Type != "message" {
+			t.Fatalf("once the catch-ups ran carol got a %s frame %s, want only their pushes", f.Type, f.Raw)
+		}
+		pushed[f.Message.ConvID] = append(pushed[f.Message.ConvID], f.Message.ClientMsgID)
+	}
+	var fit []string
+	for i := range groups {
+		conv := fmt.Sprintf("g%d", i)
+		got, want := pushed[conv], fmt.Sprint([]string{conv + "-1"})
+		if named[conv] == (len(got) > 0) || (len(got) > 0 && fmt.Sprint(got) != want) {
+			t.Errorf("%s: named %v, pushed %v; want either named or pushed %s, once", conv, named[conv], got, want)
+		}
+		if len(got) > 0 {
+			fit = append(fit, conv)
+		}
+	}
+	sort.Strings(fit)
+	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
+		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named, not those caught up (%v)", got, len(named), fit)
+	}
+}
