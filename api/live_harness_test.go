@@ -161,7 +161,7 @@ func contains(list []string, s string) bool {
 }
 
 // seenFrames collects the frames the tests received, for the check
-// against the AsyncAPI document.
+// against the AsyncAPI document once every test ran (checkSeenFrames).
 var seenFrames = map[string][]obclient.Frame{}
 
 func recordFrame(f obclient.Frame) {

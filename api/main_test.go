@@ -1,9 +1,19 @@
 package api
 
 import (
+	"os"
 	"testing"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// TestMain runs the tests, then checks every live frame they received
+// against asyncapi.yaml (checkSeenFrames).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		code = checkSeenFrames()
+	}
+	testenv.StopServers()
+	os.Exit(code)
+}
