@@ -51,47 +51,63 @@ func TestConversationsRelistedPastTheCatchUpQueueAreNamedInOneNotice(t *testing.
 	bus.release()
 
 	notice := carol.until("notice", func(obclient.Frame) bool { return true })
-	for _, f := range carol.quiet(time.Second, "ping", "receipt") {
-		t.Errorf("after the relist's notice carol got a %s frame %s, want nothing while the catch-ups wait", f.Type, f.Raw)
-	}
-	named := map[string]bool{}
-	for _, nc := range notice.Conversations {
-		if nc.MaxSeq != 2 || nc.DeviceAckedSeq != 0 || nc.Epoch == 0 {
-			t.Errorf("the notice names %+v, want %s up to seq 2 of its epoch, none acked", nc, nc.ConvID)
-		}
-		named[nc.ConvID] = true
-	}
-	// At most the four held workers' and the queue's one fit.
-	if len(named) < groups-catchUpWorkers-1 || notice.Truncated || notice.Total == nil || notice.Total.Conversations != len(named) {
-		t.Fatalf("carol's notice is %s, want one naming at least %d groups, its total theirs", notice.Raw, groups-catchUpWorkers-1)
-	}
-
-	release()
-	pushed := map[string][]string{}
-	for _, f := range carol.quiet(2*time.Second, "ping", "receipt") {
-		if f.Type != "message" {
-			t.Fatalf("once the catch-ups ran carol got a %s frame %s, want only their pushes", f.Type, f.Raw)
-		}
-		pushed[f.Message.ConvID] = append(pushed[f.Message.ConvID], f.Message.ClientMsgID)
-	}
-	for i := range groups {
-		conv := fmt.Sprintf("g%d", i)
-		got, want := pushed[conv], fmt.Sprint([]string{conv + "-create", conv + "-1"})
-		if named[conv] == (len(got) > 0) || (len(got) > 0 && fmt.Sprint(got) != want) {
-			t.Errorf("%s: named %v, pushed %v; want either named or pushed %s, each once, in order", conv, named[conv], got, want)
-		}
-	}
-	var fit []string
-	for conv := range pushed {
-		fit = append(fit, conv)
-	}
-	sort.Strings(fit)
+	named, fit := carol.namedOrPushed(notice, "the relist's", groups, -1, release, func(conv string) []string {
+		return []string{conv + "-create", conv + "-1"}
+	})
 	if got := counterValue(t, hub.metrics.relisted); got != float64(len(fit)) {
 		t.Errorf("relisted conversations counted %v, want %d: those caught up (%v)", got, len(fit), fit)
 	}
 	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named", got, len(named))
 	}
+}
+
+// namedOrPushed checks what d gets after one notice for groups g0 … g(n-1)
+// whose catch-ups did not all fit the held queue: nothing more while the
+// catch-ups wait; a notice naming at least those the queue could not take,
+// each up to seq 2 of its epoch, none acked (and unread as given, when not
+// negative), its total theirs; then, once release lets the catch-ups run,
+// each group not named pushed want(conv), once, in order, and nothing
+// else. It returns the groups named and those pushed (sorted).
+func (d *device) namedOrPushed(notice obclient.Frame, which string, n, unread int, release func(), want func(conv string) []string) (map[string]bool, []string) {
+	t := d.t
+	t.Helper()
+	for _, f := range d.quiet(time.Second, "ping", "receipt") {
+		t.Errorf("after %s notice %s got a %s frame %s, want nothing while the catch-ups wait", which, d.user, f.Type, f.Raw)
+	}
+	named := map[string]bool{}
+	for _, nc := range notice.Conversations {
+		if nc.MaxSeq != 2 || nc.DeviceAckedSeq != 0 || nc.Epoch == 0 || (unread >= 0 && nc.Unread != uint64(unread)) {
+			t.Errorf("the notice names %+v, want %s up to seq 2 of its epoch, none acked (unread %d, unless negative)", nc, nc.ConvID, unread)
+		}
+		named[nc.ConvID] = true
+	}
+	// At most the four held workers' and the queue's one fit.
+	if len(named) < n-catchUpWorkers-1 || notice.Truncated || notice.Total == nil || notice.Total.Conversations != len(named) {
+		t.Fatalf("%s's notice is %s, want one naming at least %d groups, its total theirs", d.user, notice.Raw, n-catchUpWorkers-1)
+	}
+
+	release()
+	pushed := map[string][]string{}
+	for _, f := range d.quiet(2*time.Second, "ping", "receipt") {
+		if f.Type != "message" {
+			t.Fatalf("once the catch-ups ran %s got a %s frame %s, want only their pushes", d.user, f.Type, f.Raw)
+		}
+		pushed[f.Message.ConvID] = append(pushed[f.Message.ConvID], f.Message.ClientMsgID)
+	}
+	var fit []string
+	for i := range n {
+		conv := fmt.Sprintf("g%d", i)
+		got, w := pushed[conv], fmt.Sprint(want(conv))
+		if named[conv] == (len(got) > 0) || (len(got) > 0 && fmt.Sprint(got) != w) {
+			t.Errorf("%s: named %v, pushed %v; want either named or pushed %s, each once, in order", conv, named[conv], got, w)
+		}
+		if len(got) > 0 {
+			fit = append(fit, conv)
+		}
+	}
+	sort.Strings(fit)
+	return named, fit
 }
 
 func counterValue(t *testing.T, c prometheus.Counter) float64 {

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -53,41 +52,9 @@ func TestConversationsResubscribedPastTheCatchUpQueueAreNamedInOneNotice(t *test
 	bus.release()
 
 	notice := carol.until("notice", func(obclient.Frame) bool { return true })
-	for _, f := range carol.quiet(time.Second, "ping", "receipt") {
-		t.Errorf("after the resubscription's notice carol got a %s frame %s, want nothing while the catch-ups wait", f.Type, f.Raw)
-	}
-	named := map[string]bool{}
-	for _, nc := range notice.Conversations {
-		if nc.MaxSeq != 2 || nc.DeviceAckedSeq != 0 || nc.Epoch == 0 || nc.Unread != 1 {
-			t.Errorf("the notice names %+v, want %s up to seq 2 of its epoch, none acked, one unread", nc, nc.ConvID)
-		}
-		named[nc.ConvID] = true
-	}
-	// At most the four held workers' and the queue's one fit.
-	if len(named) < groups-catchUpWorkers-1 || notice.Truncated || notice.Total == nil || notice.Total.Conversations != len(named) {
-		t.Fatalf("carol's notice is %s, want one naming at least %d groups, its total theirs", notice.Raw, groups-catchUpWorkers-1)
-	}
-
-	release()
-	pushed := map[string][]string{}
-	for _, f := range carol.quiet(2*time.Second, "ping", "receipt") {
-		if f.Type != "message" {
-			t.Fatalf("once the catch-ups ran carol got a %s frame %s, want only their pushes", f.Type, f.Raw)
-		}
-		pushed[f.Message.ConvID] = append(pushed[f.Message.ConvID], f.Message.ClientMsgID)
-	}
-	var fit []string
-	for i := range groups {
-		conv := fmt.Sprintf("g%d", i)
-		got, want := pushed[conv], fmt.Sprint([]string{conv + "-1"})
-		if named[conv] == (len(got) > 0) || (len(got) > 0 && fmt.Sprint(got) != want) {
-			t.Errorf("%s: named %v, pushed %v; want either named or pushed %s, once", conv, named[conv], got, want)
-		}
-		if len(got) > 0 {
-			fit = append(fit, conv)
-		}
-	}
-	sort.Strings(fit)
+	named, fit := carol.namedOrPushed(notice, "the resubscription's", groups, 1, release, func(conv string) []string {
+		return []string{conv + "-1"}
+	})
 	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named, not those caught up (%v)", got, len(named), fit)
 	}
