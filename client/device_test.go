@@ -247,6 +247,60 @@ func TestRunCatchesUpWhenTheLiveChannelSaysThereIsNews(t *testing.T) {
 	}
 }
 
+// A rejected frame on the live channel moves the message it names from
+// sending to rejected at once, with the reason; a message of another
+// device (not in this one's sending table) is left alone.
+func TestARejectedFrameMovesTheMessageFromSendingToRejected(t *testing.T) {
+	f, srv := newFakeServer(t, 100, 0, "g")
+	f.live = make(chan struct{})
+	f.liveFrames = make(chan string, 2)
+	f.refuseAll = true
+	d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
+		PollInterval: time.Hour, LivePollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id, err := d.Send(ctx, Outgoing{ConvID: "g", ConvType: "group", Kind: "member_join", Recipients: []string{"carol"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for !d.LiveUp() {
+		if ctx.Err() != nil {
+			t.Fatal("the live channel never came up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.liveFrames <- `{"type":"rejected","conv_id":"g","client_msg_id":"another-device","reason":"x","at_ms":1}`
+	f.liveFrames <- `{"type":"rejected","conv_id":"g","client_msg_id":"` + id + `","reason":"sender: only the owner or an admin adds members","at_ms":1700000000000}`
+	for {
+		r, err := d.Rejected(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r) > 0 {
+			if len(r) != 1 || r[0].ClientMsgID != id || r[0].AtMS != 1700000000000 || r[0].Reason != "sender: only the owner or an admin adds members" ||
+				len(r[0].Recipients) != 1 || r[0].Recipients[0] != "carol" {
+				t.Fatalf("rejected %+v, want %s alone, as sent, with its reason and time", r, id)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the rejected frame did not move the message")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p, err := d.Pending(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("sending still holds %+v (%v), want nothing", p, err)
+	}
+	cancel()
+	<-done
+}
+
 // The list is read page by page and kept, so that the next start draws
 // it from the database before the server answers.
 func TestConversationListPagesAndIsKeptForTheNextStart(t *testing.T) {

@@ -35,8 +35,13 @@ type fakeServer struct {
 	perAnswer int
 	// live, when set, serves GET /v1/live: hello, then a notice for every
 	// value sent on it.
-	live     chan struct{}
-	requests int
+	live chan struct{}
+	// refuseAll accepts what is POSTed (202) but never sequences it, as
+	// when the pipeline refuses it.
+	refuseAll bool
+	// liveFrames, when set, are written to the live channel as they come.
+	liveFrames chan string
+	requests   int
 }
 
 func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer, *httptest.Server) {
@@ -112,6 +117,10 @@ func (f *fakeServer) liveHandler(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-f.live:
 			if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"notice","conversations":[]}`)); err != nil {
+				return
+			}
+		case frame := <-f.liveFrames:
+			if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 				return
 			}
 		}
@@ -226,7 +235,7 @@ func (f *fakeServer) send(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sent[m.ClientMsgID]++
-	if f.sent[m.ClientMsgID] == 1 { // the server dedupes by client_msg_id
+	if f.sent[m.ClientMsgID] == 1 && !f.refuseAll { // the server dedupes by client_msg_id
 		f.appendLocked(m.ConvID, 1, "me", m.ClientMsgID)
 	}
 	w.WriteHeader(http.StatusAccepted)
