@@ -41,14 +41,19 @@ type Rejection struct {
 
 // AddRejections keeps refusals in their senders' lists: one script per
 // sender, all in one pipeline. A refusal kept already changes nothing, so
-// a replay is harmless.
+// a replay is harmless. A sender whose list can never be written (a key
+// of the wrong type) fails alone: the error is then ItemErrors, naming
+// each of that sender's refusals by its index in rs, and every other
+// sender's were kept; a failure to wait for is returned as it is.
 func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time) error {
 	if len(rs) == 0 {
 		return nil
 	}
 	bySender := map[string][]any{}
+	indexes := map[string][]int{}
 	var order []string
-	for _, r := range rs {
+	for i, r := range rs {
+		indexes[r.Sender] = append(indexes[r.Sender], i)
 		r.Reason = cutReason(r.Reason)
 		data, err := json.Marshal(r)
 		if err != nil {
@@ -66,10 +71,29 @@ func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if _, err := s.evalPiped(ctx, rejectionsAddScript, calls); err != nil {
+	cmds, err := s.evalPiped(ctx, rejectionsAddScript, calls)
+	if err == nil {
+		return nil
+	}
+	if cmds == nil {
 		return fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
 	}
-	return nil
+	failed := ItemErrors{}
+	for i, c := range cmds {
+		switch err := c.Err(); {
+		case err == nil:
+		case !Permanent(err):
+			return fmt.Errorf("keep rejections of %s: %w", order[i], err)
+		default:
+			for _, at := range indexes[order[i]] {
+				failed.add(at, fmt.Errorf("keep rejections of %s: %w", order[i], err))
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
+	}
+	return failed
 }
 
 // Rejections reads the user's refusals at or after since (ms), oldest

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -89,5 +90,28 @@ func TestARejectionsReasonIsCutOnARuneEdge(t *testing.T) {
 	}
 	if cutReason("short") != "short" {
 		t.Fatal("a short reason is kept whole")
+	}
+}
+
+func TestASenderWhoseListCanNeverBeWrittenFailsAloneAndTheOthersAreKept(t *testing.T) {
+	s := newPresenceStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.rdb.Set(ctx, s.keys.Rejections("bob"), "not a zset", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rs := []Rejection{
+		{Sender: "ann", Conv: "g", ClientMsgID: "a1", Reason: "r", AtMS: now.UnixMilli()},
+		{Sender: "bob", Conv: "g", ClientMsgID: "b1", Reason: "r", AtMS: now.UnixMilli()},
+		{Sender: "bob", Conv: "g", ClientMsgID: "b2", Reason: "r", AtMS: now.UnixMilli()},
+	}
+	err := s.AddRejections(ctx, rs, now)
+	var failed ItemErrors
+	if !errors.As(err, &failed) || len(failed) != 2 || failed[1] == nil || failed[2] == nil {
+		t.Fatalf("AddRejections: %v, want ItemErrors naming bob's two (1 and 2)", err)
+	}
+	got, err := s.Rejections(ctx, "ann", 0)
+	if err != nil || len(got) != 1 || got[0].ClientMsgID != "a1" {
+		t.Fatalf("ann's list is %+v (%v), want a1 kept", got, err)
 	}
 }
