@@ -67,7 +67,7 @@ func New(cfg Config, rdb redis.UniversalClient) (*Pusher, error) {
 	}
 	p := &Pusher{cfg: cfg, store: st, bus: live.NewBus(rdb, st.Config().CallTimeout), metrics: m,
 		members: map[string]memberEntry{}}
-	p.rounds.run = p.pushItems
+	p.rounds.run = p.pushRound
 	return p, nil
 }
 
@@ -117,14 +117,54 @@ func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	return nil, p.rounds.do(ctx, items)
 }
 
+// pushRound runs one round: the refusals in it are kept for their senders
+// first (store first, as for messages), then everything is pushed. A round that fails for good (a key of the
+// wrong type: redisstore.Permanent) is run again a conversation at a time
+// (a refusal: a sender at a time), so that a conversation whose keys can
+// never be read costs only its own pushes, given up, counted and logged:
+// its devices get those records with their next pull. Without this one
+// broken key would fail every round it is in, for ever, and hold every
+// partition that shares them.
+func (p *Pusher) pushRound(ctx context.Context, items []*item) error {
+	if err := p.keepRejections(ctx, items); err != nil {
+		return err
+	}
+	err := p.pushItems(ctx, items)
+	if err == nil || !redisstore.Permanent(err) {
+		return err
+	}
+	groups := map[string][]*item{}
+	var order []string
+	for _, it := range items {
+		k := "c:" + it.conv
+		if it.kind == live.KindRejected {
+			k = "s:" + it.sender
+		}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], it)
+	}
+	for _, k := range order {
+		err := p.pushItems(ctx, groups[k])
+		switch {
+		case err == nil:
+		case !redisstore.Permanent(err):
+			return err
+		default:
+			p.metrics.skipped.WithLabelValues("store_refused").Add(float64(len(groups[k])))
+			p.cfg.Logger.Warn("push: records not pushed: the store can never answer for them; their devices pull them",
+				"conv", groups[k][0].conv, "records", len(groups[k]), "err", err)
+		}
+	}
+	return nil
+}
+
 // pushItems publishes one round of items (records of a conversation are
 // in one partition, so in order): those of conversations the stage knows
 // as they are in one round trip, then the others resolved.
 func (p *Pusher) pushItems(ctx context.Context, items []*item) error {
 	p.metrics.rounds.Inc()
-	if err := p.keepRejections(ctx, items); err != nil {
-		return err
-	}
 	rest, err := p.publishKnown(ctx, items)
 	if err != nil || len(rest) == 0 {
 		return err
@@ -304,7 +344,20 @@ func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	if err := p.store.AddRejections(ctx, rs, p.cfg.Clock()); err != nil {
+	err := p.store.AddRejections(ctx, rs, p.cfg.Clock())
+	var failed redisstore.ItemErrors
+	if errors.As(err, &failed) {
+		// Those senders' lists can never be written; they are still told
+		// live, and the others' were kept.
+		for i, ferr := range failed {
+			p.cfg.Logger.Warn("push: a refusal cannot be kept for its sender; it is only pushed", "sender", rs[i].Sender,
+				"conv", rs[i].Conv, "client_msg_id", rs[i].ClientMsgID, "err", ferr)
+		}
+		p.metrics.skipped.WithLabelValues("rejection_not_kept").Add(float64(len(failed)))
+		p.metrics.rejectionsKept.Add(float64(len(rs) - len(failed)))
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	p.metrics.rejectionsKept.Add(float64(len(rs)))

@@ -527,3 +527,57 @@ func TestARefusalIsKeptForItsSenderEvenWhenNoDeviceIsOnline(t *testing.T) {
 		t.Errorf("%d envelopes published with alice offline, want none", len(envs))
 	}
 }
+
+func TestAConversationWhoseKeysCanNeverBeReadCostsOnlyItsOwnPushes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.sequence(group("team", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	f.sequence(group("bad", "alice", schemas.Kind_KIND_MEMBER_JOIN, "alice", "bob"))
+	good := f.sequence(group("team", "alice", schemas.Kind_KIND_MESSAGE))
+	broken := f.sequence(group("bad", "alice", schemas.Kind_KIND_MESSAGE))
+	f.online("bob", "phone", "a")
+	f.online("carol", "phone", "b")
+	rdb := f.store.Client()
+	k := f.store.Keys()
+	if err := rdb.Set(ctx, k.ConvMeta("bad"), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, k.Rejections("carol"), "not a zset", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := group("team", "carol", schemas.Kind_KIND_MESSAGE)
+	v, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := &kgo.Record{Topic: schemas.TopicDeadLetter, Value: v, Timestamp: time.Now(), Headers: []kgo.RecordHeader{
+		{Key: schemas.HeaderDeadTopic, Value: []byte(schemas.TopicMessages)},
+		{Key: schemas.HeaderDeadReason, Value: []byte("sender: carol is not a member of team")}}}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.p.Handle(ctx, []*kgo.Record{broken, good, refused})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the round failed (%v), so it would be retried for ever", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the round did not end")
+	}
+	got := map[string]int{}
+	for _, e := range f.published(300 * time.Millisecond) {
+		got[e.Kind+" "+e.Conv]++
+	}
+	if got[live.KindPush+" team"] == 0 || got[live.KindRejected+" team"] == 0 || got[live.KindPush+" bad"] != 0 {
+		t.Fatalf("published %v, want team's message and carol's refusal, nothing of bad", got)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.skipped.WithLabelValues("store_refused")); n != 1 {
+		t.Errorf("%v records counted as refused by the store, want bad's one", n)
+	}
+	if n := testutil.ToFloat64(f.p.metrics.skipped.WithLabelValues("rejection_not_kept")); n != 1 {
+		t.Errorf("%v refusals counted as not kept, want carol's one", n)
+	}
+}
