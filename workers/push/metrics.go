@@ -11,8 +11,11 @@ type metrics struct {
 	skipped    *prometheus.CounterVec
 	rounds     prometheus.Counter
 	changed    prometheus.Counter
-	// rejectionsKept counts refusals stored for their senders.
-	rejectionsKept prometheus.Counter
+	// rejectionsKept counts refusals stored for their senders;
+	// rejectionsNotKept those whose sender's list can never be written
+	// (they are pushed all the same).
+	rejectionsKept    prometheus.Counter
+	rejectionsNotKept prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -44,11 +47,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rejectionsKept: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_push_rejections_kept_total", Help: "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay counts again.",
 		}),
+		rejectionsNotKept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_push_rejections_not_kept_total", Help: "Refusals that could not be stored in their sender's list because it can never be written (a key of the wrong type); they were still pushed.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept} {
+	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept, m.rejectionsNotKept} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -353,7 +353,7 @@ func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
 			p.cfg.Logger.Warn("push: a refusal cannot be kept for its sender; it is only pushed", "sender", rs[i].Sender,
 				"conv", rs[i].Conv, "client_msg_id", rs[i].ClientMsgID, "err", ferr)
 		}
-		p.metrics.skipped.WithLabelValues("rejection_not_kept").Add(float64(len(failed)))
+		p.metrics.rejectionsNotKept.Add(float64(len(failed)))
 		p.metrics.rejectionsKept.Add(float64(len(rs) - len(failed)))
 		return nil
 	}

@@ -577,7 +577,7 @@ func TestAConversationWhoseKeysCanNeverBeReadCostsOnlyItsOwnPushes(t *testing.T)
 	if n := testutil.ToFloat64(f.p.metrics.skipped.WithLabelValues("store_refused")); n != 1 {
 		t.Errorf("%v records counted as refused by the store, want bad's one", n)
 	}
-	if n := testutil.ToFloat64(f.p.metrics.skipped.WithLabelValues("rejection_not_kept")); n != 1 {
+	if n := testutil.ToFloat64(f.p.metrics.rejectionsNotKept); n != 1 {
 		t.Errorf("%v refusals counted as not kept, want carol's one", n)
 	}
 }
