@@ -76,8 +76,6 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
 		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
 		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
-		func(ctx context.Context) error { return runWorker(ctx, c, pushers[0]) },
-		func(ctx context.Context) error { return runWorker(ctx, c, pushers[1]) },
 		func(ctx context.Context) error {
 			ln, err := listen(c.Listen)
 			if err != nil {
@@ -90,6 +88,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 			return serveListener(ctx, ln, web.Handler(srv.Handler()))
 		},
 	}
+	tasks = append(tasks, workerTasks(c, pushers)...)
 	serveMetrics(ctx, c.MetricsListen, p.registry)
 	tasks = append(tasks, cw.Run, p.watchPolicies)
 	for _, e := range expirers {

@@ -192,6 +192,17 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 	return workerSpec{stage: topology.Convindex(), handler: ix, registry: p.metrics}, nil
 }
 
+// workerTasks gives every one of specs a task of its own: a stage left
+// out here would simply never run, with nothing said (as the refusals'
+// stage once did not).
+func workerTasks(c *stackConfig, specs []workerSpec) []func(context.Context) error {
+	tasks := make([]func(context.Context) error, len(specs))
+	for i, spec := range specs {
+		tasks[i] = func(ctx context.Context) error { return runWorker(ctx, c, spec) }
+	}
+	return tasks
+}
+
 // pushWorkers ring the API nodes holding recipients' live connections:
 // the main group, the QoS 0 records' and the one that tells senders of
 // refused records.
@@ -322,8 +333,7 @@ func runPush(ctx context.Context, args []string, _ io.Writer) error {
 	}
 	serveMetrics(ctx, c.MetricsListen, p.registry)
 	slog.Info("worker started", "worker", "push", "kafka", c.Kafka)
-	return runTogether(ctx, func(ctx context.Context) error { return runWorker(ctx, c, specs[0]) },
-		func(ctx context.Context) error { return runWorker(ctx, c, specs[1]) })
+	return runTogether(ctx, workerTasks(c, specs)...)
 }
 
 func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
