@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // chromium is the browser the test drives: Debian's headless Chromium
@@ -200,4 +201,28 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	if news != 0 {
 		t.Errorf("after the reload a sync with the kept cursors brings %v messages again, want none", news)
 	}
+
+	// A message the pipeline refuses stays on the page, marked not sent
+	// with the reason, until it is dismissed. Here the group is held (as a
+	// restore leaves a conversation it could not put back), so the API
+	// takes alice's next message and sequencing refuses it.
+	addr, err := redisstore.ParseAddr(cfg.Redis, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := addr.Dial(redisstore.DialOptions{})
+	defer rdb.Close()
+	if err := rdb.Set(ctx, redisstore.Keys{Prefix: cfg.Prefix}.Held(group), "held by the browser test", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	refusedText := "Refused at " + time.Now().UTC().Format(time.TimeOnly)
+	notSent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.rejected")].some(e =>
+		e.textContent.includes(%q) && /not sent: .*rebuild/.test(e.textContent))`, refusedText)
+	step(t, alice, "alice's message to a held group shows as not sent, with why",
+		chromedp.SendKeys(chromedp.CSS("#compose"), refusedText),
+		clickJS("#composer button"),
+		untilJS(notSent))
+	shoot(t, alice, dir, "08-not-sent")
+	gone := fmt.Sprintf(`![...document.querySelectorAll("#message-list li.msg")].some(e => e.textContent.includes(%q))`, refusedText)
+	step(t, alice, "alice dismisses it", clickJS("#message-list li.msg.rejected .dismiss"), untilJS(gone))
 }

@@ -184,14 +184,22 @@ function messageItem(m, pending) {
     return el("li", "notice", m.kind === "member_join" ? `${m.sender} added ${who}` : `${who} left`);
   }
   const mine = m.sender === state.me || pending;
-  const li = el("li", "msg" + (mine ? " mine" : "") + (pending ? " pending" : ""));
+  const rejected = pending && m.rejected;
+  const li = el("li", "msg" + (mine ? " mine" : "") + (pending ? " pending" : "") + (rejected ? " rejected" : ""));
   if ((m.mentions || []).includes(state.me) || m.mention_all) li.classList.add("mentioned");
   li.dataset.cmid = m.client_msg_id;
   if (!pending) li.dataset.seq = String(m.seq);
   li.append(el("div", "who", m.sender || ""), el("div", "text", m.text || ""));
   const meta = el("div", "meta");
   meta.append(el("span", "", timeOf(m.write_time_ms || m.created_ms)));
-  if (mine) {
+  if (rejected) {
+    // Refused by the pipeline: never sent again; the user dismisses it.
+    meta.append(el("span", "tick rejected", ` · not sent: ${m.rejected.reason}`));
+    const dismiss = el("button", "dismiss", "dismiss");
+    dismiss.type = "button";
+    dismiss.addEventListener("click", async () => { await state.store.dropSending(m.client_msg_id); renderMessages(false); });
+    meta.append(dismiss);
+  } else if (mine) {
     const t = pending ? { text: "sending…", cls: "" } : tickOf(m);
     meta.append(el("span", "tick " + t.cls, " · " + t.text));
   }
@@ -326,7 +334,7 @@ let rejectionsChecked = 0;
 async function checkRejections() {
   const now = Date.now();
   if (now - rejectionsChecked < 3000) return;
-  const waiting = (await state.store.pending()).filter((p) => p.accepted && now - (p.accepted_ms || 0) >= 3000);
+  const waiting = (await state.store.pending()).filter((p) => p.accepted && !p.rejected && now - (p.accepted_ms || 0) >= 3000);
   if (!waiting.length) return;
   rejectionsChecked = now;
   const ids = new Set(waiting.map((p) => p.client_msg_id));
@@ -334,7 +342,7 @@ async function checkRejections() {
   const resp = await state.api.rejections(oldest - 10 * 60 * 1000);
   for (const r of resp.rejections || []) {
     if (!ids.has(r.client_msg_id)) continue;
-    await state.store.dropSending(r.client_msg_id);
+    await state.store.markRejected(r.client_msg_id, r.reason, r.at_ms);
     setStatus(true, `not sent: ${r.reason}`);
   }
 }
@@ -401,7 +409,9 @@ function startUpdates() {
       onNews: () => wake(0),
       onPush: async (m) => { const r = await state.store.applyPush(m); later(); return r.ack; },
       onReceipt: (f) => { state.receipts.set(f.conv_id, f); if (state.open && state.open.conv_id === f.conv_id) renderMessages(false); },
-      onRejected: async (f) => { await state.store.dropSending(f.client_msg_id); setStatus(true, `not sent: ${f.reason}`); renderMessages(false); },
+      onRejected: async (f) => {
+        if (await state.store.markRejected(f.client_msg_id, f.reason, f.at_ms)) { setStatus(true, `not sent: ${f.reason}`); renderMessages(false); }
+      },
       onState: () => setStatus(true),
     });
   }
