@@ -48,9 +48,10 @@ type Device struct {
 	log   *slog.Logger
 	wake  chan struct{}
 	live  atomic.Bool
-	// rejectionsChecked is when Run last asked for refused messages (it
-	// alone reads and writes it).
-	rejectionsChecked time.Time
+	// rejectionsAsked is when Run last asked for refused messages, and
+	// rejectionsCheckedUpTo the acceptance time up to which that ask
+	// covered the messages sent (Run alone reads and writes both).
+	rejectionsAsked, rejectionsCheckedUpTo time.Time
 }
 
 // Open opens the device's database and its API client.

@@ -80,7 +80,6 @@ func (d *Device) liveOnce(ctx context.Context) (up bool, err error) {
 			if err := d.resolveRejections(ctx, []Rejection{rj}); err != nil {
 				d.log.Warn("record a refused message; the next check finds it again", "client_msg_id", f.ClientMsgID, "err", err)
 			}
-			d.poke()
 		case "ping":
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err := c.Write(wctx, websocket.MessageText, []byte(`{"type":"pong"}`))

@@ -301,6 +301,63 @@ func TestARejectedFrameMovesTheMessageFromSendingToRejected(t *testing.T) {
 	<-done
 }
 
+// A message the server accepted and never sequences is asked about
+// rejectionCheckAfter after it was accepted, though the device polls only
+// hourly, and moves to rejected; a server without GET /v1/rejections
+// (404) does not stop Run, which asks again on its later rounds.
+func TestAnAcceptedMessageIsAskedAboutSoonAndAFailedAskDoesNotStopRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refusals string
+	}{
+		{"the server names the refusal", "sender: not a member of g"},
+		{"the server has no list of refusals", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, srv := newFakeServer(t, 100, 0, "g")
+			f.refuseAll, f.refusals = true, tc.refusals
+			d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
+				NoLive: true, PollInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			id, err := d.Send(ctx, Outgoing{ConvID: "g", ConvType: "group", Body: []byte("hi")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- d.Run(ctx) }()
+			asked := func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.asked }
+			for asked() == 0 {
+				select {
+				case err := <-done:
+					t.Fatalf("Run ended with %v before asking", err)
+				case <-ctx.Done():
+					t.Fatal("the device never asked about its accepted message")
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("Run ended with %v after asking", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			r, err := d.Rejected(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.refusals != ""; (len(r) == 1 && r[0].ClientMsgID == id) != want {
+				t.Fatalf("rejected %+v, want %s there: %v", r, id, want)
+			}
+			cancel()
+			<-done
+		})
+	}
+}
+
 // The list is read page by page and kept, so that the next start draws
 // it from the database before the server answers.
 func TestConversationListPagesAndIsKeptForTheNextStart(t *testing.T) {

@@ -37,8 +37,12 @@ type fakeServer struct {
 	// value sent on it.
 	live chan struct{}
 	// refuseAll accepts what is POSTed (202) but never sequences it, as
-	// when the pipeline refuses it.
+	// when the pipeline refuses it; with refusals set, GET /v1/rejections
+	// names each with that reason (without, it answers 404, as a server
+	// that does not keep refusals).
 	refuseAll bool
+	refusals  string
+	asked     int // GET /v1/rejections
 	// liveFrames, when set, are written to the live channel as they come.
 	liveFrames chan string
 	requests   int
@@ -54,6 +58,7 @@ func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer
 	mux.HandleFunc("GET /v1/conversations/{conv}/messages", f.page)
 	mux.HandleFunc("GET /v1/live", f.liveHandler)
 	mux.HandleFunc("GET /v1/conversations", f.list)
+	mux.HandleFunc("GET /v1/rejections", f.rejections)
 	srv := httptest.NewServer(f.busy(mux))
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -95,6 +100,23 @@ func (f *fakeServer) add(n int) {
 	for _, c := range f.convs {
 		f.appendLocked(c, min(n, f.target-len(f.msgs[c])), "carol")
 	}
+}
+
+func (f *fakeServer) rejections(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked++
+	if f.refusals == "" {
+		http.NotFound(w, r)
+		return
+	}
+	var out struct {
+		Rejections []Rejection `json:"rejections"`
+	}
+	for id := range f.sent {
+		out.Rejections = append(out.Rejections, Rejection{ConvID: "g", ClientMsgID: id, Reason: f.refusals, AtMS: 1})
+	}
+	writeJSON(w, out)
 }
 
 func (f *fakeServer) liveHandler(w http.ResponseWriter, r *http.Request) {

@@ -146,13 +146,17 @@ func (d *Device) Run(ctx context.Context) error {
 	for {
 		_, ferr := d.Flush(ctx)
 		_, err := d.CatchUp(ctx)
+		var due time.Duration
 		if err == nil {
-			err = d.checkRejections(ctx, time.Now())
+			due = d.checkRejections(ctx, time.Now())
 		}
 		err = errors.Join(ferr, err)
 		wait := d.o.PollInterval
 		if d.live.Load() {
 			wait = d.o.LivePollInterval
+		}
+		if due > 0 {
+			wait = min(wait, due)
 		}
 		switch {
 		case ctx.Err() != nil:

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -49,29 +50,42 @@ const (
 	rejectionLookBack   = 10 * time.Minute
 )
 
-// checkRejections asks the server about the messages it accepted a while
-// ago that have not come back with their seq, and moves those it refused
-// from sending to rejected. It asks at most once per rejectionCheckAfter,
-// and only while such a message waits.
-func (d *Device) checkRejections(ctx context.Context, now time.Time) error {
-	if now.Sub(d.rejectionsChecked) < rejectionCheckAfter {
-		return nil
-	}
-	var oldest int64
-	err := d.store.db.QueryRowContext(ctx, `SELECT coalesce(min(created_ms), 0) FROM sending
-		WHERE accepted_ms > 0 AND accepted_ms <= ?`, now.Add(-rejectionCheckAfter).UnixMilli()).Scan(&oldest)
+// checkRejections asks the server whether it refused the messages it
+// accepted that have not come back with their seq, and moves those it
+// refused from sending to rejected. A message is first asked about
+// rejectionCheckAfter after it was accepted; one asked about already is
+// asked about again on Run's later rounds, at most once per
+// rejectionCheckAfter. It returns how soon Run should come back for a
+// message not due yet (0: none waits). A failure is logged, not
+// returned: the check is a side job of Run, and its next round asks
+// again.
+func (d *Device) checkRejections(ctx context.Context, now time.Time) time.Duration {
+	var oldest, unchecked sql.NullInt64
+	err := d.store.db.QueryRowContext(ctx, `SELECT min(created_ms), min(CASE WHEN accepted_ms > ? THEN accepted_ms END)
+		FROM sending WHERE accepted_ms > 0`, d.rejectionsCheckedUpTo.UnixMilli()).Scan(&oldest, &unchecked)
 	if err != nil {
-		return fmt.Errorf("read messages waiting for their seq: %w", err)
+		d.log.Warn("read messages waiting for their seq", "err", err)
+		return 0
 	}
-	if oldest == 0 {
-		return nil
+	if !oldest.Valid {
+		return 0
 	}
-	d.rejectionsChecked = now
-	rs, err := d.api.Rejections(ctx, oldest-rejectionLookBack.Milliseconds())
+	if unchecked.Valid {
+		if due := time.UnixMilli(unchecked.Int64).Add(rejectionCheckAfter); now.Before(due) {
+			return due.Sub(now)
+		}
+	} else if now.Sub(d.rejectionsAsked) < rejectionCheckAfter {
+		return 0
+	}
+	d.rejectionsAsked, d.rejectionsCheckedUpTo = now, now.Add(-rejectionCheckAfter)
+	rs, err := d.api.Rejections(ctx, oldest.Int64-rejectionLookBack.Milliseconds())
+	if err == nil {
+		err = d.resolveRejections(ctx, rs)
+	}
 	if err != nil {
-		return fmt.Errorf("read refused messages: %w", err)
+		d.log.Warn("ask which sent messages were refused; asking again next round", "err", err)
 	}
-	return d.resolveRejections(ctx, rs)
+	return 0
 }
 
 // resolveRejections moves the refused messages still in sending to
@@ -87,18 +101,20 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	for _, r := range rs {
-		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO rejected (client_msg_id, conv_id, request, reason, at_ms)
-			SELECT client_msg_id, conv_id, request, ?, ? FROM sending WHERE client_msg_id = ?`, r.Reason, r.AtMS, r.ClientMsgID)
-		if err != nil {
+		// A message sent again after an earlier refusal replaces that one.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rejected (client_msg_id, conv_id, request, reason, at_ms)
+			SELECT client_msg_id, conv_id, request, ?, ? FROM sending WHERE client_msg_id = ?
+			ON CONFLICT (client_msg_id) DO UPDATE SET request = excluded.request, reason = excluded.reason, at_ms = excluded.at_ms`,
+			r.Reason, r.AtMS, r.ClientMsgID); err != nil {
 			return fmt.Errorf("record refused message %s: %w", r.ClientMsgID, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sending WHERE client_msg_id = ?`, r.ClientMsgID); err != nil {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sending WHERE client_msg_id = ?`, r.ClientMsgID)
+		if err != nil {
 			return fmt.Errorf("drop refused message %s: %w", r.ClientMsgID, err)
 		}
-		d.log.Warn("message refused by the pipeline", "conv", r.ConvID, "client_msg_id", r.ClientMsgID, "reason", r.Reason)
+		if n, err := res.RowsAffected(); err == nil && n > 0 {
+			d.log.Warn("message refused by the pipeline", "conv", r.ConvID, "client_msg_id", r.ClientMsgID, "reason", r.Reason)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record refused messages: %w", err)
@@ -107,9 +123,13 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 }
 
 // Rejected are the outgoing messages the pipeline refused, oldest first,
-// with why: they left the sending table and are never sent again.
+// with why: they left the sending table and are never sent again. One
+// that came back with its seq after all (an operator repaired the
+// conversation and produced its dead letters again) is not listed.
 func (d *Device) Rejected(ctx context.Context) ([]Rejected, error) {
-	rows, err := d.store.db.QueryContext(ctx, `SELECT request, reason, at_ms FROM rejected ORDER BY at_ms, client_msg_id`)
+	rows, err := d.store.db.QueryContext(ctx, `SELECT request, reason, at_ms FROM rejected r
+		WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.conv_id = r.conv_id AND m.client_msg_id = r.client_msg_id)
+		ORDER BY at_ms, client_msg_id`)
 	if err != nil {
 		return nil, fmt.Errorf("read refused messages: %w", err)
 	}

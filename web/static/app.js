@@ -9,6 +9,7 @@ const state = {
   api: null, store: null, me: "", convs: new Map(), listNext: "", open: null,
   syncing: false, again: false, online: false, live: null, pollMs: 3000,
   receipts: new Map(), // conv → the newest receipt frame of the live channel
+  rejectionDue: 0, // ms until an accepted message is due to be asked about (0: none)
 };
 
 // ---- sign-in ----------------------------------------------------------
@@ -326,25 +327,43 @@ async function flush() {
   }
 }
 
-// checkRejections asks, at most every 3 s and only while a message the
-// server accepted has not come back with its seq for 3 s, whether the
-// pipeline refused it: a page closed when the refusal happened missed the
-// live frame. What is named leaves the sending list, with the reason.
-let rejectionsChecked = 0;
+// checkRejections asks whether the pipeline refused the messages the
+// server accepted that have not come back with their seq: a page closed
+// when the refusal happened missed the live frame. A message is first
+// asked about REJECTION_CHECK_MS after it was accepted, then on later
+// rounds at most once per REJECTION_CHECK_MS. What is named is marked not
+// sent, with the reason. It returns how soon the loop should come back for
+// a message not due yet (0: none). A failure is only shown: the check is
+// a side job, and the next round asks again.
+const REJECTION_CHECK_MS = 3000;
+const REJECTION_LOOK_BACK_MS = 10 * 60 * 1000; // a server clock behind the page's
+let rejectionsAsked = 0, rejectionsCheckedUpTo = 0;
 async function checkRejections() {
   const now = Date.now();
-  if (now - rejectionsChecked < 3000) return;
-  const waiting = (await state.store.pending()).filter((p) => p.accepted && !p.rejected && now - (p.accepted_ms || 0) >= 3000);
-  if (!waiting.length) return;
-  rejectionsChecked = now;
+  const waiting = (await state.store.pending()).filter((p) => p.accepted && !p.rejected);
+  if (!waiting.length) return 0;
+  const unchecked = waiting.filter((p) => (p.accepted_ms || 0) > rejectionsCheckedUpTo);
+  if (unchecked.length) {
+    const due = Math.min(...unchecked.map((p) => p.accepted_ms)) + REJECTION_CHECK_MS;
+    if (now < due) return due - now;
+  } else if (now - rejectionsAsked < REJECTION_CHECK_MS) {
+    return 0;
+  }
+  rejectionsAsked = now;
+  rejectionsCheckedUpTo = now - REJECTION_CHECK_MS;
   const ids = new Set(waiting.map((p) => p.client_msg_id));
   const oldest = Math.min(...waiting.map((p) => p.created_ms || now));
-  const resp = await state.api.rejections(oldest - 10 * 60 * 1000);
-  for (const r of resp.rejections || []) {
-    if (!ids.has(r.client_msg_id)) continue;
-    await state.store.markRejected(r.client_msg_id, r.reason, r.at_ms);
-    setStatus(true, `not sent: ${r.reason}`);
+  try {
+    const resp = await state.api.rejections(oldest - REJECTION_LOOK_BACK_MS);
+    for (const r of resp.rejections || []) {
+      if (!ids.has(r.client_msg_id)) continue;
+      await state.store.markRejected(r.client_msg_id, r.reason, r.at_ms);
+      setStatus(true, `not sent: ${r.reason}`);
+    }
+  } catch (e) {
+    setStatus(true, `could not ask which messages were refused (${e.message})`);
   }
+  return 0;
 }
 
 // ---- updates ------------------------------------------------------------
@@ -382,7 +401,7 @@ async function updateLoop() {
         }
         await loadList();
         setStatus(true);
-        await checkRejections();
+        state.rejectionDue = await checkRejections();
         if (state.open) { await renderMessages(false); if (news) markRead(); }
         break;
       } catch (e) {
@@ -395,7 +414,8 @@ async function updateLoop() {
     state.syncing = false;
     const again = state.again;
     state.again = false;
-    wake(again ? 0 : (state.live && state.live.open ? 30000 : state.pollMs));
+    const next = state.live && state.live.open ? 30000 : state.pollMs;
+    wake(again ? 0 : (state.rejectionDue > 0 ? Math.min(next, state.rejectionDue) : next));
   }
 }
 
