@@ -117,10 +117,11 @@ func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	return nil, p.rounds.do(ctx, items)
 }
 
-// pushRound runs one round: the refusals in it are kept for their senders
-// first (store first, as for messages), then everything is pushed. A round that fails for good (a key of the
-// wrong type: redisstore.Permanent) is run again a conversation at a time
-// (a refusal: a sender at a time), so that a conversation whose keys can
+// pushRound runs one round: the refusals in it are kept for their
+// senders first (store first, as for messages), then everything is
+// pushed. A round that fails for good (a key of the wrong type:
+// redisstore.Permanent) is run again a conversation at a time (a
+// refusal: a sender at a time), so that a conversation whose keys can
 // never be read costs only its own pushes, given up, counted and logged:
 // its devices get those records with their next pull. Without this one
 // broken key would fail every round it is in, for ever, and hold every
