@@ -108,9 +108,15 @@ func PushRejected() Stage {
 		DeadLetterTopic: push.UnusedDeadLetterTopic, FetchMaxWait: livePathWait}
 }
 
+// PushStages are the push stage's groups, all run by one handler: what
+// was sequenced, the QoS 0 records, the refusals.
+func PushStages() []Stage {
+	return []Stage{Push(), PushEphemeral(), PushRejected()}
+}
+
 // Stages are every stage, in pipeline order.
 func Stages() []Stage {
-	return []Stage{Fanout(), Convindex(), History(), Push(), PushEphemeral(), PushRejected()}
+	return append([]Stage{Fanout(), Convindex(), History()}, PushStages()...)
 }
 
 // Topics are the topics the pipeline needs: what the stages and the API

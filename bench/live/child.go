@@ -97,7 +97,7 @@ func runChild() error {
 		if err != nil {
 			return err
 		}
-		for _, s := range []topology.Stage{topology.Push(), topology.PushEphemeral()} {
+		for _, s := range topology.PushStages() {
 			stage, err := harness.StartStage(s.RunnerConfig(brokers), p)
 			if err != nil {
 				return err

@@ -72,23 +72,18 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	tasks := []func(context.Context) error{
-		func(ctx context.Context) error { return runWorker(ctx, c, fan) },
-		func(ctx context.Context) error { return runWorker(ctx, c, idx) },
-		func(ctx context.Context) error { return runWorker(ctx, c, hist) },
-		func(ctx context.Context) error {
-			ln, err := listen(c.Listen)
-			if err != nil {
-				return err
-			}
-			slog.Info("api listening", "addr", ln.Addr().String())
-			if ready != nil {
-				ready(ln.Addr())
-			}
-			return serveListener(ctx, ln, web.Handler(srv.Handler()))
-		},
-	}
-	tasks = append(tasks, workerTasks(c, pushers)...)
+	tasks := workerTasks(c, append([]workerSpec{fan, idx, hist}, pushers...))
+	tasks = append(tasks, func(ctx context.Context) error {
+		ln, err := listen(c.Listen)
+		if err != nil {
+			return err
+		}
+		slog.Info("api listening", "addr", ln.Addr().String())
+		if ready != nil {
+			ready(ln.Addr())
+		}
+		return serveListener(ctx, ln, web.Handler(srv.Handler()))
+	})
 	serveMetrics(ctx, c.MetricsListen, p.registry)
 	tasks = append(tasks, cw.Run, p.watchPolicies)
 	for _, e := range expirers {

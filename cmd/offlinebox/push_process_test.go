@@ -39,28 +39,24 @@ func TestThePushProcessJoinsTheGroupOfEveryPushStage(t *testing.T) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	groups := []string{topology.GroupPush, topology.GroupPushEphemeral, topology.GroupPushRejected}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		described, err := adm.DescribeGroups(dctx, groups...)
-		dcancel()
-		var missing []string
-		for _, g := range groups {
-			if d, ok := described[g]; err != nil || !ok || len(d.Members) == 0 {
-				missing = append(missing, g)
-			}
-		}
-		if len(missing) == 0 {
-			return
-		}
+	waitUntil(t, fmt.Sprintf("offlinebox push has a member in each of %v", groups), func() (bool, error) {
 		select {
 		case err := <-done:
-			t.Fatalf("offlinebox push ended with %v before joining %v", err, missing)
+			done <- err // for the deferred wait
+			t.Fatalf("offlinebox push ended with %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("offlinebox push has no member in %v after 30s (%v)", missing, fmt.Sprint(err))
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		described, err := adm.DescribeGroups(dctx, groups...)
+		if err != nil {
+			return false, err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		for _, g := range groups {
+			if d, ok := described[g]; !ok || len(d.Members) == 0 {
+				return false, fmt.Errorf("no member in %s", g)
+			}
+		}
+		return true, nil
+	})
 }

@@ -192,9 +192,7 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 	return workerSpec{stage: topology.Convindex(), handler: ix, registry: p.metrics}, nil
 }
 
-// workerTasks gives every one of specs a task of its own: a stage left
-// out here would simply never run, with nothing said (as the refusals'
-// stage once did not).
+// workerTasks gives every one of specs a task of its own.
 func workerTasks(c *stackConfig, specs []workerSpec) []func(context.Context) error {
 	tasks := make([]func(context.Context) error, len(specs))
 	for i, spec := range specs {
@@ -212,11 +210,11 @@ func (p *processes) pushWorkers() ([]workerSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []workerSpec{
-		{stage: topology.Push(), handler: pw, registry: p.registry},
-		{stage: topology.PushEphemeral(), handler: pw, registry: p.registry},
-		{stage: topology.PushRejected(), handler: pw, registry: p.registry},
-	}, nil
+	var specs []workerSpec
+	for _, s := range topology.PushStages() {
+		specs = append(specs, workerSpec{stage: s, handler: pw, registry: p.registry})
+	}
+	return specs, nil
 }
 
 func (p *processes) historyWorker() (workerSpec, error) {
