@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -173,7 +174,9 @@ func (h *liveHub) tell(ctx context.Context, list []told) error {
 		}
 	}
 	pres, err := h.store.PresenceOf(ctx, users)
-	if err != nil {
+	// A user whose presence can never be read is told nothing, the others
+	// are told all the same.
+	if err != nil && !errors.As(err, new(redisstore.ItemErrors)) {
 		return err
 	}
 	now := time.Now()

@@ -125,3 +125,38 @@ func (e ItemErrors) absorb(idx []int, err error) error {
 	}
 	return nil
 }
+
+// itemFailures reads the replies of a pipeline whose call i stands for
+// the caller's items itemsOf(i) (nil: item i alone): errOf(i) is call
+// i's failure, its reply read. A call that failed for good fails its
+// items alone, as ItemErrors wrapped with what(i); otherwise the first
+// failure to wait for is returned, once every reply was read (so that
+// errOf may keep what the calls that passed answered).
+func itemFailures(n int, errOf func(i int) error, itemsOf func(i int) []int, what func(i int) string) error {
+	failed := ItemErrors{}
+	var wait error
+	for i := range n {
+		err := errOf(i)
+		switch {
+		case err == nil:
+		case Permanent(err):
+			items := []int{i}
+			if itemsOf != nil {
+				items = itemsOf(i)
+			}
+			for _, at := range items {
+				failed.add(at, fmt.Errorf("%s: %w", what(i), err))
+			}
+		case wait == nil:
+			wait = fmt.Errorf("%s: %w", what(i), err)
+		}
+	}
+	if wait != nil {
+		return wait
+	}
+	if len(failed) > 0 {
+		return failed
+	}
+	return nil
+}
+

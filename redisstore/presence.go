@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -131,28 +132,13 @@ func (s *Store) RefreshPresence(ctx context.Context, node string, refs []LeaseRe
 		return nil, fmt.Errorf("refresh presence of %d users on %s: %w", len(users), node, err)
 	}
 	var replaced []string
-	failed := ItemErrors{}
-	var wait error
-	for i, cmd := range cmds {
-		ids, err := replacedConns(cmd)
-		switch {
-		case err == nil:
-			replaced = append(replaced, ids...)
-		case Permanent(err):
-			for _, r := range refsOf[users[i]] {
-				failed.add(r, fmt.Errorf("refresh presence of %s on %s: %w", users[i], node, err))
-			}
-		case wait == nil:
-			wait = fmt.Errorf("refresh presence of %s on %s: %w", users[i], node, err)
-		}
-	}
-	switch {
-	case wait != nil:
-		return replaced, wait
-	case len(failed) > 0:
-		return replaced, failed
-	}
-	return replaced, nil
+	err = itemFailures(len(cmds), func(i int) error {
+		ids, err := replacedConns(cmds[i])
+		replaced = append(replaced, ids...)
+		return err
+	}, func(i int) []int { return refsOf[users[i]] },
+		func(i int) string { return fmt.Sprintf("refresh presence of %s on %s", users[i], node) })
+	return replaced, err
 }
 
 // replacedConns reads one user's presence_refresh.lua reply.
@@ -168,7 +154,9 @@ func replacedConns(cmd *redis.Cmd) ([]string, error) {
 }
 
 // PresenceOf reads the presence entries of users (one pipelined HGETALL
-// each), devices sorted.
+// each), devices sorted. A user whose entry can never be read (a key of
+// the wrong type) has none, and the error is then ItemErrors naming them
+// by their index in users, beside the others' entries.
 func (s *Store) PresenceOf(ctx context.Context, users []string) (map[string][]Presence, error) {
 	if len(users) == 0 {
 		return nil, nil
@@ -176,19 +164,23 @@ func (s *Store) PresenceOf(ctx context.Context, users []string) (map[string][]Pr
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	cmds := make([]*redis.MapStringStringCmd, len(users))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// a failed pipeline sets every command's error: they are read below
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, u := range users {
 			cmds[i] = p.HGetAll(ctx, s.keys.Presence(u))
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read presence of %d users: %w", len(users), err)
+	err := itemFailures(len(cmds), func(i int) error { return cmds[i].Err() }, nil,
+		func(i int) string { return "read presence of " + users[i] })
+	var failed ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return nil, err
 	}
 	out := make(map[string][]Presence, len(users))
 	for i, u := range users {
 		h := cmds[i].Val()
-		if len(h) == 0 {
+		if len(h) == 0 || failed[i] != nil {
 			continue
 		}
 		list := make([]Presence, 0, len(h))
@@ -200,7 +192,7 @@ func (s *Store) PresenceOf(ctx context.Context, users []string) (map[string][]Pr
 		sort.Slice(list, func(a, b int) bool { return list[a].Device < list[b].Device })
 		out[u] = list
 	}
-	return out, nil
+	return out, err
 }
 
 // DeviceCursors reads one device's acked cursors (s holds user's keys).

@@ -33,7 +33,10 @@ type ChannelBatch struct {
 // Audience says (the large flag and the membership version, checked in
 // the same step as the publish). It reports which batches were published;
 // the others published nothing: their conversation changed since it was
-// read. sharded chooses SPUBLISH over PUBLISH.
+// read. sharded chooses SPUBLISH over PUBLISH. A batch whose
+// conversation's meta can never be read (a key of the wrong type) is not
+// published, and the error is then ItemErrors naming it by its index in
+// batches, beside the others' answers.
 func (s *Store) PublishUnchanged(ctx context.Context, sharded bool, batches []ChannelBatch) ([]bool, error) {
 	if len(batches) == 0 {
 		return nil, nil
@@ -46,14 +49,15 @@ func (s *Store) PublishUnchanged(ctx context.Context, sharded bool, batches []Ch
 			args: []any{s.keys.ConvChannel(b.Conv), b.Audience.Version, flag(b.Audience.Large), flag(sharded), b.Data}}
 	}
 	cmds, err := s.evalPiped(ctx, pushPublishScript, calls)
-	if err != nil {
+	if cmds == nil && err != nil {
 		return nil, fmt.Errorf("publish on %d conversation channels: %w", len(batches), err)
 	}
 	out := make([]bool, len(batches))
-	for i, c := range cmds {
-		out[i] = readReplyUint(c.Val()) == pushStatusPublished
-	}
-	return out, nil
+	err = itemFailures(len(cmds), func(i int) error {
+		out[i] = cmds[i].Err() == nil && readReplyUint(cmds[i].Val()) == pushStatusPublished
+		return cmds[i].Err()
+	}, nil, func(i int) string { return "publish on the channel of " + batches[i].Conv })
+	return out, err
 }
 
 func flag(b bool) int {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -66,22 +67,15 @@ func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 		return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), err)
 	}
 	raised := 0
-	failed := ItemErrors{}
-	for i, c := range cmds {
-		switch cerr := c.Err(); {
-		case cerr == nil:
-			n, _ := c.Int()
-			raised += n
-		case Permanent(cerr):
-			for _, m := range marksOf[users[i]] {
-				failed.add(m, fmt.Errorf("read receipts of %s: %w", users[i], cerr))
-			}
-		default:
-			return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), cerr)
-		}
+	err = itemFailures(len(cmds), func(i int) error {
+		n, err := cmds[i].Int()
+		raised += n
+		return err
+	}, func(i int) []int { return marksOf[users[i]] },
+		func(i int) string { return "read receipts of " + users[i] })
+	var failed ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), err)
 	}
-	if len(failed) > 0 {
-		return raised, failed
-	}
-	return raised, nil
+	return raised, err
 }

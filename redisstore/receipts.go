@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -304,28 +305,34 @@ type PushAudience struct {
 }
 
 // PushAudiences reads each conversation's large flag and membership
-// version: one pipelined HMGET each.
+// version: one pipelined HMGET each. A conversation whose meta can never
+// be read (a key of the wrong type) is left out, and the error is then
+// ItemErrors naming it by its index in convs, beside the others'.
 func (s *Store) PushAudiences(ctx context.Context, convs []string) (map[string]PushAudience, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	cmds := make([]*redis.SliceCmd, len(convs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// a failed pipeline sets every command's error: they are read below
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range convs {
 			cmds[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaLarge, MetaMemberVersion)
 		}
 		return nil
 	})
-	if err != nil && err != redis.Nil {
-		return nil, fmt.Errorf("read audience of %d conversations: %w", len(convs), err)
+	err := itemFailures(len(cmds), func(i int) error { return cmds[i].Err() }, nil,
+		func(i int) string { return "read the audience of " + convs[i] })
+	var failed ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return nil, err
 	}
 	out := make(map[string]PushAudience, len(convs))
 	for i, c := range convs {
 		v := cmds[i].Val()
-		if len(v) == 2 {
+		if len(v) == 2 && failed[i] == nil {
 			out[c] = PushAudience{Large: readReplyUint(v[0]) == 1, Version: readReplyUint(v[1])}
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // PeerReceipts reads, for direct conversations, the cursors of the

@@ -40,60 +40,50 @@ type Rejection struct {
 }
 
 // AddRejections keeps refusals in their senders' lists: one script per
-// sender, all in one pipeline. A refusal kept already changes nothing, so
-// a replay is harmless. A sender whose list can never be written (a key
-// of the wrong type) fails alone: the error is then ItemErrors, naming
-// each of that sender's refusals by its index in rs, and every other
-// sender's were kept; a failure to wait for is returned as it is.
-func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time) error {
+// sender, all in one pipeline; it returns how many were new (a refusal
+// kept already changes nothing, so a replay is harmless). A sender whose
+// list can never be written (a key of the wrong type) fails alone: the
+// error is then ItemErrors, naming each of that sender's refusals by its
+// index in rs, and every other sender's were kept; a failure to wait for
+// is returned as it is.
+func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time) (int, error) {
 	if len(rs) == 0 {
-		return nil
+		return 0, nil
 	}
 	bySender := map[string][]any{}
 	indexes := map[string][]int{}
 	var order []string
 	for i, r := range rs {
-		indexes[r.Sender] = append(indexes[r.Sender], i)
-		r.Reason = cutReason(r.Reason)
+		r.Reason = CutRejectionReason(r.Reason)
 		data, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("encode rejection of %s: %w", r.ClientMsgID, err)
+			return 0, fmt.Errorf("encode rejection of %s: %w", r.ClientMsgID, err)
 		}
 		if bySender[r.Sender] == nil {
 			order = append(order, r.Sender)
 		}
 		bySender[r.Sender] = append(bySender[r.Sender], strconv.FormatInt(r.AtMS, 10), data)
+		indexes[r.Sender] = append(indexes[r.Sender], i)
 	}
-	calls := make([]scriptCall, 0, len(order))
-	for _, u := range order {
+	calls := make([]scriptCall, len(order))
+	for i, u := range order {
 		args := append([]any{now.UnixMilli(), RejectionsKept.Milliseconds(), MaxRejectionsPer}, bySender[u]...)
-		calls = append(calls, scriptCall{keys: []string{s.keys.Rejections(u)}, args: args})
+		calls[i] = scriptCall{keys: []string{s.keys.Rejections(u)}, args: args}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	cmds, err := s.evalPiped(ctx, rejectionsAddScript, calls)
-	if err == nil {
-		return nil
+	if cmds == nil && err != nil {
+		return 0, fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
 	}
-	if cmds == nil {
-		return fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
-	}
-	failed := ItemErrors{}
-	for i, c := range cmds {
-		switch err := c.Err(); {
-		case err == nil:
-		case !Permanent(err):
-			return fmt.Errorf("keep rejections of %s: %w", order[i], err)
-		default:
-			for _, at := range indexes[order[i]] {
-				failed.add(at, fmt.Errorf("keep rejections of %s: %w", order[i], err))
-			}
-		}
-	}
-	if len(failed) == 0 {
-		return fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
-	}
-	return failed
+	added := 0
+	err = itemFailures(len(cmds), func(i int) error {
+		n, err := cmds[i].Int()
+		added += n
+		return err
+	}, func(i int) []int { return indexes[order[i]] },
+		func(i int) string { return "keep rejections of " + order[i] })
+	return added, err
 }
 
 // Rejections reads the user's refusals at or after since (ms), oldest
@@ -118,8 +108,9 @@ func (s *Store) Rejections(ctx context.Context, user string, since int64) ([]Rej
 	return out, nil
 }
 
-// cutReason bounds a reason at MaxRejectionReason bytes, on a rune's edge.
-func cutReason(s string) string {
+// CutRejectionReason bounds a reason at MaxRejectionReason bytes, on a
+// rune's edge: what a sender is told, live or from the list.
+func CutRejectionReason(s string) string {
 	if len(s) <= MaxRejectionReason {
 		return s
 	}

@@ -40,7 +40,7 @@ func TestRejectionsAreKeptOncePerRecordNewestBoundedAndReadFromATime(t *testing.
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := s.AddRejections(ctx, tc.add, now); err != nil {
+			if _, err := s.AddRejections(ctx, tc.add, now); err != nil {
 				t.Fatal(err)
 			}
 			got, err := s.Rejections(ctx, tc.user, tc.since)
@@ -65,7 +65,7 @@ func TestRejectionsAreKeptOncePerRecordNewestBoundedAndReadFromATime(t *testing.
 		for i := range MaxRejectionsPer + 25 {
 			many = append(many, rej("cat", fmt.Sprintf("c%03d", i), time.Duration(MaxRejectionsPer+25-i)*time.Second))
 		}
-		if err := s.AddRejections(ctx, many, now); err != nil {
+		if _, err := s.AddRejections(ctx, many, now); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Rejections(ctx, "cat", 0)
@@ -84,11 +84,11 @@ func TestRejectionsAreKeptOncePerRecordNewestBoundedAndReadFromATime(t *testing.
 
 func TestARejectionsReasonIsCutOnARuneEdge(t *testing.T) {
 	long := strings.Repeat("é", MaxRejectionReason) // two bytes each
-	got := cutReason("x" + long)
+	got := CutRejectionReason("x" + long)
 	if len(got) > MaxRejectionReason || !utf8.ValidString(got) || !strings.HasPrefix("x"+long, got) {
 		t.Fatalf("cut reason: %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
-	if cutReason("short") != "short" {
+	if CutRejectionReason("short") != "short" {
 		t.Fatal("a short reason is kept whole")
 	}
 }
@@ -105,7 +105,7 @@ func TestASenderWhoseListCanNeverBeWrittenFailsAloneAndTheOthersAreKept(t *testi
 		{Sender: "bob", Conv: "g", ClientMsgID: "b1", Reason: "r", AtMS: now.UnixMilli()},
 		{Sender: "bob", Conv: "g", ClientMsgID: "b2", Reason: "r", AtMS: now.UnixMilli()},
 	}
-	err := s.AddRejections(ctx, rs, now)
+	_, err := s.AddRejections(ctx, rs, now)
 	var failed ItemErrors
 	if !errors.As(err, &failed) || len(failed) != 2 || failed[1] == nil || failed[2] == nil {
 		t.Fatalf("AddRejections: %v, want ItemErrors naming bob's two (1 and 2)", err)

@@ -102,6 +102,9 @@ type item struct {
 	// exceptUser is left out (the sender of a QoS 0 record).
 	exceptUser string
 	rejected   *live.Rejected
+	// dropped: a store call this round made for it can never succeed (a
+	// key of the wrong type); it is not pushed (see storeRefused).
+	dropped bool
 }
 
 // Handle pushes the records of one partition, in one round with those of
@@ -119,44 +122,34 @@ func (p *Pusher) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 
 // pushRound runs one round: the refusals in it are kept for their
 // senders first (store first, as for messages), then everything is
-// pushed. A round that fails for good (a key of the wrong type:
-// redisstore.Permanent) is run again a conversation at a time (a
-// refusal: a sender at a time), so that a conversation whose keys can
-// never be read costs only its own pushes, given up, counted and logged:
-// its devices get those records with their next pull. Without this one
-// broken key would fail every round it is in, for ever, and hold every
-// partition that shares them.
+// pushed.
 func (p *Pusher) pushRound(ctx context.Context, items []*item) error {
 	if err := p.keepRejections(ctx, items); err != nil {
 		return err
 	}
-	err := p.pushItems(ctx, items)
-	if err == nil || !redisstore.Permanent(err) {
+	return p.pushItems(ctx, items)
+}
+
+// storeRefused reads an error of a store call made for many items: a
+// failure to wait for is returned, to fail the round (the runner tries it
+// again); the items a store can never answer for (redisstore.ItemErrors: a
+// key of the wrong type) are given up alone, counted and logged, and
+// their devices get them with their next pull. Without this one broken
+// key would fail every round it is in, for ever, and hold every partition
+// that shares them. whose(i) are the items of failed index i.
+func (p *Pusher) storeRefused(err error, whose func(i int) []*item) error {
+	var failed redisstore.ItemErrors
+	if !errors.As(err, &failed) {
 		return err
 	}
-	groups := map[string][]*item{}
-	var order []string
-	for _, it := range items {
-		k := "c:" + it.conv
-		if it.kind == live.KindRejected {
-			k = "s:" + it.sender
+	for i, ferr := range failed {
+		its := whose(i)
+		for _, it := range its {
+			it.dropped = true
 		}
-		if groups[k] == nil {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], it)
-	}
-	for _, k := range order {
-		err := p.pushItems(ctx, groups[k])
-		switch {
-		case err == nil:
-		case !redisstore.Permanent(err):
-			return err
-		default:
-			p.metrics.skipped.WithLabelValues("store_refused").Add(float64(len(groups[k])))
-			p.cfg.Logger.Warn("push: records not pushed: the store can never answer for them; their devices pull them",
-				"conv", groups[k][0].conv, "records", len(groups[k]), "err", err)
-		}
+		p.metrics.skipped.WithLabelValues("store_refused").Add(float64(len(its)))
+		p.cfg.Logger.Warn("push: records not pushed: the store can never answer for them; their devices pull them",
+			"records", len(its), "err", ferr)
 	}
 	return nil
 }
@@ -229,10 +222,13 @@ func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, erro
 		return rest, nil
 	}
 	sent, err := p.store.PublishUnchanged(ctx, p.bus.Sharded(ctx), batches)
-	if err != nil {
+	if err := p.storeRefused(err, func(i int) []*item { return batched[i] }); err != nil {
 		return nil, err
 	}
 	for i, b := range batches {
+		if batched[i][0].dropped {
+			continue
+		}
 		if !sent[i] {
 			p.metrics.changed.Inc()
 			rest = append(rest, batched[i]...)
@@ -328,7 +324,7 @@ func (p *Pusher) rejectedOf(r *kgo.Record) *item {
 		return nil // nobody to tell
 	}
 	return &item{kind: live.KindRejected, conv: m.GetConvId(), sender: m.GetSender(), users: []string{m.GetSender()},
-		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: reason, AtMS: r.Timestamp.UnixMilli()}}
+		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: redisstore.CutRejectionReason(reason), AtMS: r.Timestamp.UnixMilli()}}
 }
 
 // keepRejections stores the round's refusals in their senders' lists
@@ -345,7 +341,8 @@ func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	err := p.store.AddRejections(ctx, rs, p.cfg.Clock())
+	added, err := p.store.AddRejections(ctx, rs, p.cfg.Clock())
+	p.metrics.rejectionsKept.Add(float64(added))
 	var failed redisstore.ItemErrors
 	if errors.As(err, &failed) {
 		// Those senders' lists can never be written; they are still told
@@ -355,14 +352,9 @@ func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
 				"conv", rs[i].Conv, "client_msg_id", rs[i].ClientMsgID, "err", ferr)
 		}
 		p.metrics.rejectionsNotKept.Add(float64(len(failed)))
-		p.metrics.rejectionsKept.Add(float64(len(rs) - len(failed)))
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	p.metrics.rejectionsKept.Add(float64(len(rs)))
-	return nil
+	return err
 }
 
 // resolve finds whom each item is for.
@@ -379,7 +371,7 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		return nil
 	}
 	aud, err := p.store.PushAudiences(ctx, convs)
-	if err != nil {
+	if err := p.storeRefused(err, func(i int) []*item { return itemsOf(items, convs[i]) }); err != nil {
 		return err
 	}
 	entries := map[string]memberEntry{}
@@ -387,19 +379,25 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 	// the cache learns who was told once the batch is published.
 	untold := map[string]map[string]bool{}
 	for _, c := range convs {
-		a := aud[c]
+		a, ok := aud[c]
+		if !ok && itemsOf(items, c)[0].dropped {
+			continue
+		}
 		if a.Large {
 			p.remember(c, memberEntry{version: a.Version, large: true})
 			continue
 		}
-		var e memberEntry
-		if e, err = p.membersOf(ctx, c, a.Version); err != nil {
+		e, err := p.membersOf(ctx, c, a.Version)
+		if err != nil && redisstore.Permanent(err) {
+			err = redisstore.ItemErrors{0: err}
+		}
+		if err := p.storeRefused(err, func(int) []*item { return itemsOf(items, c) }); err != nil {
 			return err
 		}
 		entries[c], untold[c] = e, e.untold
 	}
 	for _, it := range items {
-		if it.kind == live.KindRejected {
+		if it.kind == live.KindRejected || it.dropped {
 			continue
 		}
 		if aud[it.conv].Large {
@@ -456,13 +454,28 @@ func (p *Pusher) resolve(ctx context.Context, items []*item) error {
 		sort.Strings(it.listeners)
 	}
 	for _, it := range items {
-		if it.kind == live.KindPush && it.msgKind == schemas.Kind_KIND_MEMBER_LEAVE {
-			if err := p.store.ForgetReceipts(ctx, it.conv, it.recipients); err != nil {
+		if it.kind == live.KindPush && it.msgKind == schemas.Kind_KIND_MEMBER_LEAVE && !it.dropped {
+			err := p.store.ForgetReceipts(ctx, it.conv, it.recipients)
+			if err != nil && redisstore.Permanent(err) {
+				err = redisstore.ItemErrors{0: err}
+			}
+			if err := p.storeRefused(err, func(int) []*item { return []*item{it} }); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// itemsOf are the items of conv, in order.
+func itemsOf(items []*item, conv string) []*item {
+	var out []*item
+	for _, it := range items {
+		if it.conv == conv && it.kind != live.KindRejected {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // membersOf reads a conversation's members, from the cache while its
@@ -543,7 +556,14 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 		}
 	}
 	pres, err := p.store.PresenceOf(ctx, users)
-	if err != nil {
+	var unread redisstore.ItemErrors
+	if errors.As(err, &unread) {
+		// Users whose presence can never be read count as offline: they
+		// pull what this round had for them.
+		for i, uerr := range unread {
+			p.cfg.Logger.Warn("push: a user's presence cannot be read; taken as offline", "user", users[i], "err", uerr)
+		}
+	} else if err != nil {
 		return err
 	}
 	p.metrics.lookups.Add(float64(len(users)))
@@ -553,6 +573,9 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 	groups := map[string]*live.Batch{}
 	var convPublishes, groupPublishes int
 	for _, it := range items {
+		if it.dropped {
+			continue
+		}
 		env := live.Envelope{Kind: it.kind, Conv: it.conv, Large: it.large, Record: it.record, Rejected: it.rejected, SentMS: now.UnixMilli()}
 		if it.channel {
 			ch := keys.ConvChannel(it.conv)

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -545,6 +546,11 @@ func TestAConversationWhoseKeysCanNeverBeReadCostsOnlyItsOwnPushes(t *testing.T)
 	if err := rdb.Set(ctx, k.Rejections("carol"), "not a zset", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// alice's presence cannot be read either: she counts as offline, and
+	// bob is still sent team's message, once.
+	if err := rdb.Set(ctx, k.Presence("alice"), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	m := group("team", "carol", schemas.Kind_KIND_MESSAGE)
 	v, err := proto.Marshal(m)
 	if err != nil {
@@ -568,11 +574,20 @@ func TestAConversationWhoseKeysCanNeverBeReadCostsOnlyItsOwnPushes(t *testing.T)
 		t.Fatal("the round did not end")
 	}
 	got := map[string]int{}
+	var teamTargets []string
 	for _, e := range f.published(300 * time.Millisecond) {
 		got[e.Kind+" "+e.Conv]++
+		if e.Kind == live.KindPush && e.Conv == "team" {
+			for _, tg := range e.Targets {
+				teamTargets = append(teamTargets, tg.User+"/"+tg.Device)
+			}
+		}
 	}
 	if got[live.KindPush+" team"] == 0 || got[live.KindRejected+" team"] == 0 || got[live.KindPush+" bad"] != 0 {
 		t.Fatalf("published %v, want team's message and carol's refusal, nothing of bad", got)
+	}
+	if fmt.Sprint(teamTargets) != "[bob/phone]" {
+		t.Errorf("team's message went to %v, want bob's phone once", teamTargets)
 	}
 	if n := testutil.ToFloat64(f.p.metrics.skipped.WithLabelValues("store_refused")); n != 1 {
 		t.Errorf("%v records counted as refused by the store, want bad's one", n)
