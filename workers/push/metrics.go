@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_push_audience_changed_total", Help: "Conversation batches not published on their channel because the conversation changed since the stage resolved it (it is read and resolved again).",
 		}),
 		rejectionsKept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_rejections_kept_total", Help: "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay counts again.",
+			Name: "offlinebox_push_rejections_kept_total", Help: "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay of one kept already does not count.",
 		}),
 		rejectionsNotKept: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_push_rejections_not_kept_total", Help: "Refusals that could not be stored in their sender's list because it can never be written (a key of the wrong type); they were still pushed.",
