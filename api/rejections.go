@@ -1,11 +1,10 @@
 package api
 
 import (
+	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/offlinebox/offlinebox/auth"
-	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // rejectionsJSON answers GET /v1/rejections.
@@ -31,25 +30,17 @@ func (s *Server) rejections(r *http.Request, id auth.Identity) (int, any, error)
 	if err := onlyParams(q, "since_ms"); err != nil {
 		return 0, nil, err
 	}
-	var since int64
-	if v := q.Get("since_ms"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return 0, nil, badRequest("since_ms", "must be a time in ms since the epoch, 0 or above")
-		}
-		since = n
+	since, err := intParam(q.Get("since_ms"), "since_ms", 0, 0, math.MaxInt)
+	if err != nil {
+		return 0, nil, err
 	}
-	list, err := s.router.Main().Rejections(r.Context(), id.User, since)
+	list, err := s.router.Main().Rejections(r.Context(), id.User, int64(since))
 	if err != nil {
 		return 0, nil, err
 	}
 	out := rejectionsJSON{Rejections: make([]rejectionJSON, len(list))}
 	for i, rj := range list {
-		out.Rejections[i] = rejectionOf(rj)
+		out.Rejections[i] = rejectionJSON{ConvID: rj.Conv, ClientMsgID: rj.ClientMsgID, Reason: rj.Reason, AtMS: rj.AtMS}
 	}
 	return http.StatusOK, out, nil
-}
-
-func rejectionOf(r redisstore.Rejection) rejectionJSON {
-	return rejectionJSON{ConvID: r.Conv, ClientMsgID: r.ClientMsgID, Reason: r.Reason, AtMS: r.AtMS}
 }
