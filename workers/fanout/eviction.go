@@ -66,7 +66,7 @@ func (r *restorer) recheckEviction(ctx context.Context) error {
 				r.f.cfg.Logger.Warn("a verified redis server may now evict keys: nothing is sequenced until its policy is noeviction",
 					"err", err)
 			}
-			return nil
+			return err // what verifying them again would answer, without reading them again
 		}
 	}
 	return nil
