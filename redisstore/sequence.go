@@ -115,7 +115,7 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 	writeMS int64, seal []any) (*SequenceResult, error) {
 	fence := s.fenceArg()
 	known, token := s.memberLists.known(conv, fence)
-	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal, token)
+	args, err := s.sequenceArgs(msgs, previews, probes, writeMS, seal, token, fence)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +187,10 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	return keys, nil
 }
 
+// sequenceArgs are the script's arguments; fence is the one the member
+// list token was taken with, so that the two agree.
 func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes []string, writeMS int64, seal []any,
-	knownMembers string) ([]any, error) {
+	knownMembers, fence string) ([]any, error) {
 	args := make([]any, 0, 7+len(probes)+12*len(msgs)+len(seal))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
@@ -214,7 +216,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 	for _, m := range msgs {
 		args = append(args, m.GetTag())
 	}
-	return append(args, knownMembers, s.fenceArg()), nil
+	return append(args, knownMembers, fence), nil
 }
 
 func kindCode(k schemas.Kind) string {
