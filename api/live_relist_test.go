@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	obclient "github.com/offlinebox/offlinebox/client"
 )
@@ -54,10 +53,10 @@ func TestConversationsRelistedPastTheCatchUpQueueAreNamedInOneNotice(t *testing.
 	named, fit := carol.namedOrPushed(notice, "the relist's", groups, -1, release, func(conv string) []string {
 		return []string{conv + "-create", conv + "-1"}
 	})
-	if got := counterValue(t, hub.metrics.relisted); got != float64(len(fit)) {
+	if got := testutil.ToFloat64(hub.metrics.relisted); got != float64(len(fit)) {
 		t.Errorf("relisted conversations counted %v, want %d: those caught up (%v)", got, len(fit), fit)
 	}
-	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
+	if got := testutil.ToFloat64(hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named", got, len(named))
 	}
 }
@@ -108,13 +107,4 @@ func (d *device) namedOrPushed(notice obclient.Frame, which string, n, unread in
 	}
 	sort.Strings(fit)
 	return named, fit
-}
-
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
 }

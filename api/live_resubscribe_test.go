@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	obclient "github.com/offlinebox/offlinebox/client"
 )
 
@@ -55,7 +57,7 @@ func TestConversationsResubscribedPastTheCatchUpQueueAreNamedInOneNotice(t *test
 	named, fit := carol.namedOrPushed(notice, "the resubscription's", groups, 1, release, func(conv string) []string {
 		return []string{conv + "-1"}
 	})
-	if got := counterValue(t, hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
+	if got := testutil.ToFloat64(hub.metrics.fallbacks.WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named, not those caught up (%v)", got, len(named), fit)
 	}
 }
