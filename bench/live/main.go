@@ -323,7 +323,7 @@ func (b *bench) cpu() time.Duration {
 func (b *bench) rss() int64 {
 	var n int64
 	for _, s := range b.servers {
-		if resp, err := http.Post(s.URL+"/debug/free", "", nil); err == nil {
+		if resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(s.URL+"/debug/free", "", nil); err == nil {
 			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			b.log.Printf("server %d memory: %s, rss %d", s.Pid, data, procRSS(s.Pid))
