@@ -297,9 +297,7 @@ func (h *liveHub) finish(d catchUpDone) {
 	current := c.caughtUpIfLocked(d.conv, cu)
 	_, listening := c.groups[d.conv]
 	if d.notice != nil && d.known.seq > 0 {
-		if k := c.known[d.conv]; k.epoch < d.known.epoch || (k.epoch == d.known.epoch && k.seq < d.known.seq) {
-			c.known[d.conv] = d.known
-		}
+		c.learnLocked(d.conv, d.known)
 	}
 	c.mu.Unlock()
 	if !listening {
@@ -388,10 +386,7 @@ func (n *pullNotice) name(it redisstore.ConvItem, a redisstore.ConvAccess, cur m
 	}
 	nc := noticeConvJSON{ConvID: it.Conv, Epoch: a.Epoch, MaxSeq: max(it.LastSeq, a.Seq), DeviceAckedSeq: acked,
 		Unread: it.Unread, Mentions: it.Mentions}
-	n.frame.Conversations = append(n.frame.Conversations, nc)
-	n.frame.Total.Conversations++
-	n.frame.Total.Unread += it.Unread
-	n.frame.Total.Mentions += it.Mentions
+	n.frame.add(nc)
 	n.told[it.Conv] = knownConv{epoch: a.Epoch, seq: nc.MaxSeq, large: a.Large}
 }
 
@@ -403,9 +398,7 @@ func (n *pullNotice) send(c *liveConn) {
 	}
 	c.mu.Lock()
 	for conv, t := range n.told {
-		if k := c.known[conv]; k.epoch < t.epoch || (k.epoch == t.epoch && k.seq < t.seq) {
-			c.known[conv] = t
-		}
+		c.learnLocked(conv, t)
 	}
 	c.mu.Unlock()
 	c.send(jsonFrame(n.frame), false)
@@ -445,10 +438,10 @@ func (s *Server) catchUpNotice(ctx context.Context, c *liveConn, conv string, pa
 			acked = 0
 		}
 		c.mu.Unlock()
-		nc := noticeConvJSON{ConvID: conv, Epoch: page.Epoch, MaxSeq: max(page.MaxSeq, it.LastSeq), DeviceAckedSeq: acked,
-			Unread: it.Unread, Mentions: it.Mentions}
-		return noticeFrame{Type: "notice", Conversations: []noticeConvJSON{nc},
-			Total: noticeTotalJSON{Conversations: 1, Unread: it.Unread, Mentions: it.Mentions}}
+		f := noticeFrame{Type: "notice"}
+		f.add(noticeConvJSON{ConvID: conv, Epoch: page.Epoch, MaxSeq: max(page.MaxSeq, it.LastSeq), DeviceAckedSeq: acked,
+			Unread: it.Unread, Mentions: it.Mentions})
+		return f
 	}
 	return pullAllNotice()
 }

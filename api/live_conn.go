@@ -69,6 +69,14 @@ type knownConv struct {
 	large      bool
 }
 
+// learnLocked raises what the connection knows of conv to k when k is
+// further (a newer epoch, or a higher seq of the same). c.mu is held.
+func (c *liveConn) learnLocked(conv string, k knownConv) {
+	if old := c.known[conv]; old.epoch < k.epoch || (old.epoch == k.epoch && old.seq < k.seq) {
+		c.known[conv] = k
+	}
+}
+
 type pushKey struct {
 	conv string
 	seq  uint64
@@ -384,9 +392,7 @@ func (c *liveConn) deliver(conv string, sq *schemas.Sequenced, frame []byte, lar
 // it is pending already. c.mu is held.
 func (c *liveConn) pushLocked(sq *schemas.Sequenced, frame []byte, large bool) queueWork {
 	conv, seq, epoch := sq.GetMessage().GetConvId(), sq.GetSeq(), sq.GetEpoch()
-	if k := c.known[conv]; k.epoch < epoch || (k.epoch == epoch && k.seq < seq) {
-		c.known[conv] = knownConv{epoch: epoch, seq: seq, large: large || k.large}
-	}
+	c.learnLocked(conv, knownConv{epoch: epoch, seq: seq, large: large || c.known[conv].large})
 	if a, ok := c.acked[conv]; ok && a.epoch == epoch && a.seq >= seq {
 		c.hub.metrics.pushSkipped.Inc()
 		return queueNothing

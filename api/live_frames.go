@@ -73,6 +73,14 @@ type noticeFrame struct {
 	Resync bool `json:"resync"`
 }
 
+// add names one conversation and counts it in the total.
+func (f *noticeFrame) add(nc noticeConvJSON) {
+	f.Conversations = append(f.Conversations, nc)
+	f.Total.Conversations++
+	f.Total.Unread += nc.Unread
+	f.Total.Mentions += nc.Mentions
+}
+
 type ackedFrame struct {
 	Type           string   `json:"type"` // acked
 	Acked          int      `json:"acked"`
