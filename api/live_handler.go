@@ -231,7 +231,7 @@ func (s *Server) readLive(ctx context.Context, c *liveConn) {
 		_, err = buf.ReadFrom(r)
 		if err == nil {
 			c.lastSeen.Store(time.Now().UnixMilli())
-			s.answerOffStack(ctx, c, buf.Bytes())
+			s.answerFrame(ctx, c, buf.Bytes())
 		}
 		if buf.Cap() <= maxPooledFrame {
 			frameBuffers.Put(buf)
@@ -240,6 +240,20 @@ func (s *Server) readLive(ctx context.Context, c *liveConn) {
 			return
 		}
 	}
+}
+
+// answerFrame answers a heartbeat frame in its usual form here (a pong
+// needs nothing, a ping a queued pong: neither grows the stack), and
+// every other frame off this goroutine's stack.
+func (s *Server) answerFrame(ctx context.Context, c *liveConn, data []byte) {
+	switch string(bytes.TrimSpace(data)) {
+	case `{"type":"pong"}`:
+		return
+	case `{"type":"ping"}`:
+		c.send(pongFrame, true)
+		return
+	}
+	s.answerOffStack(ctx, c, data)
 }
 
 // answerOffStack answers a frame on a goroutine of its own and waits for
@@ -452,11 +466,8 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 		if dc, ok := cur[conv]; ok && dc.Epoch != a.Epoch {
 			acked, sameEpoch = 0, false
 		}
-		out.Conversations = append(out.Conversations, noticeConvJSON{ConvID: conv, Epoch: a.Epoch, MaxSeq: it.LastSeq,
+		out.add(noticeConvJSON{ConvID: conv, Epoch: a.Epoch, MaxSeq: it.LastSeq,
 			DeviceAckedSeq: acked, Unread: it.Unread, Mentions: it.Mentions})
-		out.Total.Conversations++
-		out.Total.Unread += it.Unread
-		out.Total.Mentions += it.Mentions
 		missed += it.LastSeq - acked
 	}
 	now := time.Now()
