@@ -12,15 +12,22 @@ import (
 	"time"
 )
 
-func openDevice(t *testing.T, base string) *Device {
+// openDeviceWith opens a device on base with o's loops and intervals
+// (its address, token and database are the test's).
+func openDeviceWith(t *testing.T, base string, o Options) *Device {
 	t.Helper()
-	d, err := Open(context.Background(), Options{Base: base, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
-		Limit: 10, PageLimit: 7, Backoff: Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond}})
+	o.Base, o.Token, o.Path = base, "t", filepath.Join(t.TempDir(), "d.db")
+	d, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
 	return d
+}
+
+func openDevice(t *testing.T, base string) *Device {
+	t.Helper()
+	return openDeviceWith(t, base, Options{Limit: 10, PageLimit: 7, Backoff: Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond}})
 }
 
 func TestErrorAnswersDecodeIntoTypedErrors(t *testing.T) {
@@ -216,12 +223,7 @@ func TestRunCatchesUpWhenTheLiveChannelSaysThereIsNews(t *testing.T) {
 	f, srv := newFakeServer(t, 100, 0, "g")
 	f.live = make(chan struct{})
 	f.add(5)
-	d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
-		PollInterval: time.Hour, LivePollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDeviceWith(t, srv.URL, Options{PollInterval: time.Hour, LivePollInterval: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -255,12 +257,7 @@ func TestARejectedFrameMovesTheMessageFromSendingToRejected(t *testing.T) {
 	f.live = make(chan struct{})
 	f.liveFrames = make(chan string, 2)
 	f.refuseAll = true
-	d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
-		PollInterval: time.Hour, LivePollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openDeviceWith(t, srv.URL, Options{PollInterval: time.Hour, LivePollInterval: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	id, err := d.Send(ctx, Outgoing{ConvID: "g", ConvType: "group", Kind: "member_join", Recipients: []string{"carol"}})
@@ -316,12 +313,7 @@ func TestAnAcceptedMessageIsAskedAboutSoonAndAFailedAskDoesNotStopRun(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			f, srv := newFakeServer(t, 100, 0, "g")
 			f.refuseAll, f.refusals = true, tc.refusals
-			d, err := Open(context.Background(), Options{Base: srv.URL, Token: "t", Path: filepath.Join(t.TempDir(), "d.db"),
-				NoLive: true, PollInterval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d := openDeviceWith(t, srv.URL, Options{NoLive: true, PollInterval: time.Hour})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			id, err := d.Send(ctx, Outgoing{ConvID: "g", ConvType: "group", Body: []byte("hi")})
