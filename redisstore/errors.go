@@ -159,4 +159,3 @@ func itemFailures(n int, errOf func(i int) error, itemsOf func(i int) []int, wha
 	}
 	return nil
 }
-
