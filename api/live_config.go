@@ -13,12 +13,22 @@ type LiveConfig struct {
 	// Node names this API process on the live bus and in the presence
 	// registry; unique per process (a random id when empty).
 	Node string
-	// MaxConnections bounds the live connections of this process; one
+	// MaxConnections bounds the live connections of this process, from
+	// their upgrade on (those still waiting for an auth frame count); one
 	// more is refused with 503 live_full.
 	MaxConnections int
-	// MaxPerUser bounds one user's connections on this node (each device
-	// needs one; more are refused with 429 too_many_connections).
+	// MaxPerUser bounds one user's devices connected to this node (each
+	// device needs one connection; more are refused with 429
+	// too_many_connections, or close 4010 after an auth frame).
 	MaxPerUser int
+	// MaxDevices bounds one user's devices connected at once, on every
+	// node together (checked in the presence registry as a connection
+	// registers; more are closed with 4011).
+	MaxDevices int
+	// MaxUnauthenticatedPerAddr bounds the connections from one remote
+	// address that wait for their auth frame (429
+	// too_many_unauthenticated); they count against MaxConnections too.
+	MaxUnauthenticatedPerAddr int
 	// MaxQueueBytes bounds a connection's unsent frames; a consumer that
 	// falls further behind is closed with CloseSlowConsumer.
 	MaxQueueBytes int
@@ -61,6 +71,8 @@ type LiveConfig struct {
 const (
 	DefaultLiveMaxConnections   = 20_000
 	DefaultLiveMaxPerUser       = 10
+	DefaultLiveMaxDevices       = 32
+	DefaultLiveMaxUnauthPerAddr = 32
 	DefaultLiveMaxQueueBytes    = 256 << 10
 	DefaultLiveWriteTimeout     = 10 * time.Second
 	DefaultLiveHeartbeat        = 20 * time.Second
@@ -87,6 +99,12 @@ func (c LiveConfig) withDefaults() LiveConfig {
 	}
 	if c.MaxPerUser == 0 {
 		c.MaxPerUser = DefaultLiveMaxPerUser
+	}
+	if c.MaxDevices == 0 {
+		c.MaxDevices = DefaultLiveMaxDevices
+	}
+	if c.MaxUnauthenticatedPerAddr == 0 {
+		c.MaxUnauthenticatedPerAddr = DefaultLiveMaxUnauthPerAddr
 	}
 	if c.MaxQueueBytes == 0 {
 		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
@@ -138,6 +156,10 @@ func (c LiveConfig) Validate() error {
 		return fmt.Errorf("api: Live.MaxConnections %d is below 1", c.MaxConnections)
 	case c.MaxPerUser < 1:
 		return fmt.Errorf("api: Live.MaxPerUser %d is below 1", c.MaxPerUser)
+	case c.MaxDevices < 1:
+		return fmt.Errorf("api: Live.MaxDevices %d is below 1", c.MaxDevices)
+	case c.MaxUnauthenticatedPerAddr < 1:
+		return fmt.Errorf("api: Live.MaxUnauthenticatedPerAddr %d is below 1", c.MaxUnauthenticatedPerAddr)
 	case c.MaxQueueBytes < 4096:
 		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
 	case c.Heartbeat < 10*time.Millisecond:

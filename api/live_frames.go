@@ -24,6 +24,13 @@ const (
 	// CloseBadFrame: the client sent a frame that is not JSON of a known
 	// type (the text of the close says which).
 	CloseBadFrame websocket.StatusCode = 4005
+	// CloseUserFull: the user holds as many connections on this node as
+	// it may (Live.MaxPerUser; refused after an auth frame, which comes
+	// after the upgrade: a token on the upgrade is refused with 429).
+	CloseUserFull websocket.StatusCode = 4010
+	// CloseTooManyDevices: the user has as many devices connected, on
+	// every node together, as it may (Live.MaxDevices).
+	CloseTooManyDevices websocket.StatusCode = 4011
 	// CloseGoingAway (1001): the server shuts down; reconnect elsewhere.
 	CloseGoingAway = websocket.StatusGoingAway
 )

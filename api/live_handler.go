@@ -31,15 +31,15 @@ var errLiveUserFull = &apiError{status: http.StatusTooManyRequests, code: "too_m
 var errLiveFull = &apiError{status: http.StatusServiceUnavailable, code: "live_full",
 	msg: "this node holds as many live connections as it may; retry another node or later"}
 
+var errLiveAddressFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_unauthenticated",
+	msg: "this address holds as many live connections waiting for their auth frame as it may; authenticate those first"}
+
 // serveLive answers GET /v1/live: it upgrades to a WebSocket, registers the
 // device's presence, sends hello and the pull-before notice, then reads
-// the client's frames until the connection ends.
+// the client's frames until the connection ends. The connection takes its
+// place in the node's bounds (liveAdmission) before it is upgraded and
+// keeps it until it ends.
 func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
-	if s.live.count() >= s.cfg.Live.MaxConnections {
-		s.live.metrics.refused.WithLabelValues("full").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
-		return s.writeError(w, errLiveFull)
-	}
 	tok, terr := auth.FromRequest(r)
 	if terr != nil {
 		tok = subprotocolToken(r)
@@ -49,23 +49,28 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
 		return s.writeError(w, errUnauthorized)
 	}
+	var dev string
 	if tok != "" {
 		var err error
-		if id, err = s.keyring.Verify(tok); err != nil {
-			s.live.metrics.refused.WithLabelValues("unauthorized").Inc()
+		if id, err = s.verifyToken(r.Context(), tok); err != nil {
+			s.live.refused(refusalOf(err))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
 			return s.writeError(w, errUnauthorized)
 		}
-		if _, err := deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
+		if dev, err = deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
 			return s.writeError(w, s.classify(r, err))
 		}
-		if s.live.userCount(id.User) >= s.cfg.Live.MaxPerUser {
-			s.live.metrics.refused.WithLabelValues("user_full").Inc()
-			w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
-			return s.writeError(w, errLiveUserFull)
-		}
+	}
+	t, reason := s.live.admission.enter(remoteHost(r.RemoteAddr), id.User, dev)
+	if reason != "" {
+		s.live.refused(reason)
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+		return s.writeError(w, map[string]*apiError{refusedNodeFull: errLiveFull, refusedAddressFull: errLiveAddressFull,
+			refusedUserFull: errLiveUserFull}[reason])
 	}
 	if err := s.live.start(); err != nil {
+		t.release()
+		s.live.refused(refusedBusDown)
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}
@@ -73,6 +78,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
 		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
 	if err != nil {
+		t.release()
 		return http.StatusBadRequest, 0
 	}
 	ws.SetReadLimit(s.cfg.Live.ReadLimit)
@@ -80,11 +86,17 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 	// small stack: this one, deep in the HTTP server, returns (the
 	// connection is hijacked), so an idle connection costs one small
 	// goroutine, not the request's.
-	go s.liveConnection(ws, bw.cork, tok, id, r.URL.Query().Get("device_id"))
+	s.live.running.Add(1)
+	go s.liveConnection(ws, bw.cork, t, tok, id, r.URL.Query().Get("device_id"))
 	return http.StatusSwitchingProtocols, 0
 }
 
-func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, id auth.Identity, named string) {
+// liveConnection runs one upgraded connection; its ticket is bound to its
+// user and device already when a header or subprotocol brought the
+// token, else once its auth frame came.
+func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, t *liveTicket, tok string, id auth.Identity, named string) {
+	defer s.live.running.Done()
+	defer t.release()
 	// Every call of a connection is made on this goroutine and waited
 	// for, so a context of the connection's own would cancel nothing; the
 	// hub's ends them at shutdown, and an idle connection keeps no
@@ -93,7 +105,7 @@ func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, 
 	if tok == "" {
 		var err error
 		if id, err = s.authFrame(ctx, ws); err != nil {
-			s.live.metrics.refused.WithLabelValues("unauthorized").Inc()
+			s.live.refused(refusalOf(err))
 			_ = ws.Close(CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame")
 			return
 		}
@@ -103,7 +115,14 @@ func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, tok string, 
 		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
 		return
 	}
-	s.runLive(ctx, ws, cork, id.User, dev)
+	if !t.bound {
+		if reason := t.bind(id.User, dev); reason != "" {
+			s.live.refused(reason)
+			_ = ws.Close(CloseUserFull, "this user holds as many live connections on this node as it may; close one")
+			return
+		}
+	}
+	s.runLive(ctx, ws, cork, id, dev)
 }
 
 // subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
@@ -131,8 +150,16 @@ func (s *Server) authFrame(ctx context.Context, ws *websocket.Conn) (auth.Identi
 	if aerr := decodeJSON(data, &f, ""); aerr != nil || f.Type != "auth" {
 		return auth.Identity{}, errors.New("the first frame is not an auth frame")
 	}
-	return s.keyring.Verify(f.Token)
+	return s.verifyToken(ctx, f.Token)
 }
+
+// verifyToken checks a bearer token.
+func (s *Server) verifyToken(_ context.Context, tok string) (auth.Identity, error) {
+	return s.keyring.Verify(tok)
+}
+
+// refusalOf is the refusal reason of a token that did not verify.
+func refusalOf(error) string { return refusedUnauthorized }
 
 func newConnID() string {
 	var b [8]byte
@@ -140,8 +167,8 @@ func newConnID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) {
-	c := s.openLive(ctx, ws, cork, user, dev)
+func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, id auth.Identity, dev string) {
+	c := s.openLive(ctx, ws, cork, id.User, dev)
 	if c == nil {
 		return
 	}
@@ -179,6 +206,13 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 			res <- built{}
 		}
 		prev, had, err := h.register(ctx, c)
+		if errors.Is(err, redisstore.ErrTooManyDevices) {
+			h.unregister(c)
+			h.refused(refusedDevicesFull)
+			_ = ws.Close(CloseTooManyDevices, "this user has as many devices connected as it may; close one")
+			res <- built{}
+			return
+		}
 		if err != nil {
 			failed("register presence", "presence registry unavailable; retry", err)
 			return

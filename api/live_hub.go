@@ -38,7 +38,11 @@ type liveHub struct {
 	conns   map[string]*liveConn // conn id → conn
 	devices map[devKey]*liveConn
 	groups  map[string]map[*liveConn]bool // conversation → connections here listening to it
-	perUser map[string]int
+
+	// admission holds the node's bounds on connections (its own lock).
+	admission *liveAdmission
+	// running counts the connections' goroutines, which close waits for.
+	running sync.WaitGroup
 
 	// pendMu guards withPend, the connections with pushes not acked. It
 	// is taken inside a connection's mu (liveConn.listPendingLocked) and
@@ -92,7 +96,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
-		withPend: map[*liveConn]bool{}, perUser: map[string]int{},
+		withPend: map[*liveConn]bool{}, admission: newLiveAdmission(s.cfg.Live),
 		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
 		resubscribedSignal: make(chan struct{}, 1)}
 	h.receipts = newReceiptCoalescer(h)
@@ -134,7 +138,19 @@ func (h *liveHub) close() {
 	h.sub.Close()
 	<-h.done
 	h.raises.flushNow()
+	// The connections unregister (presence, channels) on their own
+	// goroutines; those are waited for, a while.
+	ended := make(chan struct{})
+	go func() { h.running.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(closeWait):
+		h.log.Warn("live connections still ending at shutdown")
+	}
 }
+
+// closeWait bounds the wait of close for the connections to end.
+const closeWait = 5 * time.Second
 
 func (h *liveHub) run() {
 	defer close(h.done)
@@ -253,14 +269,13 @@ func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presenc
 	old := h.devices[devKey{c.user, c.device}]
 	h.conns[c.id] = c
 	h.devices[devKey{c.user, c.device}] = c
-	h.perUser[c.user]++
 	h.mu.Unlock()
 	h.metrics.connections.Inc()
 	if old != nil {
 		h.closeReplaced(old)
 	}
 	prev, had, err := h.store.SetPresence(ctx, c.user, c.device, redisstore.PresenceLease{
-		Node: h.cfg.Node, Conn: c.id, TTL: h.cfg.PresenceTTL, Keep: h.cfg.OfflineThreshold}, time.Now())
+		Node: h.cfg.Node, Conn: c.id, TTL: h.cfg.PresenceTTL, Keep: h.cfg.OfflineThreshold, MaxDevices: h.cfg.MaxDevices}, time.Now())
 	if err != nil {
 		return prev, had, err
 	}
@@ -304,9 +319,6 @@ func (h *liveHub) connections() []*liveConn {
 func (h *liveHub) unregister(c *liveConn) {
 	h.mu.Lock()
 	delete(h.conns, c.id)
-	if h.perUser[c.user]--; h.perUser[c.user] <= 0 {
-		delete(h.perUser, c.user)
-	}
 	if h.devices[devKey{c.user, c.device}] == c {
 		delete(h.devices, devKey{c.user, c.device})
 	}
@@ -463,18 +475,8 @@ func (h *liveHub) dropIfUnheard(conv string) {
 	}
 }
 
-// userCount is how many connections of user this node holds.
-func (h *liveHub) userCount(user string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.perUser[user]
-}
-
-func (h *liveHub) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.conns)
-}
+// refused counts a connection refused for reason.
+func (h *liveHub) refused(reason string) { h.metrics.refused.WithLabelValues(reason).Inc() }
 
 // dispatch hands one batch from the bus to its connections.
 func (h *liveHub) dispatch(data []byte) {

@@ -92,7 +92,7 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
 		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed,
-		"REFUSAL_HELD": refusalHeld}
+		"REFUSAL_HELD": refusalHeld, "REFUSAL_LIVE_DEVICES": refusalLiveDevices}
 	unspelled := regexp.MustCompile(`error_reply\('OB`)
 	scripts := readScripts(t)
 	for name, src := range scripts {

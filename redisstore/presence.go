@@ -61,18 +61,31 @@ type PresenceLease struct {
 	TTL time.Duration
 	// Keep is how long a closed entry is remembered (the offline threshold).
 	Keep time.Duration
+	// MaxDevices bounds the user's devices connected at once, on every
+	// node (0: no bound): a device past it is refused (ErrTooManyDevices).
+	MaxDevices int
 }
+
+// ErrTooManyDevices: the user has as many devices connected as the lease
+// allows; the registration changed nothing.
+var ErrTooManyDevices = errors.New("too many devices of the user are connected")
 
 // SetPresence registers device's connection and returns what the entry
 // held before (ok false when nothing): the connection it replaces, or when
-// the device left.
+// the device left. A device not connected now is refused with
+// ErrTooManyDevices when l.MaxDevices others of the user are: the check
+// and the registration are one script, so connections on many nodes at
+// once get exactly the bound.
 func (s *Store) SetPresence(ctx context.Context, user, device string, l PresenceLease, now time.Time) (Presence, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	v, err := presenceSetScript.Run(ctx, s.rdb, []string{s.keys.Presence(user)},
-		device, l.Node, l.Conn, now.UnixMilli(), l.TTL.Milliseconds(), l.Keep.Milliseconds()).Text()
+		device, l.Node, l.Conn, now.UnixMilli(), l.TTL.Milliseconds(), l.Keep.Milliseconds(), l.MaxDevices).Text()
 	if err == redis.Nil {
 		return Presence{}, false, nil
+	}
+	if redis.HasErrorPrefix(err, refusalLiveDevices) {
+		return Presence{}, false, fmt.Errorf("register presence of %s/%s: %w (%v)", user, device, ErrTooManyDevices, err)
 	}
 	if err != nil {
 		return Presence{}, false, fmt.Errorf("register presence of %s/%s: %w", user, device, err)

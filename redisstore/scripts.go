@@ -30,6 +30,9 @@ const (
 	// refusalHeld: the conversation is held for a rebuild (Keys.Held).
 	// Permanent: it stays refused until an operator rebuilds it.
 	refusalHeld = "OBHELD"
+	// refusalLiveDevices: the user has as many devices connected as they
+	// may (ErrTooManyDevices).
+	refusalLiveDevices = "OBLIVEDEVICES"
 	// refusalUnindexed: the user's list indexes are not complete yet.
 	refusalUnindexed = "OBINDEX"
 	// noScript is the server's answer to EVALSHA of a script it does not

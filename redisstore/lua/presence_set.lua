@@ -14,10 +14,28 @@
 -- ARGV[4] now, ms
 -- ARGV[5] lease, ms
 -- ARGV[6] how long a closed entry is kept, ms
--- Returns the device's previous value (or false).
+-- ARGV[7] the most devices of the user connected at once (0: no bound)
+-- Returns the device's previous value (or false). Refuses with
+-- REFUSAL_LIVE_DEVICES, changing nothing, when the device is not
+-- connected now and as many other devices of the user are.
+local REFUSAL_LIVE_DEVICES = 'OBLIVEDEVICES'
 local key = KEYS[1]
 local dev, node, conn = ARGV[1], ARGV[2], ARGV[3]
 local now, lease, keep = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local most = tonumber(ARGV[7])
+if most > 0 then
+  local online = 0
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    local n, t = string.match(all[i + 1], '^([^|]*)|[^|]*|(%d+)$')
+    if all[i] ~= dev and n and n ~= '-' and tonumber(t) >= now then
+      online = online + 1
+    end
+  end
+  if online >= most then
+    return redis.error_reply(REFUSAL_LIVE_DEVICES .. ' ' .. online .. ' other devices are connected')
+  end
+end
 local prev = redis.call('HGET', key, dev)
 redis.call('HSET', key, dev, node .. '|' .. conn .. '|' .. (now + lease))
 local all = redis.call('HGETALL', key)
