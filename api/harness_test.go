@@ -52,6 +52,8 @@ type envOptions struct {
 	hot bool
 	// metrics registers the server's metrics.
 	metrics prometheus.Registerer
+	// leeway is the keyring's tolerance on expiry (auth's default when 0).
+	leeway time.Duration
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -63,7 +65,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kr, err := auth.New(auth.Config{Secret: testSecret})
+	kr, err := auth.New(auth.Config{Secret: testSecret, Leeway: o.leeway})
 	if err != nil {
 		t.Fatal(err)
 	}

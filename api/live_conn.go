@@ -30,6 +30,9 @@ type liveConn struct {
 	// (SetPresence returned); an entry naming another one after it means
 	// a newer connection of the device took it.
 	leased atomic.Bool
+	// tokenEnd: the connection is closed then (unix ms), its token's exp
+	// plus the leeway, unless a reauth moves it (live_token.go).
+	tokenEnd atomic.Int64
 
 	mu      sync.Mutex
 	queue   []queued

@@ -31,6 +31,9 @@ const (
 	// CloseTooManyDevices: the user has as many devices connected, on
 	// every node together, as it may (Live.MaxDevices).
 	CloseTooManyDevices websocket.StatusCode = 4011
+	// CloseTokenExpired: the connection's token expired (its exp plus
+	// the leeway passed) and no reauth frame brought a fresh one.
+	CloseTokenExpired websocket.StatusCode = 4012
 	// CloseGoingAway (1001): the server shuts down; reconnect elsewhere.
 	CloseGoingAway = websocket.StatusGoingAway
 )
@@ -49,6 +52,9 @@ type helloFrame struct {
 	DeviceID      string `json:"device_id"`
 	HeartbeatMS   int64  `json:"heartbeat_ms"`
 	MaxQueueBytes int    `json:"max_queue_bytes"`
+	// ExpiresMS: the connection is closed then (4012), its token's exp
+	// plus the leeway, unless a reauth frame moves it.
+	ExpiresMS int64 `json:"expires_ms"`
 }
 
 type noticeConvJSON struct {
@@ -145,7 +151,7 @@ func jsonFrame(v any) []byte {
 // Client → server frames.
 
 type clientFrame struct {
-	Type string `json:"type"` // ack | typing | ping | pong | auth
+	Type string `json:"type"` // ack | typing | ping | pong | auth | reauth
 	// ack; Reply asks for an acked frame (one comes anyway when the
 	// device was evicted or evicted others)
 	// (decoded with the frame: one strict pass, not one per item)
@@ -155,6 +161,6 @@ type clientFrame struct {
 	ConvID      string `json:"conv_id,omitempty"`
 	ContentType string `json:"content_type,omitempty"`
 	Body        []byte `json:"body,omitempty"`
-	// auth
+	// auth, reauth
 	Token string `json:"token,omitempty"`
 }

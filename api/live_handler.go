@@ -168,7 +168,7 @@ func newConnID() string {
 }
 
 func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, id auth.Identity, dev string) {
-	c := s.openLive(ctx, ws, cork, id.User, dev)
+	c := s.openLive(ctx, ws, cork, id, dev)
 	if c == nil {
 		return
 	}
@@ -182,12 +182,14 @@ func (s *Server) runLive(ctx context.Context, ws *websocket.Conn, cork *corkConn
 // returns before the connection's life of reads, so that its frames (the
 // notice's and the replay's) are off the stack that idles in a read: a
 // goroutine's stack shrinks only while it uses less than a quarter of it.
-func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, user, dev string) *liveConn {
+func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkConn, id auth.Identity, dev string) *liveConn {
 	h := s.live
-	c := newLiveConn(h, ws, user, dev, newConnID())
+	c := newLiveConn(h, ws, id.User, dev, newConnID())
 	c.cork = cork
+	end := s.tokenEnd(id)
+	h.deadlines.add(c, end)
 	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
-		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes})
+		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes, ExpiresMS: end})
 	// The registration, the notice and the replay call the store at
 	// length; they run on a goroutine of their own so that the stack of
 	// this one, which then idles in Read for the connection's life, stays
@@ -337,11 +339,13 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 		}
 	case "typing":
 		err = s.liveEphemeral(ctx, c, f)
+	case "reauth":
+		err = s.reauth(ctx, c, f.Token)
 	case "ping":
 		c.send(pongFrame, true)
 	case "pong":
 	default:
-		err = badRequest("type", "%q is not one of ack, typing, ping, pong", f.Type)
+		err = badRequest("type", "%q is not one of ack, typing, reauth, ping, pong", f.Type)
 	}
 	if err != nil {
 		ae := s.classify(liveRequest, err)

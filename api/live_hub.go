@@ -41,6 +41,8 @@ type liveHub struct {
 
 	// admission holds the node's bounds on connections (its own lock).
 	admission *liveAdmission
+	// deadlines are the connections' token ends (their own lock).
+	deadlines tokenDeadlines
 	// running counts the connections' goroutines, which close waits for.
 	running sync.WaitGroup
 
@@ -182,6 +184,7 @@ func (h *liveHub) run() {
 			h.noticeResubscribedFull()
 		case now := <-t.C:
 			h.repushDue(now)
+			h.expireTokens(now)
 			h.raises.flushDue(h.ctx)
 			h.receipts.flushDue(h.ctx, now)
 			if now.Sub(lastBeat) >= h.cfg.Heartbeat {
@@ -674,6 +677,7 @@ func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.Position {
 // the client has been silent on for too long.
 func (h *liveHub) heartbeat(now time.Time) {
 	conns := h.connections()
+	h.deadlines.compact(conns)
 	// Only the connections whose registration returned are extended (and
 	// can be found replaced): one still registering sets its lease itself,
 	// and its device's entry may name the connection it replaces.

@@ -23,6 +23,8 @@ type liveMetrics struct {
 	relisted          prometheus.Counter
 	receiptsCoalesced prometheus.Counter
 	notices           *prometheus.CounterVec
+	tokenCloses       *prometheus.CounterVec
+	reauths           *prometheus.CounterVec
 }
 
 func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
@@ -83,6 +85,12 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		notices: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "offlinebox_live_notices_total", Help: "Pull-before notices sent on connect, by outcome (pull, replay, nothing).",
 		}, []string{"outcome"}),
+		tokenCloses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_live_token_closes_total", Help: "Connections closed because of their token, by reason (expired: exp plus the leeway passed without a reauth; revoked: its user or device was revoked).",
+		}, []string{"reason"}),
+		reauths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_live_reauths_total", Help: "Reauth frames, by outcome (accepted, refused).",
+		}, []string{"outcome"}),
 	}
 	m.firstPushes = m.pushes.WithLabelValues("1")
 	if reg == nil {
@@ -90,7 +98,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
 		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent, m.resubscribed, m.relisted,
-		m.receiptsCoalesced, m.notices} {
+		m.receiptsCoalesced, m.notices, m.tokenCloses, m.reauths} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

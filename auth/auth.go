@@ -72,11 +72,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Identity is who a verified token speaks for.
+// Identity is who a verified token speaks for, and for how long.
 type Identity struct {
 	User string
 	// Device is empty when the token is not pinned to a device.
 	Device string
+	// Expires is the token's exp; Issued its iat (zero when it has none):
+	// a revocation covers the tokens issued before it.
+	Expires, Issued time.Time
 }
 
 // claims is the token payload: the registered claims plus "dev".
@@ -207,11 +210,19 @@ func (k *Keyring) Verify(token string) (Identity, error) {
 		}
 	}
 	id := Identity{User: c.Subject, Device: c.Device}
+	if c.IssuedAt != nil {
+		id.Issued = c.IssuedAt.Time
+	}
 	if c.ExpiresAt != nil { // required by the parser
+		id.Expires = c.ExpiresAt.Time
 		k.verified.put(digest, id, c.ExpiresAt.Time, k.cfg.Now())
 	}
 	return id, nil
 }
+
+// Leeway is the tolerance on expiry: a token is accepted until its exp
+// plus it.
+func (k *Keyring) Leeway() time.Duration { return k.cfg.Leeway }
 
 // FromRequest extracts the bearer token of an Authorization header.
 func FromRequest(r *http.Request) (string, error) {

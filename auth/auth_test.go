@@ -47,6 +47,9 @@ func TestMintedTokenVerifiesToItsUserAndDevice(t *testing.T) {
 		if id.User != tc.user || id.Device != tc.device {
 			t.Fatalf("got %+v, want user %q device %q", id, tc.user, tc.device)
 		}
+		if !id.Issued.Equal(now) || !id.Expires.Equal(now.Add(DefaultTTL)) {
+			t.Fatalf("got issued %s, expires %s, want %s and %s", id.Issued, id.Expires, now, now.Add(DefaultTTL))
+		}
 	}
 }
 

@@ -46,7 +46,7 @@ func TestAVerifiedTokenIsRememberedOnlyUntilItExpires(t *testing.T) {
 		if got := err == nil; got != st.accepts {
 			t.Fatalf("%s: accepted %v (%v), want %v", st.name, got, err, st.accepts)
 		}
-		if st.accepts && (id != Identity{User: "alice", Device: "phone"}) {
+		if st.accepts && (id.User != "alice" || id.Device != "phone") {
 			t.Fatalf("%s: verified as %+v", st.name, id)
 		}
 	}

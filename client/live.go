@@ -22,6 +22,9 @@ type Frame struct {
 	DeviceID      string `json:"device_id,omitempty"`
 	HeartbeatMS   int64  `json:"heartbeat_ms,omitempty"`
 	MaxQueueBytes int    `json:"max_queue_bytes,omitempty"`
+	// hello, reauthed: the connection is closed then (4012), ms since the
+	// epoch, unless Reauth brings a fresh token first
+	ExpiresMS int64 `json:"expires_ms,omitempty"`
 	// notice
 	Conversations []NoticeConv `json:"conversations,omitempty"`
 	Total         *struct {
@@ -193,6 +196,13 @@ func (l *Live) Ack(ctx context.Context, items []AckItem, reply bool) error {
 // stored).
 func (l *Live) Typing(ctx context.Context, conv string) error {
 	return l.send(ctx, map[string]any{"type": "typing", "conv_id": conv})
+}
+
+// Reauth gives the connection a fresh token of the same user and device
+// before the one it opened with expires (Frame.ExpiresMS of hello); the
+// server answers reauthed with the new end, or an error frame.
+func (l *Live) Reauth(ctx context.Context, token string) error {
+	return l.send(ctx, map[string]any{"type": "reauth", "token": token})
 }
 
 // SendRaw sends any frame (tests of the server's answers).
