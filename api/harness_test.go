@@ -88,6 +88,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.server.Close) // it reads the revocation log until then
 	// Every answer a test receives is checked against openapi.yaml.
 	e.srv = httptest.NewServer(validatingHandler(t, e.server.Handler()))
 	t.Cleanup(e.srv.Close)

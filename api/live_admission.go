@@ -8,14 +8,13 @@ import (
 // Reasons a live connection is refused (the label of
 // offlinebox_live_refused_total; api/asyncapi.yaml names the answer of each).
 const (
-	refusedNodeFull     = "node_full"     // the node's MaxConnections, before the upgrade: 503 live_full
-	refusedAddressFull  = "address_full"  // MaxUnauthenticatedPerAddr, before the upgrade: 429 too_many_unauthenticated
-	refusedUserFull     = "user_full"     // MaxPerUser: 429 too_many_connections, or close 4010 after an auth frame
-	refusedDevicesFull  = "devices_full"  // MaxDevices, on every node together: close 4011
-	refusedUnauthorized = "unauthorized"  // no valid token (401, or close 4004)
-	refusedRevoked      = "revoked"       // a token issued before its user's or device's revocation (401, or close 4013)
-	refusedBusDown      = "bus_down"      // the live bus cannot subscribe: 503 unavailable
-	refusedAuthMismatch = "auth_mismatch" // a reauth naming another user or device (an error frame; the socket stays)
+	refusedNodeFull     = "node_full"    // the node's MaxConnections, before the upgrade: 503 live_full
+	refusedAddressFull  = "address_full" // MaxUnauthenticatedPerAddr, before the upgrade: 429 too_many_unauthenticated
+	refusedUserFull     = "user_full"    // MaxPerUser: 429 too_many_connections, or close 4010 after an auth frame
+	refusedDevicesFull  = "devices_full" // MaxDevices, on every node together: close 4011
+	refusedUnauthorized = "unauthorized" // no valid token (401, or close 4004)
+	refusedRevoked      = "revoked"      // a token issued before its user's or device's revocation (401, or close 4013)
+	refusedBusDown      = "bus_down"     // the live bus cannot subscribe: 503 unavailable
 )
 
 // liveAdmission counts this node's live connections in one place, from the

@@ -33,6 +33,9 @@ type liveConn struct {
 	// tokenEnd: the connection is closed then (unix ms), its token's exp
 	// plus the leeway, unless a reauth moves it (live_token.go).
 	tokenEnd atomic.Int64
+	// tokenIssued: its token's iat (unix ms), which a revocation is
+	// compared with.
+	tokenIssued atomic.Int64
 
 	mu      sync.Mutex
 	queue   []queued

@@ -34,6 +34,9 @@ const (
 	// CloseTokenExpired: the connection's token expired (its exp plus
 	// the leeway passed) and no reauth frame brought a fresh one.
 	CloseTokenExpired websocket.StatusCode = 4012
+	// CloseRevoked: the connection's user or device was revoked (its
+	// token was issued before the revocation).
+	CloseRevoked websocket.StatusCode = 4013
 	// CloseGoingAway (1001): the server shuts down; reconnect elsewhere.
 	CloseGoingAway = websocket.StatusGoingAway
 )

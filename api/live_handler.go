@@ -55,10 +55,15 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		if id, err = s.verifyToken(r.Context(), tok); err != nil {
 			s.live.refused(refusalOf(err))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.writeError(w, errUnauthorized)
+			return s.writeError(w, tokenRefusal(err))
 		}
 		if dev, err = deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
 			return s.writeError(w, s.classify(r, err))
+		}
+		if err = s.deviceRevoked(r.Context(), id, dev); err != nil {
+			s.live.refused(refusalOf(err))
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			return s.writeError(w, tokenRefusal(err))
 		}
 	}
 	t, reason := s.live.admission.enter(remoteHost(r.RemoteAddr), id.User, dev)
@@ -105,8 +110,13 @@ func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, t *liveTicke
 	if tok == "" {
 		var err error
 		if id, err = s.authFrame(ctx, ws); err != nil {
-			s.live.refused(refusalOf(err))
-			_ = ws.Close(CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame")
+			reason := refusalOf(err)
+			s.live.refused(reason)
+			code, text := CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame"
+			if reason == refusedRevoked {
+				code, text = CloseRevoked, "this token was revoked; sign in again"
+			}
+			_ = ws.Close(code, text)
 			return
 		}
 	}
@@ -114,6 +124,13 @@ func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, t *liveTicke
 	if err != nil {
 		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
 		return
+	}
+	if tok == "" {
+		if err := s.deviceRevoked(ctx, id, dev); err != nil {
+			s.live.refused(refusalOf(err))
+			_ = ws.Close(CloseRevoked, "this token was revoked; sign in again")
+			return
+		}
 	}
 	if !t.bound {
 		if reason := t.bind(id.User, dev); reason != "" {
@@ -153,14 +170,6 @@ func (s *Server) authFrame(ctx context.Context, ws *websocket.Conn) (auth.Identi
 	return s.verifyToken(ctx, f.Token)
 }
 
-// verifyToken checks a bearer token.
-func (s *Server) verifyToken(_ context.Context, tok string) (auth.Identity, error) {
-	return s.keyring.Verify(tok)
-}
-
-// refusalOf is the refusal reason of a token that did not verify.
-func refusalOf(error) string { return refusedUnauthorized }
-
 func newConnID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -187,6 +196,7 @@ func (s *Server) openLive(ctx context.Context, ws *websocket.Conn, cork *corkCon
 	c := newLiveConn(h, ws, id.User, dev, newConnID())
 	c.cork = cork
 	end := s.tokenEnd(id)
+	c.tokenIssued.Store(id.Issued.UnixMilli())
 	h.deadlines.add(c, end)
 	hello := jsonFrame(helloFrame{Type: "hello", Node: s.cfg.Live.Node, ConnID: c.id, DeviceID: dev,
 		HeartbeatMS: s.cfg.Live.Heartbeat.Milliseconds(), MaxQueueBytes: s.cfg.Live.MaxQueueBytes, ExpiresMS: end})

@@ -38,6 +38,7 @@ type liveHub struct {
 	conns   map[string]*liveConn // conn id → conn
 	devices map[devKey]*liveConn
 	groups  map[string]map[*liveConn]bool // conversation → connections here listening to it
+	byUser  map[string]map[*liveConn]bool // user → their connections here
 
 	// admission holds the node's bounds on connections (its own lock).
 	admission *liveAdmission
@@ -98,6 +99,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
 		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
+		byUser:   map[string]map[*liveConn]bool{},
 		withPend: map[*liveConn]bool{}, admission: newLiveAdmission(s.cfg.Live),
 		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
 		resubscribedSignal: make(chan struct{}, 1)}
@@ -272,6 +274,10 @@ func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presenc
 	old := h.devices[devKey{c.user, c.device}]
 	h.conns[c.id] = c
 	h.devices[devKey{c.user, c.device}] = c
+	if h.byUser[c.user] == nil {
+		h.byUser[c.user] = map[*liveConn]bool{}
+	}
+	h.byUser[c.user][c] = true
 	h.mu.Unlock()
 	h.metrics.connections.Inc()
 	if old != nil {
@@ -322,6 +328,11 @@ func (h *liveHub) connections() []*liveConn {
 func (h *liveHub) unregister(c *liveConn) {
 	h.mu.Lock()
 	delete(h.conns, c.id)
+	if set := h.byUser[c.user]; set != nil {
+		if delete(set, c); len(set) == 0 {
+			delete(h.byUser, c.user)
+		}
+	}
 	if h.devices[devKey{c.user, c.device}] == c {
 		delete(h.devices, devKey{c.user, c.device})
 	}

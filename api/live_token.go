@@ -111,6 +111,9 @@ func (h *liveHub) expireTokens(now time.Time) {
 // and device moves the connection's end to that token's.
 func (s *Server) reauth(ctx context.Context, c *liveConn, tok string) error {
 	id, err := s.verifyToken(ctx, tok)
+	if err == nil && id.Device == "" {
+		err = s.deviceRevoked(ctx, id, c.device)
+	}
 	if err != nil {
 		s.live.metrics.reauths.WithLabelValues("refused").Inc()
 		return &apiError{status: http.StatusUnauthorized, code: "unauthorized", field: "token", msg: "is not a valid token"}
@@ -120,6 +123,7 @@ func (s *Server) reauth(ctx context.Context, c *liveConn, tok string) error {
 		return forbidden("the token is not for user %q, device %q", c.user, c.device)
 	}
 	end := s.tokenEnd(id)
+	c.tokenIssued.Store(id.Issued.UnixMilli())
 	s.live.deadlines.add(c, end)
 	s.live.metrics.reauths.WithLabelValues("accepted").Inc()
 	c.send(jsonFrame(reauthedFrame{Type: "reauthed", ExpiresMS: end}), false)

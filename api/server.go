@@ -60,7 +60,9 @@ type Server struct {
 	frames   *sharedFrames
 	handler  http.Handler
 	live     *liveHub
+	revoked  *revocations
 	coders   *coders
+	closed   sync.Once
 }
 
 // New returns a Server over deps.
@@ -99,6 +101,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register live metrics: %w", err)
 	}
 	s.live = newLiveHub(s, lm)
+	s.revoked = newRevocations(deps.Router.Main(), s.log)
+	s.revoked.onRevoked = s.live.closeRevoked
+	s.revoked.run()
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt))
@@ -149,8 +154,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close ends the live connections (CloseGoingAway: the devices reconnect
 // to another node) and stops the live channel's loops. The HTTP server
-// serving Handler is the caller's to shut down.
-func (s *Server) Close() { s.live.close() }
+// serving Handler is the caller's to shut down. It also stops reading the
+// revocation log; Close is idempotent.
+func (s *Server) Close() {
+	s.closed.Do(func() {
+		s.live.close()
+		s.revoked.close()
+	})
+}
 
 // handlerFunc answers one request: a status and a JSON body, or an error
 // (an *apiError is answered as is; any other is a 500 or a 503).
@@ -179,6 +190,7 @@ func (s *Server) routes() []route {
 		{method: "POST", pattern: "/v1/messages", h: s.sendMessage},
 		{method: "GET", pattern: "/v1/conversations/{conv}/receipts", h: s.receipts},
 		{method: "GET", pattern: "/v1/rejections", h: s.rejections},
+		{method: "POST", pattern: "/v1/devices/revoke", h: s.revokeDevices},
 		{method: "GET", pattern: "/v1/live", raw: s.serveLive},
 	}
 }
@@ -218,11 +230,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 	if !rt.public {
 		tok, err := auth.FromRequest(r)
 		if err == nil {
-			id, err = s.keyring.Verify(tok)
+			id, err = s.verifyToken(r.Context(), tok)
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.refuseUnread(w, r, errUnauthorized)
+			return s.refuseUnread(w, r, tokenRefusal(err))
 		}
 		release, aerr := s.admitted.acquire(id.User)
 		if aerr != nil {

@@ -146,6 +146,15 @@ func (k Keys) Presence(user string) string { return k.user(user, "on") }
 // user.
 func (k Keys) Rejections(user string) string { return k.user(user, "rj") }
 
+// Revoked are the user's revocations (see revocations.go): device, or
+// RevokedAllDevices, → the time before which their tokens are refused.
+// Like presence, they live on the main store for every user.
+func (k Keys) Revoked(user string) string { return k.user(user, "rv") }
+
+// RevocationLog is the recent revocations of every user, which each API
+// node reads every second to close the revoked connections it holds.
+func (k Keys) RevocationLog() string { return k.Prefix + "{revoked}:log" }
+
 // Delivered and ReadBy are a conversation's receipt cursors: member → the
 // highest seq delivered to (stored by a device of) or read by that member.
 func (k Keys) Delivered(conv string) string { return k.conv(conv, "rcd") }

@@ -29,6 +29,7 @@ func subcommands() []subcommand {
 		{"api", "serve the HTTP API and the live channel", runAPI},
 		{"migrate", "create the topics and the ClickHouse schema (idempotent)", runMigrate},
 		{"token", "mint a development bearer token: token USER [-device D]", runToken},
+		{"revoke", "revoke a user's tokens and close their live connections: revoke -user U [-device D]", runRevoke},
 		{"verify", "check a live store against the invariants; exit 1 on a violation, 2 when it could not check", runVerify},
 		{"keys", "master keys of sealed bodies: keys add -id ID | rekey | retire -id ID", runKeys},
 		{"rebuild", "restore Redis timelines from ClickHouse: rebuild -conv ID | -all", runRebuild},

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// DefaultRevokeKeep is how long a revocation is kept at least: the
+// longest a token issued before it may still be valid (auth's default TTL
+// is a day).
+const DefaultRevokeKeep = 30 * 24 * time.Hour
+
+// revokeRequest is the body of POST /v1/devices/revoke.
+type revokeRequest struct {
+	DeviceID string `json:"device_id"`
+}
+
+type revokeResponse struct {
+	DeviceID        string `json:"device_id,omitempty"`
+	RevokedBeforeMS int64  `json:"revoked_before_ms"`
+}
+
+// revokeDevices answers POST /v1/devices/revoke: the tokens of one of the
+// user's devices (or of all of them, this request's included, when no
+// device is named) issued until now are refused from now on, and their
+// live connections close within a few seconds on every node.
+func (s *Server) revokeDevices(r *http.Request, id auth.Identity) (int, any, error) {
+	data, aerr := readBody(r)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	var body revokeRequest
+	if err := decodeJSON(data, &body, ""); err != nil {
+		return 0, nil, err
+	}
+	if body.DeviceID != "" {
+		if err := schemas.ValidID("device_id", body.DeviceID); err != nil {
+			return 0, nil, invalidField("", err)
+		}
+	}
+	at := s.cfg.Clock()
+	if err := s.router.Main().Revoke(r.Context(), id.User, body.DeviceID, at, DefaultRevokeKeep); err != nil {
+		return 0, nil, err
+	}
+	s.log.Info("revoked", "user", id.User, "device", body.DeviceID)
+	return http.StatusOK, revokeResponse{DeviceID: body.DeviceID, RevokedBeforeMS: at.UnixMilli()}, nil
+}
+
+// closeRevoked closes the connections here that a revocation covers: the
+// user's (of its device, unless it covers every device) whose token was
+// issued before it. A connection reauthed with a later token stays.
+func (h *liveHub) closeRevoked(e redisstore.RevocationEntry) {
+	var rec redisstore.Revocation
+	rec.Merge(e.Device, e.At)
+	h.mu.Lock()
+	var hit []*liveConn
+	for c := range h.byUser[e.User] {
+		if rec.Covers(c.device, time.UnixMilli(c.tokenIssued.Load())) {
+			hit = append(hit, c)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range hit {
+		if c.close(CloseRevoked, "this user or device was revoked; sign in again") {
+			h.metrics.tokenCloses.WithLabelValues("revoked").Inc()
+		}
+	}
+}
