@@ -1,0 +1,163 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/offlinebox/offlinebox/auth"
+)
+
+// The upgrade of GET /v1/live: the token (header, subprotocol or auth
+// frame), the connection's place in the node's bounds (live_admission.go),
+// then the connection's life (live_handler.go).
+
+var errLiveUserFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_connections",
+	msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
+
+var errLiveFull = &apiError{status: http.StatusServiceUnavailable, code: "live_full",
+	msg: "this node holds as many live connections as it may; retry another node or later"}
+
+var errLiveAddressFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_unauthenticated",
+	msg: "this address holds as many live connections waiting for their auth frame as it may; authenticate those first"}
+
+// serveLive answers GET /v1/live: it upgrades to a WebSocket, registers the
+// device's presence, sends hello and the pull-before notice, then reads
+// the client's frames until the connection ends. The connection takes its
+// place in the node's bounds (liveAdmission) before it is upgraded and
+// keeps it until it ends.
+func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
+	tok, terr := auth.FromRequest(r)
+	if terr != nil {
+		tok = subprotocolToken(r)
+	}
+	var id auth.Identity
+	if tok == "" && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+		return s.writeError(w, errUnauthorized)
+	}
+	var dev string
+	if tok != "" {
+		var err error
+		if id, err = s.verifyToken(r.Context(), tok); err != nil {
+			s.live.refused(refusalOf(err))
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			return s.writeError(w, tokenRefusal(err))
+		}
+		if dev, err = deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
+			return s.writeError(w, s.classify(r, err))
+		}
+		if err = s.deviceRevoked(r.Context(), id, dev); err != nil {
+			s.live.refused(refusalOf(err))
+			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			return s.writeError(w, tokenRefusal(err))
+		}
+	}
+	t, reason := s.live.admission.enter(remoteHost(r.RemoteAddr), id.User, dev)
+	if reason != "" {
+		s.live.refused(reason)
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
+		return s.writeError(w, map[string]*apiError{refusedNodeFull: errLiveFull, refusedAddressFull: errLiveAddressFull,
+			refusedUserFull: errLiveUserFull}[reason])
+	}
+	if err := s.live.start(); err != nil {
+		t.release()
+		s.live.refused(refusedBusDown)
+		s.log.Warn("live channel cannot subscribe", "err", err)
+		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
+	}
+	bw := &smallBuffers{ResponseWriter: w, writeTimeout: s.cfg.Live.WriteTimeout}
+	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},
+		CompressionMode: websocket.CompressionDisabled, OriginPatterns: s.cfg.Live.OriginPatterns})
+	if err != nil {
+		t.release()
+		return http.StatusBadRequest, 0
+	}
+	ws.SetReadLimit(s.cfg.Live.ReadLimit)
+	// The connection lives on a goroutine of its own, started with a
+	// small stack: this one, deep in the HTTP server, returns (the
+	// connection is hijacked), so an idle connection costs one small
+	// goroutine, not the request's.
+	s.live.running.Add(1)
+	go s.liveConnection(ws, bw.cork, t, tok, id, r.URL.Query().Get("device_id"))
+	return http.StatusSwitchingProtocols, 0
+}
+
+// liveConnection runs one upgraded connection; its ticket is bound to its
+// user and device already when a header or subprotocol brought the
+// token, else once its auth frame came.
+func (s *Server) liveConnection(ws *websocket.Conn, cork *corkConn, t *liveTicket, tok string, id auth.Identity, named string) {
+	defer s.live.running.Done()
+	defer t.release()
+	// Every call of a connection is made on this goroutine and waited
+	// for, so a context of the connection's own would cancel nothing; the
+	// hub's ends them at shutdown, and an idle connection keeps no
+	// context (nor its parent's entry for it, nor its Done channel).
+	ctx := s.live.ctx
+	if tok == "" {
+		var err error
+		if id, err = s.authFrame(ctx, ws); err != nil {
+			reason := refusalOf(err)
+			s.live.refused(reason)
+			code, text := CloseUnauthorized, "a valid token is required: header, subprotocol bearer.TOKEN or an auth frame"
+			if reason == refusedRevoked {
+				code, text = CloseRevoked, "this token was revoked; sign in again"
+			}
+			_ = ws.Close(code, text)
+			return
+		}
+	}
+	dev, err := deviceOf(id, named, "device_id", true)
+	if err != nil {
+		_ = ws.Close(CloseUnauthorized, "a device is required: a token with a device claim or ?device_id=")
+		return
+	}
+	if tok == "" {
+		if err := s.deviceRevoked(ctx, id, dev); err != nil {
+			s.live.refused(refusalOf(err))
+			_ = ws.Close(CloseRevoked, "this token was revoked; sign in again")
+			return
+		}
+	}
+	if !t.bound {
+		if reason := t.bind(id.User, dev); reason != "" {
+			s.live.refused(reason)
+			_ = ws.Close(CloseUserFull, "this user holds as many live connections on this node as it may; close one")
+			return
+		}
+	}
+	s.runLive(ctx, ws, cork, id, dev)
+}
+
+// subprotocolToken takes a token offered as subprotocol "bearer.TOKEN"
+// (browsers cannot set headers on a WebSocket).
+func subprotocolToken(r *http.Request) string {
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if p = strings.TrimSpace(p); strings.HasPrefix(p, "bearer.") {
+				return strings.TrimPrefix(p, "bearer.")
+			}
+		}
+	}
+	return ""
+}
+
+// authFrame waits for {"type":"auth","token":...}.
+func (s *Server) authFrame(ctx context.Context, ws *websocket.Conn) (auth.Identity, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Live.AuthTimeout)
+	defer cancel()
+	_, data, err := ws.Read(ctx)
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	var f clientFrame
+	if aerr := decodeJSON(data, &f, ""); aerr != nil || f.Type != "auth" {
+		return auth.Identity{}, errors.New("the first frame is not an auth frame")
+	}
+	return s.verifyToken(ctx, f.Token)
+}
