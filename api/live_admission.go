@@ -14,7 +14,7 @@ const (
 	refusedDevicesFull  = "devices_full" // MaxDevices, on every node together: close 4011
 	refusedUnauthorized = "unauthorized" // no valid token (401, or close 4004)
 	refusedRevoked      = "revoked"      // a token issued before its user's or device's revocation (401, or close 4013)
-	refusedBusDown      = "bus_down"     // the live bus cannot subscribe: 503 unavailable
+	refusedStoreDown    = "store_down"   // the live bus cannot subscribe, or the revocations cannot be read: 503 unavailable
 )
 
 // liveAdmission counts this node's live connections in one place, from the

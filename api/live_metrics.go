@@ -33,7 +33,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 			Name: "offlinebox_live_connections", Help: "Live connections held by this API process.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_live_refused_total", Help: "Live connections refused, by reason (node_full, address_full, user_full, devices_full, unauthorized, revoked, bus_down; api/asyncapi.yaml names the answer to each).",
+			Name: "offlinebox_live_refused_total", Help: "Live connections refused, by reason (node_full, address_full, user_full, devices_full, unauthorized, revoked, store_down; api/asyncapi.yaml names the answer to each).",
 		}, []string{"reason"}),
 		replaced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_replaced_total", Help: "Connections closed because a newer one of the same device opened.",

@@ -46,16 +46,22 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		var err error
 		if id, err = s.verifyToken(r.Context(), tok); err != nil {
 			s.live.refused(refusalOf(err))
-			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.writeError(w, tokenRefusal(err))
+			e := tokenRefusal(err)
+			if e.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			}
+			return s.writeError(w, e)
 		}
 		if dev, err = deviceOf(id, r.URL.Query().Get("device_id"), "device_id", true); err != nil {
 			return s.writeError(w, s.classify(r, err))
 		}
 		if err = s.deviceRevoked(r.Context(), id, dev); err != nil {
 			s.live.refused(refusalOf(err))
-			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.writeError(w, tokenRefusal(err))
+			e := tokenRefusal(err)
+			if e.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			}
+			return s.writeError(w, e)
 		}
 	}
 	t, reason := s.live.admission.enter(remoteHost(r.RemoteAddr), id.User, dev)
@@ -67,7 +73,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 	}
 	if err := s.live.start(); err != nil {
 		t.release()
-		s.live.refused(refusedBusDown)
+		s.live.refused(refusedStoreDown)
 		s.log.Warn("live channel cannot subscribe", "err", err)
 		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
 	}

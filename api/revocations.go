@@ -226,8 +226,11 @@ func (s *Server) deviceRevoked(ctx context.Context, id auth.Identity, device str
 
 // refusalOf is the refusal reason of a token that did not verify.
 func refusalOf(err error) string {
-	if errors.Is(err, errRevoked) {
+	switch {
+	case errors.Is(err, errRevoked):
 		return refusedRevoked
+	case errors.Is(err, errRevocationsUnread):
+		return refusedStoreDown
 	}
 	return refusedUnauthorized
 }

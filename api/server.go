@@ -233,8 +233,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 			id, err = s.verifyToken(r.Context(), tok)
 		}
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			return s.refuseUnread(w, r, tokenRefusal(err))
+			e := tokenRefusal(err)
+			if e.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+			}
+			return s.refuseUnread(w, r, e)
 		}
 		release, aerr := s.admitted.acquire(id.User)
 		if aerr != nil {
