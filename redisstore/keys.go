@@ -215,6 +215,10 @@ func (k Keys) ExpirySweep() string { return k.Prefix + "{expiry}:sweep" }
 // ExpiryLease is the lease on one sweep job.
 func (k Keys) ExpiryLease(job string) string { return k.Prefix + "{expiry}:lease:" + job }
 
+// RetentionConfirmed is the retention policy last confirmed
+// (ConfirmedRetention): the floor of every expiry sweep.
+func (k Keys) RetentionConfirmed() string { return k.Prefix + "{expiry}:retention" }
+
 // KeyRef is a key of the data model taken apart. Exactly one of Conv and
 // User is set.
 type KeyRef struct {
