@@ -107,7 +107,7 @@ func runRetention(ctx context.Context, args []string, stdout io.Writer) error {
 // policy in force: the one confirmed in Redis, or -against's file.
 type policyChange struct {
 	next      *retention.Set
-	data      []byte // next's bytes
+	data      []byte         // next's bytes
 	base      *retention.Set // nil: none confirmed yet
 	confirmed redisstore.ConfirmedRetention
 	change    retention.Change
