@@ -36,10 +36,7 @@ func (c Change) Shortens() bool { return len(c.Shrinks) > 0 || len(c.HoldsDroppe
 
 // Summary is the change in one line, for logs.
 func (c Change) Summary(limit int) string {
-	var parts []string
-	for _, h := range c.HoldsDropped {
-		parts = append(parts, h)
-	}
+	parts := append([]string(nil), c.HoldsDropped...)
 	for _, d := range c.Shrinks {
 		parts = append(parts, d.String())
 	}

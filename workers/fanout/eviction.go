@@ -103,7 +103,8 @@ func (r *restorer) trustable(ctx context.Context, st *redisstore.Store, ins []re
 // The counts verified are kept in Redis (EvictionsSeen, so a restarted
 // process still compares) and in the process (in case that very hash was
 // evicted): the stored count first, else the process's own, else the
-// server is new to both and its count of now is recorded.
+// server is new to both: its count of now is recorded when it is 0, and
+// it is held when it is not (the hash itself may be what was evicted).
 func (r *restorer) evictedSince(ctx context.Context, st *redisstore.Store, ins []redisstore.Instance) error {
 	why, held, err := st.EvictionHold(ctx)
 	if err != nil {
@@ -127,6 +128,11 @@ func (r *restorer) evictedSince(ctx context.Context, st *redisstore.Store, ins [
 		base, ok := seen[in.RunID]
 		if !ok {
 			base, ok = r.evicted[in.RunID]
+		}
+		if !ok && in.EvictedKeys > 0 {
+			// Never seen, yet it evicted keys: the record of it may be
+			// what went. Only a repair says it is whole.
+			return r.holdEvicted(ctx, st, in, 0)
 		}
 		if !ok {
 			fresh = append(fresh, in)
