@@ -18,6 +18,14 @@ import (
 	"github.com/offlinebox/offlinebox/topology"
 )
 
+// byName are the scenarios run only when named (-scenarios): they do not
+// pass yet, so the suite's default run leaves them out.
+func byName() []scenario {
+	return []scenario{
+		{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys},
+	}
+}
+
 // evictFor is how long the server runs with a maxmemory below what it
 // holds and allkeys-lru: the writes of that moment make it evict keys.
 const evictFor = 500 * time.Millisecond

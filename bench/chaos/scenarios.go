@@ -57,7 +57,6 @@ func scenarios() []scenario {
 				w.ResendPercent, b.ResendPercent, b.CrashBeforeAckPercent = 30, 60, 25
 			},
 			fault: replayStream},
-		{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys},
 		{name: "api-kill-live", about: "devices on the live channel of two API processes; kill -9 one with its connections: they reconnect to the other and catch up",
 			fanouts: 1, live: true, minStream: 10 * time.Second, fault: killAPI},
 	}
