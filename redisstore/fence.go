@@ -96,6 +96,10 @@ type Instance struct {
 	// keeps state in (even volatile-*: the dedupe days expire), so a
 	// writer must not trust such a server.
 	Evicts string
+	// EvictedKeys is INFO's evicted_keys: the keys the server dropped for
+	// memory since it started (or CONFIG RESETSTAT). One that rose since a
+	// writer verified the server means state is gone (EvictionsSeen).
+	EvictedKeys int64
 }
 
 // Instances returns the run_id of every server the store writes to: the
@@ -115,6 +119,9 @@ func (s *Store) Instances(ctx context.Context) ([]Instance, error) {
 			return Instance{}, fmt.Errorf("run_id of %s: INFO server names none", c.Options().Addr)
 		}
 		in := Instance{Addr: c.Options().Addr, RunID: id}
+		if n, err := strconv.ParseInt(infoField(info, "evicted_keys"), 10, 64); err == nil {
+			in.EvictedKeys = n
+		}
 		if policy := infoField(info, "maxmemory_policy"); policy != "noeviction" && infoField(info, "maxmemory") != "0" {
 			in.Evicts = policy
 		}

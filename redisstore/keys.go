@@ -224,6 +224,19 @@ func (k Keys) ExpirySweep() string { return k.Prefix + "{expiry}:sweep" }
 // ExpiryLease is the lease on one sweep job.
 func (k Keys) ExpiryLease(job string) string { return k.Prefix + "{expiry}:lease:" + job }
 
+// EvictionsSeen maps each server's run_id to its evicted_keys when a
+// writer verified it (EvictionsSeen).
+func (k Keys) EvictionsSeen() string { return k.Prefix + "{fence}:evictions" }
+
+// EvictionHold is why sequencing is held on the store: a server evicted
+// keys since it was verified (HoldEvicted), until `offlinebox
+// repair-evicted` releases it.
+func (k Keys) EvictionHold() string { return k.Prefix + "{fence}:evicted" }
+
+// RetentionConfirmed is the retention policy last confirmed
+// (ConfirmedRetention): the floor of every expiry sweep.
+func (k Keys) RetentionConfirmed() string { return k.Prefix + "{expiry}:retention" }
+
 // KeyRef is a key of the data model taken apart. Exactly one of Conv and
 // User is set.
 type KeyRef struct {

@@ -2,6 +2,8 @@ package retention
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +24,8 @@ type fileDoc struct {
 		Inbox   scalar `yaml:"inbox"`
 		History scalar `yaml:"history"`
 	} `yaml:"defaults"`
-	Policies []policyDoc `yaml:"policies"`
+	Policies    []policyDoc `yaml:"policies"`
+	AllowShrink scalar      `yaml:"allow_shrink"`
 }
 
 type policyDoc struct {
@@ -61,7 +64,11 @@ type Error struct {
 	File string
 	Line int
 	Msg  string
+	err  error // ErrEmpty, or nil
 }
+
+// Unwrap is ErrEmpty for an empty or truncated file.
+func (e *Error) Unwrap() error { return e.err }
 
 func (e *Error) Error() string {
 	switch {
@@ -97,9 +104,18 @@ func lookupName[K comparable](names map[K]string, v string) (K, bool) {
 	return zero, false
 }
 
+// ErrEmpty is the error of a policy file that holds nothing (no defaults,
+// no policies) or a top-level key with nothing under it: a file truncated
+// or written half-way, never a policy to delete by.
+var ErrEmpty = errors.New("the file is empty or truncated")
+
 // Parse reads and validates a policy file; file names it in errors. An
-// empty file is the defaults alone.
+// empty file, or one whose defaults or policies key holds nothing, is
+// refused (ErrEmpty): the defaults alone are written out as such.
 func Parse(file string, data []byte) (*Set, error) {
+	if err := notTruncated(file, data); err != nil {
+		return nil, err
+	}
 	var doc fileDoc
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -109,7 +125,16 @@ func Parse(file string, data []byte) (*Set, error) {
 	fail := func(line int, format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
-	set := &Set{Source: file, DefaultInbox: DefaultInbox, DefaultHistory: History{Keep: DefaultHistory}}
+	sum := sha256.Sum256(data)
+	set := &Set{Source: file, DefaultInbox: DefaultInbox, DefaultHistory: History{Keep: DefaultHistory},
+		Digest: hex.EncodeToString(sum[:])}
+	if a := doc.AllowShrink; a.set() {
+		day, err := time.Parse(time.DateOnly, a.Value)
+		if err != nil {
+			return nil, fail(a.Line, "allow_shrink %q is not a date like 2026-01-31", a.Value)
+		}
+		set.AllowShrink = day
+	}
 	if d := doc.Defaults.Inbox; d.set() {
 		w, err := inboxWindow(d)
 		if err != nil {
@@ -146,6 +171,26 @@ func Parse(file string, data []byte) (*Set, error) {
 		set.Policies = append(set.Policies, p)
 	}
 	return set, nil
+}
+
+// notTruncated refuses a file without a document, and a top-level key
+// with nothing under it (what is left of a file cut after "defaults:").
+func notTruncated(file string, data []byte) error {
+	var root yaml.Node
+	err := yaml.Unmarshal(data, &root)
+	if err != nil {
+		return nil // the decoder names the line
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode || len(root.Content[0].Content) == 0 {
+		return &Error{File: file, Msg: ErrEmpty.Error() + ": it names no defaults and no policies (write the defaults out to keep them)", err: ErrEmpty}
+	}
+	m := root.Content[0].Content
+	for i := 0; i+1 < len(m); i += 2 {
+		if v := m[i+1]; v.Tag == "!!null" || (v.Kind != yaml.ScalarNode && len(v.Content) == 0) {
+			return &Error{File: file, Line: m[i].Line, Msg: fmt.Sprintf("%s: %q holds nothing", ErrEmpty, m[i].Value), err: ErrEmpty}
+		}
+	}
+	return nil
 }
 
 // decodeError turns the YAML decoder's error into an Error naming the

@@ -73,12 +73,29 @@ policies:
 	}
 }
 
-func TestAnEmptyFileIsTheDefaults(t *testing.T) {
-	set, err := Parse("p.yaml", nil)
+func TestAnEmptyOrTruncatedFileIsRefused(t *testing.T) {
+	for _, c := range []struct{ name, text string }{
+		{"empty", ""},
+		{"blank lines and a comment", "\n# retention\n\n"},
+		{"truncated after defaults", "defaults:\n"},
+		{"truncated after policies", "defaults:\n  inbox: 30d\npolicies:\n"},
+		{"an empty list", "policies: []\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(c.text))
+			if !errors.Is(err, ErrEmpty) || !strings.Contains(err.Error(), "p.yaml") {
+				t.Fatalf("Parse said %v, want ErrEmpty naming the file", err)
+			}
+		})
+	}
+}
+
+func TestTheDefaultsWrittenOutAreAFile(t *testing.T) {
+	set, err := Parse("p.yaml", []byte("defaults:\n  inbox: 30d\n  history: 365d\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if set.DefaultInbox != DefaultInbox || set.DefaultHistory.Keep != DefaultHistory || len(set.Policies) != 0 {
+	if set.DefaultInbox != DefaultInbox || set.DefaultHistory.Keep != DefaultHistory || len(set.Policies) != 0 || set.Digest == "" {
 		t.Fatalf("%+v", set)
 	}
 }

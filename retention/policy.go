@@ -120,6 +120,25 @@ type Set struct {
 	DefaultHistory History
 	// Policies in file order.
 	Policies []Policy
+	// AllowShrink is the day of the file's allow_shrink (zero: none): the
+	// operator's confirmation that the file may shorten what is kept
+	// (ShrinkAllowed).
+	AllowShrink time.Time
+	// Digest is the SHA-256 of the file's bytes (hex; "" for a Set not read
+	// from a file): what `retention apply` confirms.
+	Digest string
+}
+
+// ShrinkAllowed reports whether the file's allow_shrink confirms a shrink
+// at now: its day is today (UTC) or one day either side, so a date left
+// in the file confirms nothing a week later.
+func (s *Set) ShrinkAllowed(now time.Time) bool {
+	if s.AllowShrink.IsZero() {
+		return false
+	}
+	today := now.UTC().Truncate(24 * time.Hour)
+	d := s.AllowShrink.Sub(today)
+	return d >= -24*time.Hour && d <= 24*time.Hour
 }
 
 // Subject is one message as retention sees it: its conversation's id, tag

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -22,10 +23,16 @@ type Source struct {
 	path string
 	cur  atomic.Pointer[Set]
 
-	mu      sync.Mutex // one reload at a time; guards stamp
+	mu      sync.Mutex // one reload at a time; guards stamp and ledger
 	stamp   fileStamp
+	ledger  Ledger
+	data    []byte // the bytes of the file in force
 	reloads atomic.Int64
 	refused atomic.Int64
+	// refusedBy counts refused files by reason (Refusal.Reason).
+	refusedBy sync.Map // string -> *atomic.Int64
+	// now is the clock allow_shrink is judged by (time.Now when nil).
+	now func() time.Time
 }
 
 type fileStamp struct {
@@ -62,8 +69,33 @@ func (s *Source) Reloads() int64 { return s.reloads.Load() }
 // Refused counts the files Reload refused.
 func (s *Source) Refused() int64 { return s.refused.Load() }
 
-// Reload rereads the file. A file that fails validation changes nothing:
-// the Set in force stays, and the error says why.
+// RefusedFor counts the files Reload refused for reason (Refusal.Reason).
+func (s *Source) RefusedFor(reason string) int64 {
+	if v, ok := s.refusedBy.Load(reason); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (s *Source) refuse(err error) error {
+	s.refused.Add(1)
+	reason := ReasonInvalid
+	var r *Refusal
+	switch {
+	case errors.As(err, &r):
+		reason = r.Reason
+	case errors.Is(err, ErrEmpty):
+		reason = ReasonEmpty
+	}
+	v, _ := s.refusedBy.LoadOrStore(reason, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+	return err
+}
+
+// Reload rereads the file. A file that fails validation, is empty or
+// truncated, or shortens what the policy in force keeps without the
+// operator's confirmation (see Admit) changes nothing: the Set in force
+// stays, and the error says why.
 func (s *Source) Reload() (*Set, error) {
 	if s.path == "" {
 		return s.Current(), nil
@@ -83,9 +115,12 @@ func (s *Source) Reload() (*Set, error) {
 	s.stamp = fileStamp{mod: st.ModTime(), size: st.Size()}
 	set, err := Parse(s.path, data)
 	if err != nil {
-		s.refused.Add(1)
-		return nil, err
+		return nil, s.refuse(err)
 	}
+	if err := s.admit(set, data); err != nil {
+		return nil, s.refuse(err)
+	}
+	s.data = data
 	s.cur.Store(set)
 	s.reloads.Add(1)
 	return set, nil
@@ -135,7 +170,7 @@ func (s *Source) Watch(ctx context.Context, poll time.Duration, log *slog.Logger
 		}
 		pending = fileStamp{}
 		if set, err := s.Reload(); err != nil {
-			log.Error("retention policy refused; the previous one stays in force", "why", why, "err", err)
+			log.Warn("retention policy refused; the previous one stays in force", "why", why, "err", err)
 		} else {
 			log.Info("retention policy reloaded", "why", why, "file", s.path, "policies", len(set.Policies))
 		}

@@ -33,7 +33,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(policies); err != nil {
+	if err := p.usePolicies(ctx, policies); err != nil {
 		return err
 	}
 	if err := ensureTopics(ctx, c); err != nil {

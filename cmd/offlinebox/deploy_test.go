@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -110,6 +111,17 @@ func exportedMetrics(t *testing.T) map[string][]string {
 			t.Fatal(err)
 		}
 		t.Cleanup(r.Close)
+	}
+	policy := filepath.Join(t.TempDir(), "retention.yaml")
+	if err := os.WriteFile(policy, []byte("defaults:\n  inbox: 30d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := retention.Load(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.usePolicies(context.Background(), src); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := p.expiryWorkers(); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,8 @@ func subcommands() []subcommand {
 		{"verify", "check a live store against the invariants; exit 1 on a violation, 2 when it could not check", runVerify},
 		{"keys", "master keys of sealed bodies: keys add -id ID | rekey | retire -id ID", runKeys},
 		{"rebuild", "restore Redis timelines from ClickHouse: rebuild -conv ID | -all", runRebuild},
-		{"retention", "retention policies: `retention explain -conv ID` says which applies and why; `retention check` validates a file", runRetention},
+		{"repair-evicted", "after a Redis evicted keys: rebuild every conversation from ClickHouse, then release fanout's eviction hold", runRepairEvicted},
+		{"retention", "retention policies: `retention explain -conv ID` says which applies and why; `retention check FILE` shows what a file changes against the policy in force; `retention apply [-allow-shrink] FILE` confirms it", runRetention},
 		{"probe", "GET a URL, exit 0 on a 2xx answer (container healthchecks): probe URL", runProbe},
 	}
 }

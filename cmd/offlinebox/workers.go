@@ -364,7 +364,7 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(policies); err != nil {
+	if err := p.usePolicies(ctx, policies); err != nil {
 		return err
 	}
 	workers, err := p.expiryWorkers()

@@ -17,7 +17,7 @@ func (w *Worker) trimHistoryDue(ctx context.Context, every time.Duration) (int, 
 	if err != nil || !st.Held {
 		return 0, err
 	}
-	n, err := w.trimHistory(ctx, w.cfg.Policies.Current(), now)
+	n, err := w.trimHistory(ctx, w.policy(), now)
 	if err != nil {
 		return n, err
 	}
@@ -33,7 +33,7 @@ func (w *Worker) trimHistoryDue(ctx context.Context, every time.Duration) (int, 
 // retention. While an earlier mutation is still running it starts none (a
 // mutation rewrites parts; stacking them only repeats the work). It
 // returns how many row groups it gave to mutations.
-func (w *Worker) trimHistory(ctx context.Context, set *retention.Set, now time.Time) (int, error) {
+func (w *Worker) trimHistory(ctx context.Context, set policy, now time.Time) (int, error) {
 	pending, err := w.history.PendingMutations(ctx)
 	if err != nil {
 		return 0, err
@@ -60,7 +60,7 @@ func (w *Worker) trimHistory(ctx context.Context, set *retention.Set, now time.T
 }
 
 // deleteDue decides a batch of row groups and starts their deletes.
-func (w *Worker) deleteDue(ctx context.Context, set *retention.Set, now time.Time, groups []chstore.RowGroup) (int, error) {
+func (w *Worker) deleteDue(ctx context.Context, set policy, now time.Time, groups []chstore.RowGroup) (int, error) {
 	convs := make([]string, 0, len(groups))
 	for i, g := range groups {
 		if i == 0 || groups[i-1].Conv != g.Conv {

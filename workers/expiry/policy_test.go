@@ -271,8 +271,10 @@ func TestAChangedPolicyFileTakesEffectWithoutARestart(t *testing.T) {
 	if got := src.Current().Policies[0].Inbox; got == nil || *got != 60*day {
 		t.Fatalf("a refused file replaced the policy: inbox %v", got)
 	}
+	// A shorter one takes effect when the file confirms the shrink.
 	before := src.Reloads()
-	writePolicy(t, path, "policies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    history: none\n")
+	writePolicy(t, path, "allow_shrink: "+time.Now().UTC().Format(time.DateOnly)+
+		"\npolicies:\n  - name: scratch\n    match: {conv_prefix: tmp-}\n    history: none\n")
 	for deadline := time.Now().Add(10 * time.Second); src.Reloads() == before; {
 		if time.Now().After(deadline) {
 			t.Fatal("the changed file was not picked up")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alitto/pond/v2"
@@ -68,6 +69,40 @@ type Worker struct {
 	m       *metrics
 	pool    pond.Pool
 	token   string
+	// floor is the confirmed policy the sweeps keep whatever the Source
+	// says (nil: none confirmed), read again before every cycle.
+	floor atomic.Pointer[retention.Set]
+}
+
+// policy is what a sweep decides by: the policy in force held up by the
+// one last confirmed (retention.Floored), so no sweep deletes what the
+// confirmed policy keeps.
+type policy interface {
+	Resolve(retention.Subject) retention.Decision
+	Inbox(redisstore.ConvRetention) redisstore.Retention
+	LongestInboxWindows() redisstore.Retention
+	LongestKept() time.Duration
+	ShortestKept() time.Duration
+}
+
+// policy is the policy of this moment.
+func (w *Worker) policy() policy {
+	return retention.Floored{Set: w.cfg.Policies.Current(), Floor: w.floor.Load()}
+}
+
+// readFloor reads the confirmed policy (Keys.RetentionConfirmed) before a
+// cycle: a cycle that cannot read it deletes nothing.
+func (w *Worker) readFloor(ctx context.Context) error {
+	c, ok, err := w.store.ConfirmedRetention(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := retention.Floor(w.cfg.Policies.Current(), c, ok)
+	if err != nil {
+		return fmt.Errorf("the confirmed retention policy: %w", err)
+	}
+	w.floor.Store(f.Floor)
+	return nil
 }
 
 // New returns a Worker. history may be nil: then ClickHouse is left alone.
@@ -120,6 +155,9 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 func (w *Worker) runDue(ctx context.Context) error {
+	if err := w.readFloor(ctx); err != nil {
+		return err
+	}
 	nodes, err := w.store.ScanNodes(ctx)
 	if err != nil {
 		return err
@@ -144,6 +182,9 @@ func (w *Worker) runDue(ctx context.Context) error {
 // sweeping at the moment is left to it (counted in Busy).
 func (w *Worker) SweepOnce(ctx context.Context) (Removed, error) {
 	var total Removed
+	if err := w.readFloor(ctx); err != nil {
+		return total, err
+	}
 	nodes, err := w.store.ScanNodes(ctx)
 	if err != nil {
 		return total, err
@@ -165,6 +206,9 @@ func (w *Worker) DropHistory(ctx context.Context) (int, error) {
 	if w.history == nil {
 		return 0, fmt.Errorf("expiry: no history store to drop partitions from")
 	}
+	if err := w.readFloor(ctx); err != nil {
+		return 0, err
+	}
 	n, err := w.dropHistory(ctx, 0)
 	if err != nil {
 		return n, err
@@ -180,7 +224,7 @@ func (w *Worker) dropHistory(ctx context.Context, every time.Duration) (int, err
 		return 0, err
 	}
 	// Whole months past the longest retention of the policy in force.
-	cutoff := now.Add(-w.cfg.Policies.Current().LongestKept())
+	cutoff := now.Add(-w.policy().LongestKept())
 	n, err := w.history.DropPartitionsBefore(ctx, cutoff)
 	w.m.add(Removed{Partitions: n})
 	if err != nil {
@@ -274,7 +318,7 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 		return r, nil
 	}
 	max := w.cfg.MaxPerCall
-	set := w.cfg.Policies.Current()
+	set := w.policy()
 	switch {
 	case ref.Conv != "" && ref.Part == "meta":
 		for {
@@ -312,7 +356,7 @@ func (w *Worker) expireKey(ctx context.Context, key string, now time.Time) (Remo
 
 // inboxWindow is how long an unused device keeps its cursor: past the
 // longest conversation window it has nothing left to resume from.
-func inboxWindow(set *retention.Set) time.Duration {
+func inboxWindow(set policy) time.Duration {
 	r := set.LongestInboxWindows()
 	return max(r.TypeWindow(schemas.ConvType_CONV_TYPE_DIRECT), r.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP))
 }

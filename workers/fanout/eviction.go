@@ -14,6 +14,13 @@ import (
 // noeviction): nothing is sequenced there until it is set so.
 var ErrEvictingStore = errors.New("redis may evict keys")
 
+// ErrEvictedStore is the error of a Handle call while a Redis server the
+// worker writes to evicted keys since it was verified (evicted_keys rose):
+// the store is held (redisstore.Store.HoldEvicted), nothing is sequenced
+// there, and the batch is waited for like a store that is down, until an
+// operator runs `offlinebox repair-evicted`.
+var ErrEvictedStore = errors.New("redis evicted keys since it was verified")
+
 // evicting is ErrEvictingStore naming the first of ins that may evict
 // keys, or nil when none may. A server that may drop a key loses what no
 // restore puts back in time (a dedupe day: a resend sequenced twice), so
@@ -68,6 +75,94 @@ func (r *restorer) recheckEviction(ctx context.Context) error {
 			}
 			return err // what verifying them again would answer, without reading them again
 		}
+		if err := r.evictedSince(ctx, st, ins); err != nil {
+			r.stale.Store(true)
+			return err
+		}
 	}
 	return nil
+}
+
+// trustable is what verification asks of a store's servers: none may
+// evict keys, and none evicted any since it was verified.
+func (r *restorer) trustable(ctx context.Context, st *redisstore.Store, ins []redisstore.Instance) error {
+	if err := evicting(ins); err != nil {
+		return err
+	}
+	return r.evictedSince(ctx, st, ins)
+}
+
+// evictedSince holds the store when a server's evicted_keys rose since it
+// was verified. A server that evicted keys lost state nobody can name (a
+// counter, a timeline, a dedupe day, an inbox): a restore from the
+// changelog's tail puts back only what the tail holds, and sequencing on
+// the rest could hand out a seq twice. So the whole store is held, like
+// one that lost its tail, until the repair rebuilt it (repair-evicted
+// releases the hold and records the counts of then).
+//
+// The counts verified are kept in Redis (EvictionsSeen, so a restarted
+// process still compares) and in the process (in case that very hash was
+// evicted): the stored count first, else the process's own, else the
+// server is new to both: its count of now is recorded when it is 0, and
+// it is held when it is not (the hash itself may be what was evicted).
+func (r *restorer) evictedSince(ctx context.Context, st *redisstore.Store, ins []redisstore.Instance) error {
+	why, held, err := st.EvictionHold(ctx)
+	if err != nil {
+		return err
+	}
+	if held {
+		r.m.evictionHeld.Set(1)
+		return fmt.Errorf("%w: %s; sequencing waits for offlinebox repair-evicted", ErrEvictedStore, why)
+	}
+	seen, err := st.EvictionsSeen(ctx)
+	if err != nil {
+		return err
+	}
+	r.evictMu.Lock()
+	defer r.evictMu.Unlock()
+	if r.evicted == nil {
+		r.evicted = map[string]int64{}
+	}
+	var fresh []redisstore.Instance
+	for _, in := range ins {
+		base, ok := seen[in.RunID]
+		if !ok {
+			base, ok = r.evicted[in.RunID]
+		}
+		if !ok && in.EvictedKeys > 0 {
+			// Never seen, yet it evicted keys: the record of it may be
+			// what went. Only a repair says it is whole.
+			return r.holdEvicted(ctx, st, in, 0)
+		}
+		if !ok {
+			fresh = append(fresh, in)
+			r.evicted[in.RunID] = in.EvictedKeys
+			continue
+		}
+		r.evicted[in.RunID] = base
+		if in.EvictedKeys > base {
+			return r.holdEvicted(ctx, st, in, base)
+		}
+	}
+	r.m.evictionHeld.Set(0)
+	if len(fresh) > 0 {
+		return st.SeeEvictions(ctx, fresh)
+	}
+	return nil
+}
+
+func (r *restorer) holdEvicted(ctx context.Context, st *redisstore.Store, in redisstore.Instance, base int64) error {
+	why := fmt.Sprintf("redis at %s (run_id %s) evicted %d keys since it was verified (evicted_keys %d, then %d)",
+		in.Addr, in.RunID, in.EvictedKeys-base, in.EvictedKeys, base)
+	set, err := st.HoldEvicted(ctx, why)
+	if err != nil {
+		return err
+	}
+	r.m.evictionHeld.Set(1)
+	if set {
+		r.m.evictionsFound.Inc()
+		r.f.cfg.Logger.Warn("a redis server evicted keys since it was verified: sequencing is held until offlinebox repair-evicted",
+			"addr", in.Addr, "run_id", in.RunID, "evicted_keys", in.EvictedKeys, "verified_at", base)
+	}
+	return fmt.Errorf("%w: %s; sequencing waits for offlinebox repair-evicted", ErrEvictedStore, why)
 }

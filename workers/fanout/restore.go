@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -42,6 +41,9 @@ type restorer struct {
 	// read again (recheckEviction).
 	policyDue atomic.Int64
 	m         *restoreMetrics
+	// evicted: each server's evicted_keys when verified (evictedSince).
+	evictMu sync.Mutex
+	evicted map[string]int64
 }
 
 func newRestorer(f *Fanout, fence *redisstore.Fence) *restorer {
@@ -108,7 +110,7 @@ func (r *restorer) restore(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := evicting(ins); err != nil {
+		if err := r.trustable(ctx, st, ins); err != nil {
 			return err
 		}
 		for _, in := range ins {
@@ -457,55 +459,4 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// restoreMetrics are the restore's series.
-type restoreMetrics struct {
-	runs      *prometheus.CounterVec
-	records   prometheus.Counter
-	conflicts prometheus.Counter
-	held      prometheus.Counter
-	// what failed for good while re-applying (as the dead-letter series
-	// count it), logged, not dead-lettered: records by call, inbox updates
-	unappliedRecords *prometheus.CounterVec
-	unappliedUpdates prometheus.Counter
-}
-
-func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
-	m := &restoreMetrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restores_total",
-			Help: "Restores of redis from im.sequenced, by result (done, unfinished: continued by the next batch).",
-		}, []string{"result"}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_records_total",
-			Help: "Changelog records re-applied by restores.",
-		}),
-		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_conflicts_total",
-			Help: "Changelog records a restore could not put back exactly (logged; the conversation needs a rebuild).",
-		}),
-		held: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_held_total",
-			Help: "Conversations a restore held for a rebuild (sequencing refuses them until one; see the held key).",
-		}),
-		unappliedRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_unapplied_records_total",
-			Help: "Changelog records a restore could not re-apply for good, by call (sequence, members, mark_large), " +
-				"logged and not dead-lettered (the records are im.sequenced's); any increase needs an operator.",
-		}, []string{"call"}),
-		unappliedUpdates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_unapplied_inbox_updates_total",
-			Help: "Inbox updates a restore could not re-apply for good (a key of the wrong type), logged and not " +
-				"dead-lettered; any increase needs an operator.",
-		}),
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held, m.unappliedRecords, m.unappliedUpdates} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return m, nil
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
+)
+
+// byName are the scenarios run only when named (-scenarios): they do not
+// pass yet, so the suite's default run leaves them out.
+func byName() []scenario {
+	return []scenario{
+		{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys},
+	}
+}
+
+// evictFor is how long the server runs with a maxmemory below what it
+// holds and allkeys-lru: the writes of that moment make it evict keys.
+const evictFor = 500 * time.Millisecond
+
+// evictShare is the share of its memory the server is given meanwhile.
+const evictShare = 0.9
+
+// redisEvictsKeys makes redis-server evict keys while traffic flows (an
+// operator's CONFIG SET maxmemory-policy allkeys-lru with a maxmemory too
+// low, set back to noeviction half a second later) and the fanout process
+// is away, then checks that the fanout started again holds sequencing
+// (evicted_keys rose since the server was verified), runs the documented repair (`offlinebox repair-evicted`: every
+// conversation rebuilt from ClickHouse, the hold released) once the
+// history sink caught up, and waits until fanout commits again.
+func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	if err := at(ctx, run, 0.4); err != nil {
+		return "", err
+	}
+	share := run.Produced() * 100
+	holds := e.logged(evictedLine)
+	// The eviction comes while fanout is away (killed, started again
+	// after): one running would sequence on what is left until its next
+	// recheck (Config.EvictionRecheck), which no repair can undo.
+	w := e.fanouts[0]
+	w.kill()
+	evicted, err := e.evict(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := w.start(); err != nil {
+		return "", err
+	}
+	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of its memory, for %s)",
+		e.name, evicted, share, evictShare*100, evictFor)
+	start := time.Now()
+	if err := e.waitLogged(ctx, evictedLine, holds); err != nil {
+		return "", err
+	}
+	// Held: nothing is committed while it lasts.
+	before, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
+	if err != nil {
+		return "", err
+	}
+	if err := wait(ctx, 2*time.Second); err != nil {
+		return "", err
+	}
+	after, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
+	if err != nil {
+		return "", err
+	}
+	if after != before {
+		return "", fmt.Errorf("fanout committed %d records while it should hold", after-before)
+	}
+	hist := topology.History()
+	if err := checker.WaitCaughtUp(ctx, e.brokers, checker.GroupTopics{Group: hist.Group, Topics: hist.Inputs}); err != nil {
+		return "", err
+	}
+	rebuilt, err := e.repairEvicted(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := e.waitCommitted(ctx, after); err != nil {
+		return "", err
+	}
+	// The scenarios after this one start on the same server: their fanout
+	// would find its evicted_keys and hold.
+	if err := e.rdb.ConfigResetStat(ctx).Err(); err != nil {
+		return "", err
+	}
+	held := time.Since(start).Round(time.Millisecond)
+	s.log.Printf("%s: fanout held sequencing, %d conversations rebuilt by repair-evicted, sequencing again after %s", e.name, rebuilt, held)
+	return fmt.Sprintf("redis-server evicted %d keys at %.0f%% of the stream; fanout held (nothing committed for 2 s), "+
+		"repair-evicted rebuilt %d conversations from ClickHouse, fanout sequenced again %s after the eviction", evicted, share, rebuilt, held), nil
+}
+
+var evictedLine = regexp.MustCompile(`evicted keys since it was verified: sequencing is held`)
+
+// evict gives the server less memory than it uses, under allkeys-lru,
+// for evictFor, then noeviction and no maxmemory again; it returns how
+// many keys the server evicted meanwhile.
+func (e *env) evict(ctx context.Context) (int64, error) {
+	was, err := stat(ctx, e.rdb, "evicted_keys")
+	if err != nil {
+		return 0, err
+	}
+	used, err := stat(ctx, e.rdb, "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	set := func(kv ...string) error {
+		for i := 0; i < len(kv); i += 2 {
+			if err := e.rdb.ConfigSet(ctx, kv[i], kv[i+1]).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(int64(float64(used)*evictShare), 10)); err != nil {
+		return 0, err
+	}
+	werr := wait(ctx, evictFor)
+	if err := set("maxmemory-policy", "noeviction", "maxmemory", "0"); err != nil {
+		return 0, err
+	}
+	if werr != nil {
+		return 0, werr
+	}
+	now, err := stat(ctx, e.rdb, "evicted_keys")
+	if err != nil {
+		return 0, err
+	}
+	if now == was {
+		return 0, fmt.Errorf("redis-server evicted nothing (used_memory %d)", used)
+	}
+	return now - was, nil
+}
+
+// stat reads one number of INFO.
+func stat(ctx context.Context, rdb *redis.Client, field string) (int64, error) {
+	info, err := rdb.Info(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO names no %s", field)
+}
+
+// repairEvicted runs the repair an operator runs: the binary's
+// repair-evicted on the scenario's stores; it returns how many
+// conversations were rebuilt.
+func (e *env) repairEvicted(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, "repair-evicted", "-redis", e.redis, "-prefix", e.prefix,
+		"-clickhouse", e.chAddr, "-clickhouse-db", e.database)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("repair-evicted: %w\n%s", err, out.String())
+	}
+	m := regexp.MustCompile(`(\d+) conversations rebuilt`).FindStringSubmatch(out.String())
+	if m == nil {
+		return 0, fmt.Errorf("repair-evicted said no count:\n%s", out.String())
+	}
+	return strconv.Atoi(m[1])
+}
+
+// logged counts the lines the fanout processes logged that match re.
+func (e *env) logged(re *regexp.Regexp) int {
+	n := 0
+	for _, w := range e.fanouts {
+		if b, err := os.ReadFile(w.logPath); err == nil {
+			n += len(re.FindAllIndex(b, -1))
+		}
+	}
+	return n
+}
+
+// waitLogged waits (up to a minute) until a fanout process logged a line
+// matching re beyond the given count.
+func (e *env) waitLogged(ctx context.Context, re *regexp.Regexp, before int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for e.logged(re) <= before {
+		if err := wait(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("no fanout process logged %q: %w", re, err)
+		}
+	}
+	return nil
+}
