@@ -66,16 +66,12 @@ func (p *processes) watchPolicies(ctx context.Context) error {
 }
 
 func runRetention(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: offlinebox retention explain -conv ID [-retention-policy FILE] | retention check -retention-policy FILE")
-	}
-	switch args[0] {
-	case "explain":
-		return runRetentionExplain(ctx, args[1:], stdout)
-	case "check":
-		return runRetentionCheck(args[1:], stdout)
-	}
-	return fmt.Errorf("retention: unknown command %q (explain, check)", args[0])
+	return runVerbs(ctx, "retention", []verb{
+		{"explain", "which policy applies to a conversation and why: -conv ID, or -type T [-tag TAG]", runRetentionExplain},
+		{"check", "validate a policy file: -retention-policy FILE", func(_ context.Context, args []string, stdout io.Writer) error {
+			return runRetentionCheck(args, stdout)
+		}},
+	}, args, stdout)
 }
 
 // runRetentionCheck validates a policy file and exits 1 naming the line.
@@ -100,16 +96,18 @@ func runRetentionCheck(args []string, stdout io.Writer) error {
 // ClickHouse (after Redis expired it), or from -type and -tag.
 func runRetentionExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	var conv, tag, typ string
-	c, fs, err := parseStack("retention explain", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&conv, "conv", "", "the conversation to explain")
+	c, fs, err := parseStackUsage("retention explain", "-conv ID | -type direct|group [-tag TAG] [flags]", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&conv, "conv", "", "the conversation to explain (with -type: only its name in the answer)")
 		fs.StringVar(&typ, "type", "", "direct or group: explain without asking the stores")
 		fs.StringVar(&tag, "tag", "", "with -type: the conversation's tag")
 	})
 	if err != nil {
 		return err
 	}
-	if err := schemas.ValidID("-conv", conv); err != nil {
-		return err
+	if conv != "" || typ == "" {
+		if err := schemas.ValidID("-conv", conv); err != nil {
+			return err
+		}
 	}
 	set := retention.FromRetention(redisstore.Retention{}, 0)
 	if c.RetentionPolicy != "" {
@@ -124,6 +122,9 @@ func runRetentionExplain(ctx context.Context, args []string, stdout io.Writer) e
 		t, ok := schemas.ParseConvType(typ)
 		if !ok || t == schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 			return fmt.Errorf("-type %q is not direct or group", typ)
+		}
+		if conv == "" {
+			conv = "(not named)" // no policy names it: only its type and tag decide
 		}
 		info = retention.Conversation{ID: conv, Type: t, Tag: tag, Found: "flags"}
 	} else {

@@ -29,11 +29,18 @@ import (
 	"github.com/offlinebox/offlinebox/workers/push"
 )
 
-// parseStack parses a subcommand's flags into a stackConfig.
+// parseStack parses a subcommand's flags into a stackConfig: the stack
+// flags it reads (stackUses), the log flags, and its own (extra).
 func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, *flag.FlagSet, error) {
-	fs := flag.NewFlagSet("offlinebox "+name, flag.ContinueOnError)
+	return parseStackUsage(name, "[flags]", args, extra)
+}
+
+// parseStackUsage is parseStack with the synopsis -h prints after the
+// subcommand's name.
+func parseStackUsage(name, synopsis string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, *flag.FlagSet, error) {
+	fs := newFlagSet(name, synopsis)
 	c := &stackConfig{}
-	c.bind(fs)
+	all := stackFlags(name, c, fs)
 	var lo logOptions
 	lo.bind(fs)
 	if extra != nil {
@@ -49,7 +56,7 @@ func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stac
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.resolve(fs, src); err != nil {
+	if err := c.resolve(all, fs, src); err != nil {
 		return nil, nil, err
 	}
 	return c, fs, nil
@@ -337,6 +344,9 @@ func runPush(ctx context.Context, args []string, _ io.Writer) error {
 func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "sql" {
 		return runHistorySQL(ctx, args[1:], stdout)
+	}
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(helpOutput, "offlinebox history runs the ClickHouse history sink; `offlinebox history sql -h` for the query tool.")
 	}
 	return runOne(ctx, "history", args, needs{clickhouse: true}, func(p *processes) (workerSpec, func(), error) {
 		if err := p.ch.Migrate(ctx); err != nil {
