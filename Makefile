@@ -19,7 +19,7 @@ test:
 	scripts/test.sh
 	scripts/fuzz.sh
 
-## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/
+## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/_artifacts/cmd/offlinebox/TEST/
 browser-test:
 	@command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
 	@mkdir -p .data/browser-test
