@@ -4,9 +4,11 @@ SHELL := /usr/bin/env bash
 
 .PHONY: test browser-test build install fuzz vet lint fmt demo bench proto packages
 
-## build: build the offlinebox binary into bin/offlinebox
+## build: build the offlinebox binary into bin/offlinebox (BIN=path elsewhere), stamped with the commit
+BIN ?= bin/offlinebox
+VCS_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
 build:
-	go build -o bin/offlinebox ./cmd/offlinebox
+	go build -ldflags "-X main.vcsCommit=$(VCS_COMMIT)" -o $(BIN) ./cmd/offlinebox
 
 ## install: install the offlinebox binary into $(go env GOPATH)/bin
 install:
@@ -17,7 +19,7 @@ test:
 	scripts/test.sh
 	scripts/fuzz.sh
 
-## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/
+## browser-test: drive the web client in headless Chromium (installed if missing); screenshots under .data/browser-test/_artifacts/cmd/offlinebox/TEST/
 browser-test:
 	@command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
 	@mkdir -p .data/browser-test

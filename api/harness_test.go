@@ -54,6 +54,8 @@ type envOptions struct {
 	metrics prometheus.Registerer
 	// leeway is the keyring's tolerance on expiry (auth's default when 0).
 	leeway time.Duration
+	// ready is the process's readiness beside Redis (Deps.Ready).
+	ready ReadyFunc
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -84,7 +86,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	e := &env{t: t, store: store, hot: hot, router: redisstore.NewInboxRouter(store, hot, 0), keyring: kr,
 		producer: prod, addrs: addrs, storeCfg: storeCfg}
 	e.server, err = New(o.cfg, Deps{Router: e.router, Keyring: kr, Producer: prod, History: o.history, Logger: quietLogger(t),
-		Metrics: o.metrics})
+		Metrics: o.metrics, Ready: o.ready})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
@@ -25,7 +26,11 @@ type sendRequest struct {
 	QoS         string   `json:"qos"`
 	ContentType string   `json:"content_type"`
 	Body        []byte   `json:"body"`
-	SendTimeMS  int64    `json:"send_time_ms"`
+	// Text is a text body as a string, as the answers give it: at most
+	// one of Body and Text; with Text, an absent content type is
+	// text/plain.
+	Text       *string `json:"text"`
+	SendTimeMS int64   `json:"send_time_ms"`
 	// Role a member_join gives (member, admin, owner). There is no
 	// authority field: what the API produces always speaks for its sender.
 	Role string `json:"role"`
@@ -81,6 +86,18 @@ func (s *Server) messageOf(b sendRequest, sender string) (*schemas.Message, erro
 	m := &schemas.Message{
 		ClientMsgId: b.ClientMsgID, ConvId: b.ConvID, Sender: sender, Recipients: b.Recipients,
 		Mentions: b.Mentions, MentionAll: b.MentionAll, ContentType: b.ContentType, Body: b.Body, SendTimeMs: b.SendTimeMS,
+	}
+	if b.Text != nil {
+		if b.Body != nil {
+			return nil, badRequest("text", "give body (base64) or text, not both")
+		}
+		if m.ContentType == "" {
+			m.ContentType = textPlain
+		}
+		if ct := m.ContentType; len(ct) < 5 || !strings.EqualFold(ct[:5], "text/") {
+			return nil, badRequest("text", "content_type %q is not a text/ type; send it as body (base64)", ct)
+		}
+		m.Body = []byte(*b.Text)
 	}
 	var ok bool
 	if m.ConvType, ok = schemas.ParseConvType(b.ConvType); !ok || m.ConvType == schemas.ConvType_CONV_TYPE_UNSPECIFIED {

@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -119,5 +121,43 @@ func TestHistoryIsForMembersFromWhenTheyJoined(t *testing.T) {
 	bare := newEnv(t, envOptions{})
 	if code, _ := bare.call("GET", "/v1/conversations/g/history", bare.token("ann", ""), nil); code != http.StatusNotImplemented {
 		t.Fatalf("no history store: %d, want 501", code)
+	}
+}
+
+func TestASendTakesTextAsTheAnswersGiveItAndRefusesBothBodyAndText(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.runPipeline()
+	ann := e.token("ann", "")
+	refused := []struct {
+		name string
+		body map[string]any
+	}{
+		{"both body and text", map[string]any{"body": []byte("a"), "text": "a"}},
+		{"text under a type that is not text", map[string]any{"text": "a", "content_type": "image/png"}},
+	}
+	for _, c := range refused {
+		c.body["client_msg_id"], c.body["conv_id"], c.body["conv_type"], c.body["recipients"] = "bad", "pair", "direct", []string{"bob"}
+		if code, data := e.call("POST", "/v1/messages", ann, c.body); code != http.StatusBadRequest || !strings.Contains(string(data), `"field":"text"`) {
+			t.Errorf("%s: %d %s, want 400 naming text", c.name, code, data)
+		}
+	}
+	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
+		"client_msg_id": "hi", "conv_id": "pair", "conv_type": "direct", "recipients": []string{"bob"}, "text": "héllo ✓"}, nil)
+	var p struct {
+		Messages []struct {
+			ClientMsgID string  `json:"client_msg_id"`
+			Text        *string `json:"text"`
+			ContentType string  `json:"content_type"`
+		} `json:"messages"`
+	}
+	eventually(t, "the text message is sequenced", func() (bool, string) {
+		code, data := e.call("GET", "/v1/conversations/pair/messages?after=0", ann, nil)
+		if code != http.StatusOK || json.Unmarshal(data, &p) != nil {
+			return false, string(data)
+		}
+		return len(p.Messages) > 0 && p.Messages[len(p.Messages)-1].ClientMsgID == "hi", fmt.Sprintf("%+v", p)
+	})
+	if m := p.Messages[len(p.Messages)-1]; m.Text == nil || *m.Text != "héllo ✓" || m.ContentType != "" {
+		t.Errorf("the answer gives %+v, want text %q as text/plain", m, "héllo ✓")
 	}
 }

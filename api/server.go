@@ -42,6 +42,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Metrics registers the server's metrics (none when nil).
 	Metrics prometheus.Registerer
+	// Ready is the process's readiness beside the API's Redis (GET
+	// /readyz); nil: Redis alone.
+	Ready ReadyFunc
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -52,6 +55,7 @@ type Server struct {
 	producer *kgo.Client
 	history  HistoryReader
 	opener   BodyOpener
+	ready    ReadyFunc
 	log      *slog.Logger
 	metrics  *metrics
 	slots    chan struct{}
@@ -89,7 +93,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		coders: cs, cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
-		history: deps.History, opener: deps.Opener, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
+		history: deps.History, opener: deps.Opener, ready: deps.Ready, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 		frames: newSharedFrames(),
 	}
@@ -181,6 +185,7 @@ type route struct {
 func (s *Server) routes() []route {
 	return []route{
 		{method: "GET", pattern: "/healthz", public: true, h: s.healthz},
+		{method: "GET", pattern: "/readyz", public: true, h: s.readyz},
 		{method: "GET", pattern: "/v1/conversations", h: s.listConversations},
 		{method: "GET", pattern: "/v1/conversations/{conv}/messages", h: s.pageMessages},
 		{method: "GET", pattern: "/v1/conversations/{conv}/history", h: s.pageHistory},

@@ -37,7 +37,7 @@ func TestCrashChildProcess(t *testing.T) {
 		}
 	}
 	seen := 0
-	o := Options{Base: os.Getenv(envChildBase), Token: "t", Path: os.Getenv(envChildDB), Limit: 10, PageLimit: 8,
+	o := Options{Base: os.Getenv(envChildBase), Token: testDeviceToken, Path: os.Getenv(envChildDB), Limit: 10, PageLimit: 8,
 		Backoff: Backoff{Base: time.Millisecond, Max: 20 * time.Millisecond},
 		step: func(s string) {
 			if s != step {

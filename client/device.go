@@ -59,6 +59,9 @@ func Open(ctx context.Context, o Options) (*Device, error) {
 	if o.Base == "" || o.Token == "" || o.Path == "" {
 		return nil, errors.New("open device: Options.Base, Token and Path are required")
 	}
+	if err := tokenNamesDevice(o.Token); err != nil {
+		return nil, fmt.Errorf("open device: %w", err)
+	}
 	if o.PageLimit == 0 {
 		o.PageLimit = 200
 	}

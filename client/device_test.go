@@ -16,7 +16,7 @@ import (
 // (its address, token and database are the test's).
 func openDeviceWith(t *testing.T, base string, o Options) *Device {
 	t.Helper()
-	o.Base, o.Token, o.Path = base, "t", filepath.Join(t.TempDir(), "d.db")
+	o.Base, o.Token, o.Path = base, testDeviceToken, filepath.Join(t.TempDir(), "d.db")
 	d, err := Open(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

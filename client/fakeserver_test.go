@@ -49,6 +49,13 @@ type fakeServer struct {
 }
 
 func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer, *httptest.Server) {
+	f, srv := startFakeServer(target, grow, convs...)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+// startFakeServer is newFakeServer for an Example, which closes it itself.
+func startFakeServer(target, grow int, convs ...string) (*fakeServer, *httptest.Server) {
 	f := &fakeServer{convs: convs, msgs: map[string][]Message{}, acked: map[string]uint64{}, sent: map[string]int{},
 		target: target, grow: grow, limit: 50}
 	mux := http.NewServeMux()
@@ -59,9 +66,7 @@ func newFakeServer(t *testing.T, target, grow int, convs ...string) (*fakeServer
 	mux.HandleFunc("GET /v1/live", f.liveHandler)
 	mux.HandleFunc("GET /v1/conversations", f.list)
 	mux.HandleFunc("GET /v1/rejections", f.rejections)
-	srv := httptest.NewServer(f.busy(mux))
-	t.Cleanup(srv.Close)
-	return f, srv
+	return f, httptest.NewServer(f.busy(mux))
 }
 
 func (f *fakeServer) busy(h http.Handler) http.Handler {

@@ -46,6 +46,9 @@ func NewInboxRouter(main, hot *Store, refresh time.Duration) *InboxRouter {
 // HasHot reports whether a hot store is configured.
 func (r *InboxRouter) HasHot() bool { return r.hot != nil }
 
+// Hot returns the hot store, nil without one.
+func (r *InboxRouter) Hot() *Store { return r.hot }
+
 // Main returns the main store (conversation keys always live there).
 func (r *InboxRouter) Main() *Store { return r.main }
 

@@ -38,6 +38,10 @@ go tool staticcheck ./...
 promtool check config deploy/prometheus/prometheus.yml >/dev/null
 promtool test rules deploy/prometheus/alerts_test.yml
 
+# The live channel's AsyncAPI document under Spectral's AsyncAPI ruleset
+# (openapi.yaml is checked by api's Go tests).
+scripts/lint-asyncapi.sh
+
 # Two test binaries at a time: the machine has two cores and the servers
 # share them.
 status=0

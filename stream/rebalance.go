@@ -31,6 +31,7 @@ func (r *Runner) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[stri
 // is committed, their finished offsets are dropped, and the new owner repeats
 // the records since the last commit (handlers are idempotent).
 func (r *Runner) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	r.ready.joined.Store(false) // until the next join
 	r.state.forget(lost)
 	r.forgetLag(lost)
 	r.cfg.Logger.Warn("partitions lost without revoke; their uncommitted work will be repeated",

@@ -26,6 +26,7 @@ type Runner struct {
 	m       *metrics
 	cl      *kgo.Client
 	state   *offsetState
+	ready   readiness
 
 	// abort is closed when a rebalance is waiting for the batch in flight:
 	// retries stop between attempts so that the group is not held up by a
@@ -85,6 +86,7 @@ func (r *Runner) clientOpts() []kgo.Opt {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(r.onRevoked),
 		kgo.OnPartitionsLost(r.onLost),
+		kgo.OnPartitionsAssigned(r.onAssigned),
 		kgo.OnPartitionsCallbackBlocked(r.onBlocked),
 		// Dead letters are produced by the same client, idempotently and
 		// acknowledged by all in-sync replicas (franz-go's defaults).
@@ -121,6 +123,8 @@ func (r *Runner) Run(ctx context.Context) error {
 		lag.Go(func() { r.lagLoop(ctx) })
 	}
 	err := r.loop(ctx)
+	r.ready.joined.Store(false)
+	r.ready.lastPoll.Store(0)
 	cancel()
 	lag.Wait()
 	r.shutdownClient()
@@ -133,6 +137,7 @@ func (r *Runner) loop(ctx context.Context) error {
 	nextCommit := time.Now().Add(r.cfg.CommitInterval)
 	for ctx.Err() == nil {
 		abort := r.armAbort()
+		r.ready.lastPoll.Store(time.Now().UnixNano())
 		// The deadline wakes an idle poll so that finished offsets are
 		// committed even when no further records arrive.
 		pollCtx, cancelPoll := context.WithDeadline(ctx, nextCommit)

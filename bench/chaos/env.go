@@ -177,7 +177,7 @@ func (e *env) startLive(ctx context.Context) error {
 func waitHealthy(ctx context.Context, base string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -28,7 +28,9 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true, producer: true}, reg)
 	if err != nil {
 		return err
 	}
@@ -63,7 +65,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	srv, err := p.apiServer(c.JWTSecret)
+	srv, err := p.apiServer(c.JWTSecret, h)
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,9 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	tasks := workerTasks(c, append([]workerSpec{fan, idx, hist}, pushers...))
+	tasks := workerTasks(c, h, append([]workerSpec{fan, idx, hist}, pushers...))
+	p.addStoreChecks(h)
+	h.storesOpened()
 	tasks = append(tasks, func(ctx context.Context) error {
 		ln, err := listen(c.Listen)
 		if err != nil {
@@ -84,7 +88,6 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 		}
 		return serveListener(ctx, ln, web.Handler(srv.Handler()))
 	})
-	serveMetrics(ctx, c.MetricsListen, p.registry)
 	tasks = append(tasks, cw.Run, p.watchPolicies)
 	for _, e := range expirers {
 		tasks = append(tasks, e.Run)

@@ -100,13 +100,15 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 }
 
 // resolve fills every stack flag that was not given on the command line
-// from the environment, then from src's env file.
-func (c *stackConfig) resolve(fs *flag.FlagSet, src sources) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+// from the environment, then from src's env file. all holds every stack
+// flag (bind), given the subcommand's own flag set, which may hold a few.
+func (c *stackConfig) resolve(all, given *flag.FlagSet, src sources) error {
+	onLine := map[string]bool{}
+	given.Visit(func(f *flag.Flag) { onLine[f.Name] = true })
+	fs := all
 	c.origin = map[string]string{}
 	for _, s := range stackSettings {
-		if given[s.flag] {
+		if onLine[s.flag] {
 			continue
 		}
 		v, from, ok := src.lookup(s.env)

@@ -23,6 +23,7 @@ import (
 // demoOptions are the demo's own flags.
 type demoOptions struct {
 	once    bool
+	reset   bool
 	dataDir string
 	listen  string
 	metrics string
@@ -45,6 +46,11 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if o.reset {
+		if err := resetDemoData(dir); err != nil {
+			return err
+		}
 	}
 	if o.secret == "" {
 		if o.secret, err = demoSecret(dir); err != nil {
@@ -117,6 +123,7 @@ func parseDemoOptions(args []string) (demoOptions, error) {
 	fs := flag.NewFlagSet("offlinebox demo", flag.ContinueOnError)
 	var o demoOptions
 	fs.BoolVar(&o.once, "once", false, "exit after the summary instead of serving")
+	fs.BoolVar(&o.reset, "reset", false, "start over: remove the data folder's Kafka, Redis and ClickHouse data first (its secret and master keys stay)")
 	fs.StringVar(&o.dataDir, "data", ".data", "folder for the embedded Kafka, Redis and ClickHouse data")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "HTTP API address")
 	fs.StringVar(&o.metrics, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address; empty to disable")
@@ -231,6 +238,19 @@ func startEmbeddedStack(ctx context.Context, dir string, o demoOptions) (cfg *st
 		Kafka: kf.ListenAddrs()[0], Redis: rds.Addr(), ClickHouse: ch.Addr(), ClickHouseDB: "offlinebox",
 		ClickHouseUser: "default", Prefix: "ob:", Listen: o.listen, MetricsListen: o.metrics, JWTSecret: o.secret, Partitions: partitions,
 	}, stop, ctx.Err()
+}
+
+// resetDemoData removes the stores' data under dir: the next start is a
+// first start. The secret and the key file stay, so tokens minted before
+// still verify.
+func resetDemoData(dir string) error {
+	for _, sub := range []string{"redis", "clickhouse", "kafka"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return fmt.Errorf("reset %s: %w", sub, err)
+		}
+	}
+	slog.Info("demo data reset", "data", dir)
+	return nil
 }
 
 // demoKeyFile is the demo's master key file in the data folder (made

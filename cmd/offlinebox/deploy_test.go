@@ -129,7 +129,7 @@ func exportedMetrics(t *testing.T) map[string][]string {
 	if _, err := p.censusWorker(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.apiServer(c.JWTSecret); err != nil {
+	if _, err := p.apiServer(c.JWTSecret, nil); err != nil {
 		t.Fatal(err)
 	}
 	return rec.labels

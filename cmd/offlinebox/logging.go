@@ -64,6 +64,11 @@ func env(name, def string) string {
 	return def
 }
 
+// vcsCommit is the commit the binary was built from when the build could
+// not stamp it itself (a git worktree, -buildvcs=false): `make build` sets
+// it with -ldflags "-X main.vcsCommit=...".
+var vcsCommit string
+
 // version describes the build: module version, VCS revision and time.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
@@ -84,8 +89,16 @@ func version() string {
 			}
 		}
 	}
+	if rev == "" && vcsCommit != "" {
+		var modified bool
+		if rev, modified = strings.CutSuffix(vcsCommit, "+dirty"); modified {
+			dirty = "+dirty"
+		}
+	}
 	if rev != "" {
-		s += " " + rev[:min(12, len(rev))] + dirty
+		s += " commit " + rev[:min(12, len(rev))] + dirty
+	} else {
+		s += " (no commit: built without VCS information; `make build` stamps it)"
 	}
 	if when != "" {
 		s += " " + when

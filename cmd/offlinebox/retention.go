@@ -89,18 +89,11 @@ func (p *processes) watchPolicies(ctx context.Context) error {
 }
 
 func runRetention(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: offlinebox retention explain -conv ID [-retention-policy FILE] | retention check [-against OLD] FILE | retention apply [-allow-shrink] FILE")
-	}
-	switch args[0] {
-	case "explain":
-		return runRetentionExplain(ctx, args[1:], stdout)
-	case "check":
-		return runRetentionCheck(ctx, args[1:], stdout)
-	case "apply":
-		return runRetentionApply(ctx, args[1:], stdout)
-	}
-	return fmt.Errorf("retention: unknown command %q (explain, check, apply)", args[0])
+	return runVerbs(ctx, "retention", []verb{
+		{"explain", "which policy applies to a conversation and why: -conv ID, or -type T [-tag TAG]", runRetentionExplain},
+		{"check", "show a policy file's change against the policy in force: [-against OLD] FILE; exit 1 when a reload would refuse it", runRetentionCheck},
+		{"apply", "confirm a policy file in Redis (a shorter one only with -allow-shrink): [-allow-shrink] FILE", runRetentionApply},
+	}, args, stdout)
 }
 
 // policyChange is a policy file read for check or apply, against the
@@ -267,16 +260,18 @@ func runRetentionApply(ctx context.Context, args []string, stdout io.Writer) err
 // ClickHouse (after Redis expired it), or from -type and -tag.
 func runRetentionExplain(ctx context.Context, args []string, stdout io.Writer) error {
 	var conv, tag, typ string
-	c, fs, err := parseStack("retention explain", args, func(fs *flag.FlagSet) {
-		fs.StringVar(&conv, "conv", "", "the conversation to explain")
+	c, fs, err := parseStackUsage("retention explain", "-conv ID | -type direct|group [-tag TAG] [flags]", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&conv, "conv", "", "the conversation to explain (with -type: only its name in the answer)")
 		fs.StringVar(&typ, "type", "", "direct or group: explain without asking the stores")
 		fs.StringVar(&tag, "tag", "", "with -type: the conversation's tag")
 	})
 	if err != nil {
 		return err
 	}
-	if err := schemas.ValidID("-conv", conv); err != nil {
-		return err
+	if conv != "" || typ == "" {
+		if err := schemas.ValidID("-conv", conv); err != nil {
+			return err
+		}
 	}
 	set := retention.FromRetention(redisstore.Retention{}, 0)
 	if c.RetentionPolicy != "" {
@@ -291,6 +286,9 @@ func runRetentionExplain(ctx context.Context, args []string, stdout io.Writer) e
 		t, ok := schemas.ParseConvType(typ)
 		if !ok || t == schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 			return fmt.Errorf("-type %q is not direct or group", typ)
+		}
+		if conv == "" {
+			conv = "(not named)" // no policy names it: only its type and tag decide
 		}
 		info = retention.Conversation{ID: conv, Type: t, Tag: tag, Found: "flags"}
 	} else {

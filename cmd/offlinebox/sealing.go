@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"text/tabwriter"
 
+	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/seal"
 )
@@ -68,62 +70,132 @@ func checkSealing(ctx context.Context, c *stackConfig, st *redisstore.Store) (*s
 	return ring, nil
 }
 
-// runKeys manages the master keys: add, rekey, retire.
+// runKeys manages the master keys: add, list, rekey, retire.
 func runKeys(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New("usage: offlinebox keys add -id ID | rekey | retire -id ID  (with -key-file)")
-	}
-	verb, args := args[0], args[1:]
+	return runVerbs(ctx, "keys", []verb{
+		{"add", "append a new random master key to -key-file (it becomes the newest)", runKeysAdd},
+		{"list", "each master key of the ring and the stores, and how many data keys it wraps", runKeysList},
+		{"rekey", "rewrap every data key by the newest master key", keysStoreVerb("rekey")},
+		{"retire", "forget master key -id once it wraps no data key", keysStoreVerb("retire")},
+	}, args, stdout)
+}
+
+func runKeysAdd(_ context.Context, args []string, stdout io.Writer) error {
 	var id string
-	c, _, err := parseStack("keys "+verb, args, func(fs *flag.FlagSet) {
-		fs.StringVar(&id, "id", "", "master key id")
+	c, _, err := parseStackUsage("keys add", "-id ID -key-file FILE", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&id, "id", "", "the new master key's id")
 	})
 	if err != nil {
 		return err
 	}
-	switch verb {
-	case "add":
-		return addMasterKey(c.KeyFile, id, stdout)
-	case "rekey", "retire":
-	default:
-		return fmt.Errorf("keys: unknown action %q (add, rekey, retire)", verb)
+	return addMasterKey(c.KeyFile, id, stdout)
+}
+
+// keyStores is what the store-side verbs work on: the ring, Redis and
+// the durable copy in ClickHouse. close releases them.
+type keyStores struct {
+	ring *seal.FileRing
+	st   *redisstore.Store
+	ch   *chstore.Store
+}
+
+func (k *keyStores) close() {
+	if k.ch != nil {
+		_ = k.ch.Close()
 	}
+	if k.st != nil {
+		_ = k.st.Client().Close()
+	}
+}
+
+func openKeyStores(ctx context.Context, verb string, c *stackConfig) (*keyStores, error) {
 	c.StoreWait = toolWait
 	ring, err := keyRing(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ring == nil {
-		return fmt.Errorf("keys %s: no key ring: give -key-file or %s", verb, masterKeysEnv)
+		return nil, fmt.Errorf("keys %s: no key ring: give -key-file or %s", verb, masterKeysEnv)
 	}
-	st, err := openStore(ctx, c)
-	if err != nil {
-		return err
+	k := &keyStores{ring: ring}
+	if k.st, err = openStore(ctx, c); err != nil {
+		return nil, err
 	}
-	defer st.Client().Close()
 	// the durable copy of the data keys is rewrapped and checked too
-	ch, err := openClickHouse(ctx, c)
-	if err != nil {
-		return err
+	if k.ch, err = openClickHouse(ctx, c); err != nil {
+		k.close()
+		return nil, err
 	}
-	defer ch.Close()
-	if verb == "rekey" {
-		res, err := seal.Rekey(ctx, ring, st, ch)
+	return k, nil
+}
+
+// keysStoreVerb is rekey or retire.
+func keysStoreVerb(verb string) func(context.Context, []string, io.Writer) error {
+	return func(ctx context.Context, args []string, stdout io.Writer) error {
+		var id string
+		c, _, err := parseStack("keys "+verb, args, func(fs *flag.FlagSet) {
+			if verb == "retire" {
+				fs.StringVar(&id, "id", "", "the master key to retire")
+			}
+		})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "rekeyed: %d data keys rewrapped by %s, %d already were; %d rewrapped in ClickHouse\n",
-			res.Rewrapped, ring.Newest(), res.Current, res.DurableRewrapped)
+		if verb == "retire" && id == "" {
+			return errors.New("keys retire: -id is required")
+		}
+		k, err := openKeyStores(ctx, verb, c)
+		if err != nil {
+			return err
+		}
+		defer k.close()
+		if verb == "rekey" {
+			res, err := seal.Rekey(ctx, k.ring, k.st, k.ch)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "rekeyed: %d data keys rewrapped by %s, %d already were; %d rewrapped in ClickHouse\n",
+				res.Rewrapped, k.ring.Newest(), res.Current, res.DurableRewrapped)
+			return nil
+		}
+		if err := seal.Retire(ctx, k.ring, k.st, k.ch, id); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "master key %s wraps no data key any more; remove it from the key file\n", id)
 		return nil
 	}
-	if id == "" {
-		return errors.New("keys retire: -id is required")
-	}
-	if err := seal.Retire(ctx, ring, st, ch, id); err != nil {
+}
+
+// runKeysList prints each master key and the data keys it wraps.
+func runKeysList(ctx context.Context, args []string, stdout io.Writer) error {
+	c, _, err := parseStack("keys list", args, nil)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "master key %s wraps no data key any more; remove it from the key file\n", id)
-	return nil
+	k, err := openKeyStores(ctx, "list", c)
+	if err != nil {
+		return err
+	}
+	defer k.close()
+	uses, err := seal.Usage(ctx, k.ring, k.ring.IDs(), k.st, k.ch)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "master key\tdata keys (redis)\tdata keys (clickhouse)\tnote")
+	for _, u := range uses {
+		note := ""
+		switch {
+		case u.Newest:
+			note = "newest: wraps new data keys"
+		case !u.InRing:
+			note = "NOT IN THE RING: its data keys cannot be opened"
+		case u.Stored+u.Durable == 0:
+			note = "wraps nothing: may be retired"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", u.ID, u.Stored, u.Durable, note)
+	}
+	return tw.Flush()
 }
 
 // addMasterKey appends a new random master key to the key file (created

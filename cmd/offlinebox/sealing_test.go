@@ -129,6 +129,16 @@ func TestSealedPipelineLeavesNoPlaintextAtRestAndRotationLosesNothing(t *testing
 	if err := runKeys(ctx, append([]string{"rekey"}, tool...), &out); err != nil {
 		t.Fatalf("rekey again: %v", err)
 	}
+	var list bytes.Buffer
+	if err := runKeys(ctx, append([]string{"list"}, tool...), &list); err != nil {
+		t.Fatalf("keys list: %v", err)
+	}
+	// vault's data key, and its durable copy, are m2's now; m1 wraps none.
+	for _, want := range []string{"m1  0  0  wraps nothing: may be retired", "m2  1  1  newest"} {
+		if !strings.Contains(strings.Join(strings.Fields(list.String()), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("keys list does not say %q:\n%s", want, list.String())
+		}
+	}
 	if err := runKeys(ctx, append([]string{"retire", "-id", "m1"}, tool...), &out); err != nil {
 		t.Fatalf("retire m1: %v", err)
 	}

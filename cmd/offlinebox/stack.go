@@ -12,7 +12,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
@@ -132,9 +131,10 @@ func waitFor(ctx context.Context, c *stackConfig, what, addr, flag string, check
 		defer cancel()
 		return check(actx)
 	}
-	err := backoff.Retry(ctx, storeRetry, attempt, func(n int, err error) {
-		if c.StoreWait == 0 && (n == 1 || n%10 == 0) {
-			slog.Warn("waiting for a store", "store", what, "addr", addr, "attempt", n, "err", err)
+	err := backoff.RetryWait(ctx, storeRetry, attempt, func(n int, err error, wait time.Duration) {
+		if c.StoreWait == 0 {
+			slog.Warn("waiting for a store", "store", what, "addr", addr, "attempt", n,
+				"backoff", wait.Round(time.Millisecond), "err", err)
 		}
 	})
 	var gaveUp *backoff.GaveUpError
@@ -170,13 +170,15 @@ type workerSpec struct {
 	registry prometheus.Registerer
 }
 
-// runWorker runs one consumer group until ctx ends.
-func runWorker(ctx context.Context, c *stackConfig, w workerSpec) error {
+// runWorker runs one consumer group until ctx ends; its runner goes to
+// slot (nil: none), which readiness reads.
+func runWorker(ctx context.Context, c *stackConfig, slot *runnerSlot, w workerSpec) error {
 	r, err := newRunner(c, w)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	slot.set(r)
 	if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", w.stage.Group, err)
 	}
@@ -229,22 +231,6 @@ func serveListener(ctx context.Context, ln net.Listener, h http.Handler) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
-}
-
-// serveMetrics exposes reg on addr (when set) until ctx ends. Metrics have
-// a listener of their own in every process, the API's too: the API port
-// serves only authenticated routes and /healthz.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) {
-	if addr == "" {
-		return
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	go func() {
-		if err := serveHTTP(ctx, addr, mux); err != nil {
-			slog.Warn("metrics server stopped", "addr", addr, "err", err)
-		}
-	}()
 }
 
 // runTogether runs tasks until all return; the first error cancels the

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -44,7 +46,7 @@ func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func runToken(_ context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("offlinebox token", flag.ContinueOnError)
+	fs := newFlagSet("token", "USER [-device D] [-ttl D]")
 	device := fs.String("device", "", "pin the token to this device id")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid")
 	secret := fs.String("jwt-secret", "", "HS256 secret (env OFFLINEBOX_JWT_SECRET, then a running demo's "+defaultEnvFile+"; never printed)")
@@ -76,6 +78,9 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := schemas.ValidID("user", user); err != nil {
 		return fmt.Errorf("usage: offlinebox token USER [-device D]: %w", err)
+	}
+	if *ttl <= 0 {
+		return fmt.Errorf("-ttl: %s is not positive: the token would be expired when minted", *ttl)
 	}
 	if *device != "" {
 		if err := schemas.ValidID("device", *device); err != nil {
@@ -207,14 +212,18 @@ func describeRebuild(r redisstore.RebuildResult) string {
 	if r.NewEpoch {
 		s += " (new: clients rebase)"
 	}
-	members := map[redisstore.MembersOutcome]string{
-		redisstore.MembersKept: "kept", redisstore.MembersRestored: "restored", redisstore.MembersUnknown: "UNKNOWN: restore them by hand",
-	}[r.Members]
-	return s + fmt.Sprintf(", members %s (%d)", members, r.MemberCount)
+	switch r.Members {
+	case redisstore.MembersKept:
+		// Redis still held the member list: the rebuild left it as it was.
+		return s + ", member list left as Redis holds it"
+	case redisstore.MembersRestored:
+		return s + fmt.Sprintf(", %d members restored from ClickHouse", r.MemberCount)
+	}
+	return s + ", members UNKNOWN: restore them by hand"
 }
 
 func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
-	c, fs, err := parseStack("history sql", args, nil)
+	c, fs, err := parseStackUsage("history sql", `"SELECT ..." [flags]`, args, nil)
 	if err != nil {
 		return err
 	}
@@ -237,7 +246,7 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		fmt.Fprintln(tw, strings.Join(printableRow(cols, r), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -249,12 +258,17 @@ func runHistorySQL(ctx context.Context, args []string, stdout io.Writer) error {
 // runProbe GETs a URL and succeeds on a 2xx answer: the healthcheck of the
 // containers, whose image has no curl.
 func runProbe(ctx context.Context, args []string, _ io.Writer) error {
-	if len(args) != 1 {
+	fs := newFlagSet("probe", "URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
 		return errors.New("usage: offlinebox probe URL")
 	}
+	url := fs.Arg(0)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
@@ -265,7 +279,43 @@ func runProbe(ctx context.Context, args []string, _ io.Writer) error {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s answered %s", args[0], resp.Status)
+		return fmt.Errorf("%s answered %s", url, resp.Status)
 	}
 	return nil
+}
+
+// printableRow renders cells a terminal cannot show as a short marker:
+// a body of a row whose sealed_epoch is set as <sealed N B>, any other
+// cell that is not printable text as <binary N B>.
+func printableRow(cols, row []string) []string {
+	sealed := false
+	for i, c := range cols {
+		if c == "sealed_epoch" && i < len(row) && row[i] != "0" {
+			sealed = true
+		}
+	}
+	out := make([]string, len(row))
+	for i, v := range row {
+		out[i] = v
+		switch {
+		case sealed && i < len(cols) && cols[i] == "body":
+			out[i] = fmt.Sprintf("<sealed %d B>", len(v))
+		case !printable(v):
+			out[i] = fmt.Sprintf("<binary %d B>", len(v))
+		}
+	}
+	return out
+}
+
+// printable: valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -29,11 +29,18 @@ import (
 	"github.com/offlinebox/offlinebox/workers/push"
 )
 
-// parseStack parses a subcommand's flags into a stackConfig.
+// parseStack parses a subcommand's flags into a stackConfig: the stack
+// flags it reads (stackUses), the log flags, and its own (extra).
 func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, *flag.FlagSet, error) {
-	fs := flag.NewFlagSet("offlinebox "+name, flag.ContinueOnError)
+	return parseStackUsage(name, "[flags]", args, extra)
+}
+
+// parseStackUsage is parseStack with the synopsis -h prints after the
+// subcommand's name.
+func parseStackUsage(name, synopsis string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, *flag.FlagSet, error) {
+	fs := newFlagSet(name, synopsis)
 	c := &stackConfig{}
-	c.bind(fs)
+	all := stackFlags(name, c, fs)
 	var lo logOptions
 	lo.bind(fs)
 	if extra != nil {
@@ -49,7 +56,7 @@ func parseStack(name string, args []string, extra func(fs *flag.FlagSet)) (*stac
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := c.resolve(fs, src); err != nil {
+	if err := c.resolve(all, fs, src); err != nil {
 		return nil, nil, err
 	}
 	return c, fs, nil
@@ -91,7 +98,13 @@ func (p *processes) close() {
 type needs struct{ redis, clickhouse, producer bool }
 
 func open(ctx context.Context, c *stackConfig, n needs) (*processes, error) {
-	p := &processes{cfg: c, registry: newRegistry()}
+	return openWith(ctx, c, n, newRegistry())
+}
+
+// openWith is open registering on reg, which the process may serve
+// before the stores answer.
+func openWith(ctx context.Context, c *stackConfig, n needs, reg *prometheus.Registry) (*processes, error) {
+	p := &processes{cfg: c, registry: reg}
 	p.metrics = p.registry
 	var ring *seal.FileRing
 	if n.redis {
@@ -192,11 +205,13 @@ func (p *processes) convindexWorker() (workerSpec, error) {
 	return workerSpec{stage: topology.Convindex(), handler: ix, registry: p.metrics}, nil
 }
 
-// workerTasks gives every one of specs a task of its own.
-func workerTasks(c *stackConfig, specs []workerSpec) []func(context.Context) error {
+// workerTasks gives every one of specs a task of its own; each worker's
+// group is part of h's readiness from now on.
+func workerTasks(c *stackConfig, h *health, specs []workerSpec) []func(context.Context) error {
 	tasks := make([]func(context.Context) error, len(specs))
 	for i, spec := range specs {
-		tasks[i] = func(ctx context.Context) error { return runWorker(ctx, c, spec) }
+		ready := h.slot("group " + spec.stage.Group)
+		tasks[i] = func(ctx context.Context) error { return runWorker(ctx, c, ready, spec) }
 	}
 	return tasks
 }
@@ -253,13 +268,13 @@ func (p *processes) censusWorker() (*census.Worker, error) {
 		Logger: slog.Default().With("worker", "census")}, p.router())
 }
 
-func (p *processes) apiServer(secret string) (*api.Server, error) {
+func (p *processes) apiServer(secret string, h *health) (*api.Server, error) {
 	keyring, err := auth.New(auth.Config{Secret: []byte(secret)})
 	if err != nil {
 		return nil, err
 	}
 	deps := api.Deps{Router: p.router(), Keyring: keyring, Producer: p.producer,
-		Logger: slog.Default().With("component", "api"), Metrics: p.metrics}
+		Logger: slog.Default().With("component", "api"), Metrics: p.metrics, Ready: h.ready}
 	if p.ch != nil {
 		deps.History = p.ch
 	}
@@ -278,7 +293,9 @@ func runOne(ctx context.Context, name string, args []string, n needs, build func
 	if err := c.validate(false); err != nil {
 		return err
 	}
-	p, err := open(ctx, c, n)
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, n, reg)
 	if err != nil {
 		return err
 	}
@@ -293,9 +310,11 @@ func runOne(ctx context.Context, name string, args []string, n needs, build func
 	if closeFn != nil {
 		defer closeFn()
 	}
-	serveMetrics(ctx, c.MetricsListen, p.registry)
+	slot := h.slot("group " + w.stage.Group)
+	p.addStoreChecks(h)
+	h.storesOpened()
 	slog.Info("worker started", "worker", name, "kafka", c.Kafka)
-	return runWorker(ctx, c, w)
+	return runWorker(ctx, c, slot, w)
 }
 
 func runFanout(ctx context.Context, args []string, _ io.Writer) error {
@@ -317,7 +336,9 @@ func runPush(ctx context.Context, args []string, _ io.Writer) error {
 	if err := c.validate(false); err != nil {
 		return err
 	}
-	p, err := open(ctx, c, needs{redis: true})
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, needs{redis: true}, reg)
 	if err != nil {
 		return err
 	}
@@ -329,14 +350,19 @@ func runPush(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	serveMetrics(ctx, c.MetricsListen, p.registry)
+	tasks := workerTasks(c, h, specs)
+	p.addStoreChecks(h)
+	h.storesOpened()
 	slog.Info("worker started", "worker", "push", "kafka", c.Kafka)
-	return runTogether(ctx, workerTasks(c, specs)...)
+	return runTogether(ctx, tasks...)
 }
 
 func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 0 && args[0] == "sql" {
 		return runHistorySQL(ctx, args[1:], stdout)
+	}
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(helpOutput, "offlinebox history runs the ClickHouse history sink; `offlinebox history sql -h` for the query tool.")
 	}
 	return runOne(ctx, "history", args, needs{clickhouse: true}, func(p *processes) (workerSpec, func(), error) {
 		if err := p.ch.Migrate(ctx); err != nil {
@@ -359,7 +385,9 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := open(ctx, c, needs{redis: true, clickhouse: true})
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true}, reg)
 	if err != nil {
 		return err
 	}
@@ -371,7 +399,8 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	serveMetrics(ctx, c.MetricsListen, p.registry)
+	p.addStoreChecks(h)
+	h.storesOpened()
 	cw, err := p.censusWorker()
 	if err != nil {
 		return err
@@ -391,7 +420,9 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	if err := c.validate(true); err != nil {
 		return err
 	}
-	p, err := open(ctx, c, needs{redis: true, clickhouse: true, producer: true})
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true, producer: true}, reg)
 	if err != nil {
 		return err
 	}
@@ -399,12 +430,13 @@ func runAPI(ctx context.Context, args []string, _ io.Writer) error {
 	if err := ensureTopics(ctx, c); err != nil {
 		return err
 	}
-	srv, err := p.apiServer(c.JWTSecret)
+	srv, err := p.apiServer(c.JWTSecret, h)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	serveMetrics(ctx, c.MetricsListen, p.registry)
+	p.addStoreChecks(h)
+	h.storesOpened()
 	slog.Info("api listening", "addr", c.Listen, "metrics", c.MetricsListen, "node", p.cfg.Node)
 	return serveHTTP(ctx, c.Listen, web.Handler(srv.Handler()))
 }

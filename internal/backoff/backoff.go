@@ -65,6 +65,16 @@ func (stoppedError) Error() string { return "backoff stopped" }
 // GaveUpError with f's last error of its own: an attempt that ctx cut
 // short says less than the one before it.
 func Retry(ctx context.Context, p Policy, f func(context.Context) error, onRetry func(attempt int, err error)) error {
+	var notify func(int, error, time.Duration)
+	if onRetry != nil {
+		notify = func(attempt int, err error, _ time.Duration) { onRetry(attempt, err) }
+	}
+	return RetryWait(ctx, p, f, notify)
+}
+
+// RetryWait is Retry whose onRetry is told, too, how long it waits before
+// the next attempt.
+func RetryWait(ctx context.Context, p Policy, f func(context.Context) error, onRetry func(attempt int, err error, wait time.Duration)) error {
 	var prev error
 	for attempt := 1; ; attempt++ {
 		err := f(ctx)
@@ -78,11 +88,16 @@ func Retry(ctx context.Context, p Policy, f func(context.Context) error, onRetry
 			return &GaveUpError{Last: err, Cause: ctx.Err()}
 		}
 		prev = err
+		wait := p.Jittered(attempt)
 		if onRetry != nil {
-			onRetry(attempt, err)
+			onRetry(attempt, err, wait)
 		}
-		if werr := p.Wait(ctx, attempt, nil); werr != nil {
-			return &GaveUpError{Last: err, Cause: werr}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return &GaveUpError{Last: err, Cause: ctx.Err()}
 		}
 	}
 }
