@@ -112,8 +112,8 @@
 // _inbox_replayed_total, _hot_moves_total{result}, _restores_total{result},
 // _restore_records_total, _restore_conflicts_total, _restore_held_total
 // (conversations held for a rebuild), _restore_unapplied_records_total{call}
-// and _forwarded_total (records read from a partition their conversation does
-// not hash to, forwarded), _restore_unapplied_inbox_updates_total (what a restore could not
+// and _restore_unapplied_inbox_updates_total (what a restore could not
 // re-apply for good: logged, never dead-lettered, so not in the
-// dead-letter series).
+// dead-letter series), and _forwarded_total (records read from a partition
+// their conversation does not hash to, forwarded to the one it does).
 package fanout
