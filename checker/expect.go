@@ -7,8 +7,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/stream"
 )
 
 // Truth is what the fanout must have made of the records in im.messages:
@@ -66,7 +68,7 @@ func ReadTruth(ctx context.Context, brokers []string, maxBody int) (*Truth, erro
 			return nil, fmt.Errorf("truth: read %s: %w", schemas.TopicMessages, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < ends[r.Partition] {
+			if r.Offset < ends[r.Partition] && !misplaced(r, int32(len(ends))) {
 				t.add(r.Value, maxBody)
 			}
 			next[r.Partition] = r.Offset + 1
@@ -191,4 +193,15 @@ func (t *Truth) For(user string) map[string]Entitlement {
 		}
 	}
 	return out
+}
+
+// misplaced reports whether r is a stored record read from a partition,
+// of n, its conversation does not hash to: fanout forwards it and
+// sequences the forward, which the truth reads where it landed.
+func misplaced(r *kgo.Record, n int32) bool {
+	var m schemas.Message
+	if proto.Unmarshal(r.Value, &m) != nil || !m.Stored() || m.GetConvId() == "" {
+		return false
+	}
+	return stream.KeyPartition([]byte(m.GetConvId()), n) != r.Partition
 }

@@ -41,6 +41,10 @@ type RunConfig struct {
 	// API nodes (device i starts on node i mod n and moves to the next
 	// when its connection drops) instead of syncing in sessions.
 	LiveURLs []string
+	// StreamProducerOpts, when set, produce the stream (not the setup)
+	// through a client of its own with these options: another
+	// partitioner, as a producer written in another language uses.
+	StreamProducerOpts []kgo.Opt
 }
 
 // Run is a workload being played: the stream produced, devices online and
@@ -89,8 +93,20 @@ func Start(ctx context.Context, cfg RunConfig) (*Run, error) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
+	streamProd := r.producer
+	if len(cfg.StreamProducerOpts) > 0 {
+		if streamProd, err = stream.NewProducer(cfg.Brokers, cfg.StreamProducerOpts...); err != nil {
+			cancel()
+			r.producer.Close()
+			return nil, fmt.Errorf("checker: stream producer: %w", err)
+		}
+	}
 	go func() {
-		r.prodErr <- paced(runCtx, r.producer, cfg.Workload.Stream, cfg.Duration, &r.produced, &r.retries)
+		err := paced(runCtx, streamProd, cfg.Workload.Stream, cfg.Duration, &r.produced, &r.retries)
+		if streamProd != r.producer {
+			streamProd.Close()
+		}
+		r.prodErr <- err
 	}()
 	for i, d := range r.devices {
 		r.wg.Add(1)

@@ -19,3 +19,9 @@ const (
 	// the original is found by topic, partition and offset.
 	HeaderDeadValueOmitted = "dead-value-omitted"
 )
+
+// HeaderForwardedFrom is set by fanout, to "<partition>/<offset>", on a
+// record of im.messages it read from a partition its conversation does not
+// hash to (a producer with another partitioner) and produced again, as it
+// was, to the partition it hashes to.
+const HeaderForwardedFrom = "forwarded-from"

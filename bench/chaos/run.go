@@ -92,7 +92,8 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 	d := max(s.opts.duration, sc.minStream)
 	run, err := checker.Start(ctx, checker.RunConfig{Workload: w, Brokers: e.brokers, APIURL: e.apiURL,
 		Token: e.token, Duration: d, Behaviour: b, Drain: e.drain,
-		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }, LiveURLs: e.liveURLs})
+		Logf: func(f string, a ...any) { s.log.Printf(sc.name+": "+f, a...) }, LiveURLs: e.liveURLs,
+		StreamProducerOpts: sc.streamOpts})
 	if err != nil {
 		return err
 	}

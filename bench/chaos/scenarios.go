@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offlinebox/offlinebox/checker"
@@ -29,6 +30,9 @@ type scenario struct {
 	// live: the devices stay on the live channel of two API processes
 	// (and a push process) instead of syncing in sessions.
 	live bool
+	// streamOpts are the options of the stream's producer (none: the
+	// pipeline's own, murmur2 partitioner).
+	streamOpts []kgo.Opt
 	// tune adjusts the workload and device behaviour.
 	tune func(w *checker.Config, b *checker.Behaviour)
 	// fault breaks the system while traffic flows and returns once it is
@@ -59,6 +63,7 @@ func scenarios() []scenario {
 			fault: replayStream},
 		{name: "api-kill-live", about: "devices on the live channel of two API processes; kill -9 one with its connections: they reconnect to the other and catch up",
 			fanouts: 1, live: true, minStream: 10 * time.Second, fault: killAPI},
+		foreignPartitioner(),
 	}
 }
 

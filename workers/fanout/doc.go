@@ -44,6 +44,15 @@
 // so nothing changed) has its records dead-lettered unsequenced, and so on
 // for the calls after it: see store_dead.go.
 //
+// # One owner per conversation
+//
+// Before anything is sequenced, each stored record's conv_id is hashed
+// (stream.KeyPartition, murmur2) against the partition it was read from; a
+// record that does not belong there (a producer with another partitioner,
+// no key, or a key other than its conv_id) is forwarded, unchanged but for
+// a forwarded-from header, to its conversation's partition, and the batch
+// returns only after the broker acknowledged it (forward.go).
+//
 // # Membership in the stream
 //
 // Join and leave records are timeline entries with a seq. The record of
@@ -105,5 +114,6 @@
 // (conversations held for a rebuild), _restore_unapplied_records_total{call}
 // and _restore_unapplied_inbox_updates_total (what a restore could not
 // re-apply for good: logged, never dead-lettered, so not in the
-// dead-letter series).
+// dead-letter series), and _forwarded_total (records read from a partition
+// their conversation does not hash to, forwarded to the one it does).
 package fanout

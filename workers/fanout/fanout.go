@@ -38,6 +38,9 @@ type Fanout struct {
 	// against im.sequenced (restore.go).
 	restore        *restorer
 	restoreMetrics *restoreMetrics
+	// fwd sends records read from a partition their conversation does
+	// not hash to on to the one it does (forward.go).
+	fwd *forwarder
 
 	// convs works on conversations; chunks on recipient chunks, through a
 	// sub-pool per conversation. Two pools, so a conversation task waiting
@@ -84,6 +87,10 @@ func New(cfg Config, rdb redis.UniversalClient, producer Producer) (*Fanout, err
 			return nil, fmt.Errorf("fanout: hot store: %w", err)
 		}
 	}
+	if f.fwd, err = newForwarder(cfg.Brokers); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fanout: %w", err)
+	}
 	f.router = redisstore.NewInboxRouter(store, f.hotStore, cfg.RouterRefresh)
 	f.restore = newRestorer(f, fence)
 	return f, nil
@@ -95,6 +102,9 @@ func (f *Fanout) Close() {
 	f.closeOnce.Do(func() {
 		f.convs.StopAndWait()
 		f.chunks.StopAndWait()
+		if f.fwd != nil {
+			f.fwd.cl.Close()
+		}
 	})
 }
 
@@ -119,7 +129,10 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 }
 
 func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.DeadLetter, error) {
-	batch := f.split(records)
+	batch, err := f.place(ctx, records)
+	if err != nil {
+		return nil, err
+	}
 	now := f.cfg.Clock().UnixMilli()
 	results := make([]convResult, len(batch.order))
 	g := f.convs.NewGroupContext(ctx)
@@ -278,11 +291,16 @@ type splitBatch struct {
 	order  []string
 	byConv map[string][]pending
 	dead   []stream.DeadLetter
+	// misplaced: read from a partition their conversation does not hash
+	// to, in offset order, to forward (forward.go).
+	misplaced []pending
 }
 
 // split decodes and validates the records. Invalid ones become dead
-// letters; at-most-once messages are dropped (never stored).
-func (f *Fanout) split(records []*kgo.Record) splitBatch {
+// letters; at-most-once messages are dropped (never stored); records
+// whose conv_id does not hash to their partition, of the topic's
+// partitions, are misplaced.
+func (f *Fanout) split(records []*kgo.Record, partitions int32) splitBatch {
 	b := splitBatch{byConv: map[string][]pending{}}
 	for _, r := range records {
 		m, err := schemas.DecodeMessage(r.Value, f.cfg.Limits)
@@ -298,6 +316,10 @@ func (f *Fanout) split(records []*kgo.Record) splitBatch {
 			continue
 		}
 		conv := m.GetConvId()
+		if stream.KeyPartition([]byte(conv), partitions) != r.Partition {
+			b.misplaced = append(b.misplaced, pending{rec: r, msg: m})
+			continue
+		}
 		if _, ok := b.byConv[conv]; !ok {
 			b.order = append(b.order, conv)
 		}

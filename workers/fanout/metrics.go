@@ -30,6 +30,7 @@ type metrics struct {
 	inboxDead     prometheus.Counter
 	storeDead     *prometheus.CounterVec
 	moves         *prometheus.CounterVec
+	forwarded     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -99,10 +100,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_fanout_hot_moves_total",
 			Help: "Hot users moved to the hot Redis, by result.",
 		}, []string{"result"}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_fanout_forwarded_total",
+			Help: "Records read from a partition their conversation does not hash to (a producer with another " +
+				"partitioner), produced again to the one it does instead of sequenced where they were read.",
+		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves} {
+			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves, m.forwarded} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
