@@ -1,0 +1,4 @@
+package main
+
+// capacity is what the run measured for the capacity model.
+type capacity struct{}
