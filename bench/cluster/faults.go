@@ -56,6 +56,8 @@ type faultResult struct {
 	Pushed             int      `json:"pushed"`
 	Problems           []string `json:"problems,omitempty"`
 	Error              string   `json:"error,omitempty"`
+	// requests: syncs and API sends of the round's devices.
+	requests int
 }
 
 func (f faultResult) ok() bool {
@@ -116,6 +118,7 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 	fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates = rep.Expected, rep.Delivered, rep.Lost+rep.NotInLog, rep.Duplicates
 	fr.OutOfOrder, fr.Unexpected, fr.Problems = rep.OutOfOrder, rep.Unexpected, rep.Problems
 	fr.LiveSessions, fr.LiveDrops, fr.Pushed = rep.LiveSessions, rep.LiveDrops, rep.Pushed
+	fr.requests = rep.Syncs + rep.APISent + rep.APIResent
 	if fr.SeqsReused, err = s.seqsReused(ctx, rep.Placed); err != nil && fr.Error == "" {
 		fr.Error = "seqs: " + err.Error()
 	}
@@ -124,6 +127,9 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 		f.name, fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates, fr.SeqsReused, fr.VerifyOK, fr.ReceiptsConvergedS, fr.LagZeroS, fr.LiveSessions, fr.LiveDrops)
 	return fr
 }
+
+// noFault breaks nothing: the baseline round.
+func noFault(context.Context, *stack) (string, error) { return "nothing broken", nil }
 
 // killAPI kills the first running API node with -9 and its sockets; the
 // balancer takes it out, the devices reconnect to the others. It is

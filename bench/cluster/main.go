@@ -37,6 +37,7 @@ type options struct {
 	round    time.Duration
 	timeout  time.Duration
 	capacity string
+	compare  string
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.DurationVar(&o.round, "round", 0, "how long each fault round's stream flows (0: 30s, 15s with -short)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "the whole run gives up after this")
 	flag.StringVar(&o.capacity, "capacity", "", "write the capacity model (markdown) to this file, e.g. docs/capacity.md")
+	flag.StringVar(&o.compare, "compare", "", "a 1-master run's JSON output, for the capacity model's comparison")
 	flag.Parse()
 	if o.apis == 0 {
 		o.apis = 3

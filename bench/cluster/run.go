@@ -31,6 +31,7 @@ type result struct {
 	ProbeSamples     int            `json:"probe_samples"`
 	ProbeErrors      int            `json:"probe_errors"`
 	Faults           []faultResult  `json:"faults"`
+	Baseline         *faultResult   `json:"baseline,omitempty"`
 	Capacity         *capacity      `json:"capacity,omitempty"`
 	Seconds          float64        `json:"seconds"`
 	Error            string         `json:"error,omitempty"`
@@ -61,10 +62,23 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	}
 	pr := newProbe(s.lbURL, keyring)
 	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
 	go pr.run(pctx, 500*time.Millisecond)
 	var streamed time.Duration
+	res.Capacity = &capacity{}
+	if err := s.measureIdle(ctx, keyring, idleConnections, res.Capacity); err != nil {
+		return res, err
+	}
+	// The baseline round, with no fault, is what the capacity model
+	// measures.
+	m := s.startMeasure(ctx)
+	base := s.round(ctx, o, 0, fault{name: "baseline", apply: noFault}, keyring, logger)
+	s.endMeasure(ctx, m, base, res.Capacity)
+	res.Baseline = &base
+	res.Delivered += base.Delivered
+	streamed += o.round
 	for i, f := range faultsFor(o) {
-		fr := s.round(ctx, o, i, f, keyring, logger)
+		fr := s.round(ctx, o, i+1, f, keyring, logger)
 		res.Faults = append(res.Faults, fr)
 		res.Delivered += fr.Delivered
 		streamed += o.round
@@ -77,12 +91,21 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	if streamed > 0 {
 		res.DeliveriesPerSec = float64(res.Delivered) / streamed.Seconds()
 	}
-	res.OK = len(res.Faults) > 0
+	res.OK = len(res.Faults) > 0 && base.ok()
 	for _, f := range res.Faults {
 		res.OK = res.OK && f.ok()
 	}
 	res.Processes = s.counts()
+	if err := s.storedBytes(ctx, res.Capacity); err != nil {
+		logger.Printf("capacity: %v", err)
+	}
 	res.Seconds = time.Since(start).Seconds()
+	if o.capacity != "" {
+		if err := writeCapacity(o, res); err != nil {
+			return res, err
+		}
+		logger.Printf("wrote %s", o.capacity)
+	}
 	if o.serve {
 		logger.Printf("serving: API through the balancer at %s (JWT secret %q, mint tokens with `offlinebox token`); Redis %v; Kafka %v; logs in %s; Ctrl-C stops",
 			s.lbURL, jwtSecret, s.redisAddrs, s.brokers, s.dir)

@@ -26,6 +26,7 @@ type stack struct {
 	prefix     string
 	redis      []*embedded.Process
 	redisAddrs []string
+	busPorts   []int
 	kafka      *proc
 	brokers    []string
 	control    string
@@ -58,16 +59,62 @@ func (s *stack) startRedis(ctx context.Context, masters int) error {
 			return fmt.Errorf("redis node %d: %w", i, err)
 		}
 		s.redis = append(s.redis, n)
+		s.busPorts = append(s.busPorts, ports[1])
 		s.redisAddrs = append(s.redisAddrs, n.Addr())
 	}
-	args := append([]string{"--cluster", "create"}, s.redisAddrs...)
-	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(cctx, "redis-cli", args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	if err := s.formRedis(ctx, masters); err != nil {
+		return err
 	}
 	return s.waitRedisOK(ctx, 2*masters)
+}
+
+// formRedis gives the first masters nodes the slots in even ranges, has
+// every node meet the first, and makes node masters+i the replica of node
+// i (redis-cli --cluster create wants 3 masters at least; the 1-master
+// comparison needs one).
+func (s *stack) formRedis(ctx context.Context, masters int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	clients := make([]*redis.Client, len(s.redis))
+	for i, n := range s.redis {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr(), DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second})
+		defer clients[i].Close()
+	}
+	const slots = 16384
+	per := slots / masters
+	for i := range masters {
+		first, last := i*per, (i+1)*per-1
+		if i == masters-1 {
+			last = slots - 1
+		}
+		if err := clients[i].ClusterAddSlotsRange(ctx, first, last).Err(); err != nil {
+			return fmt.Errorf("redis %s: add slots: %w", s.redis[i].Addr(), err)
+		}
+	}
+	host, port, _ := strings.Cut(s.redis[0].Addr(), ":")
+	for i := 1; i < len(clients); i++ {
+		if err := clients[i].Do(ctx, "CLUSTER", "MEET", host, port, s.busPorts[0]).Err(); err != nil {
+			return fmt.Errorf("redis %s: meet: %w", s.redis[i].Addr(), err)
+		}
+	}
+	for i := range masters {
+		id, err := clients[i].ClusterMyID(ctx).Result()
+		if err != nil {
+			return err
+		}
+		// A node replicates only a master it already knows of.
+		for {
+			err = clients[masters+i].ClusterReplicate(ctx, id).Err()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("redis %s: replicate %s: %w", s.redis[masters+i].Addr(), id, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // waitRedisOK waits until every running node reports cluster_state:ok.
