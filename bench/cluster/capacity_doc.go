@@ -178,7 +178,7 @@ func writeComparison(w func(string, ...any), three result, one *result) {
 	w("| deliveries/s (whole run) | %.0f | %.0f |", one.DeliveriesPerSec, three.DeliveriesPerSec)
 	w("| Redis µs per message, all masters | %.1f | %.1f |", one.Capacity.RedisUSPerMessage, three.Capacity.RedisUSPerMessage)
 	w("| Redis µs per message, busiest master | %.1f | %.1f |", one.Capacity.RedisUSPerMessageMaxMaster, three.Capacity.RedisUSPerMessageMaxMaster)
-	w("| push p99 (probe, through the balancer) | %.0f ms | %.0f ms |", one.PushP99MS, three.PushP99MS)
+	w("| push p50 / p99 (probe through the balancer, faults included) | %.0f / %.0f ms | %.0f / %.0f ms |", one.PushP50MS, one.PushP99MS, three.PushP50MS, three.PushP99MS)
 	w("| first sync p99 | %.1f ms | %.1f ms |", one.FirstSyncP99MS, three.FirstSyncP99MS)
 	w("")
 	w("The busiest master's µs per message is what bounds a cluster: with the hash tags keeping a conversation on one slot, it falls with the masters while the sum stays about the same (MOVED and cross-slot work add a little).")

@@ -105,19 +105,26 @@ func (p *probe) note(into *[]time.Duration, d time.Duration) {
 	p.mu.Unlock()
 }
 
-// p99 of the samples in milliseconds (0 without samples).
-func p99(ds []time.Duration) float64 {
+// quantile q (0..1) of the samples in milliseconds (0 without samples).
+func quantile(ds []time.Duration, q float64) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	i := min(len(s)-1, (len(s)*99+99)/100-1)
+	i := min(len(s)-1, max(0, int(float64(len(s))*q+0.999999)-1))
 	return float64(s[i].Microseconds()) / 1000
 }
 
-func (p *probe) result() (pushP99, syncP99 float64, samples, errs int) {
+// latencies are the probe's figures.
+type latencies struct {
+	pushP50, pushP99, syncP50, syncP99 float64
+	samples, errs                      int
+}
+
+func (p *probe) result() latencies {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p99(p.push), p99(p.sync), len(p.push), p.errs
+	return latencies{pushP50: quantile(p.push, 0.5), pushP99: quantile(p.push, 0.99), syncP50: quantile(p.sync, 0.5),
+		syncP99: quantile(p.sync, 0.99), samples: len(p.push), errs: p.errs}
 }

@@ -26,15 +26,19 @@ type result struct {
 	Balancer         string         `json:"balancer"`
 	Delivered        int            `json:"delivered"`
 	DeliveriesPerSec float64        `json:"deliveries_per_sec"`
-	PushP99MS        float64        `json:"push_p99_ms"`
-	FirstSyncP99MS   float64        `json:"first_sync_p99_ms"`
-	ProbeSamples     int            `json:"probe_samples"`
-	ProbeErrors      int            `json:"probe_errors"`
-	Faults           []faultResult  `json:"faults"`
-	Baseline         *faultResult   `json:"baseline,omitempty"`
-	Capacity         *capacity      `json:"capacity,omitempty"`
-	Seconds          float64        `json:"seconds"`
-	Error            string         `json:"error,omitempty"`
+	// The probe's figures through the balancer, over every round, the
+	// faults' included.
+	PushP50MS      float64       `json:"push_p50_ms"`
+	PushP99MS      float64       `json:"push_p99_ms"`
+	FirstSyncP50MS float64       `json:"first_sync_p50_ms"`
+	FirstSyncP99MS float64       `json:"first_sync_p99_ms"`
+	ProbeSamples   int           `json:"probe_samples"`
+	ProbeErrors    int           `json:"probe_errors"`
+	Faults         []faultResult `json:"faults"`
+	Baseline       *faultResult  `json:"baseline,omitempty"`
+	Capacity       *capacity     `json:"capacity,omitempty"`
+	Seconds        float64       `json:"seconds"`
+	Error          string        `json:"error,omitempty"`
 }
 
 // partitions of every topic: the production count (docker-compose.yml's
@@ -87,7 +91,9 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 		}
 	}
 	pcancel()
-	res.PushP99MS, res.FirstSyncP99MS, res.ProbeSamples, res.ProbeErrors = pr.result()
+	l := pr.result()
+	res.PushP50MS, res.PushP99MS, res.FirstSyncP50MS, res.FirstSyncP99MS = l.pushP50, l.pushP99, l.syncP50, l.syncP99
+	res.ProbeSamples, res.ProbeErrors = l.samples, l.errs
 	if streamed > 0 {
 		res.DeliveriesPerSec = float64(res.Delivered) / streamed.Seconds()
 	}
