@@ -81,8 +81,10 @@ func (s *stack) redisSnapshot(ctx context.Context) (redisSnapshot, error) {
 						e.calls += int64(x)
 					}
 				}
-			case strings.HasPrefix(line, "used_memory:"):
-				e.used, _ = strconv.ParseInt(strings.TrimPrefix(line, "used_memory:"), 10, 64)
+			case strings.HasPrefix(line, "used_memory_dataset:"):
+				// The data alone: client buffers and the like come and go
+				// with connections.
+				e.used, _ = strconv.ParseInt(strings.TrimPrefix(line, "used_memory_dataset:"), 10, 64)
 			case line == "role:master":
 				e.master = true
 			}
