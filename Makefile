@@ -52,7 +52,7 @@ cluster:
 capacity:
 	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || scripts/ensure-packages.sh haproxy
 	@mkdir -p .data
-	go run ./bench/cluster -short -masters 1 -json > .data/cluster-1-master.json
+	go run ./bench/cluster -baseline-only -masters 1 -json > .data/cluster-1-master.json
 	go run ./bench/cluster -json -compare .data/cluster-1-master.json -capacity docs/capacity.md
 
 ## bench: run the benchmark programs (scripts/bench.sh)

@@ -96,7 +96,7 @@ func (s *stack) redisSnapshot(ctx context.Context) (redisSnapshot, error) {
 
 // fill puts the Redis side of the round into c: before and after are
 // snapshots around it, messages what it sequenced.
-func (c *capacity) fillRedis(before, after redisSnapshot) {
+func (c *capacity) fillRedis(before, after, memBefore redisSnapshot) {
 	var total, used int64
 	for addr, a := range after {
 		b, ok := before[addr]
@@ -105,7 +105,9 @@ func (c *capacity) fillRedis(before, after redisSnapshot) {
 		}
 		m := masterLoad{Addr: addr, USec: a.usec - b.usec, Calls: a.calls - b.calls}
 		total += m.USec
-		used += a.used - b.used
+		if mb, ok := memBefore[addr]; ok {
+			used += a.used - mb.used
+		}
 		c.Masters = append(c.Masters, m)
 	}
 	var busiest int64
@@ -118,7 +120,7 @@ func (c *capacity) fillRedis(before, after redisSnapshot) {
 	if c.Messages > 0 {
 		c.RedisUSPerMessage = float64(total) / float64(c.Messages)
 		c.RedisUSPerMessageMaxMaster = float64(busiest) / float64(c.Messages)
-		c.RedisBytesPerMessage = float64(used) / float64(c.Messages)
+		c.RedisBytesPerMessage = float64(max(used, 0)) / float64(c.Messages)
 	}
 }
 
@@ -239,9 +241,12 @@ const idleConnections = 300
 
 // measure is the state before the measured round.
 type measure struct {
-	redis    redisSnapshot
-	apiTicks int64
-	seqEnd   int64
+	redis redisSnapshot
+	// memBefore is taken before the idle connections come and go (their
+	// presence keys would count against the round).
+	memBefore redisSnapshot
+	apiTicks  int64
+	seqEnd    int64
 }
 
 func (s *stack) sequencedEnd(ctx context.Context) int64 {
@@ -271,7 +276,7 @@ func (s *stack) endMeasure(ctx context.Context, m measure, fr faultResult, c *ca
 	}
 	c.Messages = s.sequencedEnd(ctx) - m.seqEnd
 	c.Deliveries, c.Requests = fr.Delivered, fr.requests
-	c.fillRedis(m.redis, after)
+	c.fillRedis(m.redis, after, m.memBefore)
 	if c.Messages > 0 {
 		c.DeliveriesPerMessage = float64(fr.Delivered) / float64(c.Messages)
 	}

@@ -171,17 +171,21 @@ func writeComparison(w func(string, ...any), three result, one *result) {
 		w("No 1-master run was given (-compare); `make capacity` runs one first.")
 		return
 	}
-	w("The same bench (baseline round; the 1-master run in -short mode) on a cluster of one master and on one of %d:", three.RedisMasters)
+	w("The same workload (the baseline round, same seed and size) on a cluster of one master (run with -baseline-only) and on one of %d:", three.RedisMasters)
 	w("")
 	w("| | 1 master | %d masters |", three.RedisMasters)
 	w("|---|---|---|")
-	w("| deliveries/s (whole run) | %.0f | %.0f |", one.DeliveriesPerSec, three.DeliveriesPerSec)
+	w("| deliveries/s (the stream's pace is fixed: a check that nothing slowed, not a peak) | %.0f | %.0f |", one.DeliveriesPerSec, three.DeliveriesPerSec)
 	w("| Redis µs per message, all masters | %.1f | %.1f |", one.Capacity.RedisUSPerMessage, three.Capacity.RedisUSPerMessage)
 	w("| Redis µs per message, busiest master | %.1f | %.1f |", one.Capacity.RedisUSPerMessageMaxMaster, three.Capacity.RedisUSPerMessageMaxMaster)
-	w("| push p50 / p99 (probe through the balancer, faults included) | %.0f / %.0f ms | %.0f / %.0f ms |", one.PushP50MS, one.PushP99MS, three.PushP50MS, three.PushP99MS)
+	w("| push p50 / p99 (probe through the balancer; the %d-master run's faults included) | %.0f / %.0f ms | %.0f / %.0f ms |", three.RedisMasters, one.PushP50MS, one.PushP99MS, three.PushP50MS, three.PushP99MS)
 	w("| first sync p99 | %.1f ms | %.1f ms |", one.FirstSyncP99MS, three.FirstSyncP99MS)
 	w("")
-	w("The busiest master's µs per message is what bounds a cluster: with the hash tags keeping a conversation on one slot, it falls with the masters while the sum stays about the same (MOVED and cross-slot work add a little).")
+	o, t := one.Capacity, three.Capacity
+	if o.RedisUSPerMessage > 0 {
+		w("On %d masters the busiest carries %.0f%% of what the single master spent per message, and the masters together %.2f× it: the busiest master's figure is what bounds a cluster (a conversation's keys share one slot), the sum is what the cluster pays for being one (commands split by slot, each master's share of the live bus and presence).",
+			three.RedisMasters, 100*t.RedisUSPerMessageMaxMaster/o.RedisUSPerMessage, t.RedisUSPerMessage/o.RedisUSPerMessage)
+	}
 }
 
 func writeLimits(w func(string, ...any)) {

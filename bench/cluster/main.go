@@ -38,6 +38,9 @@ type options struct {
 	timeout  time.Duration
 	capacity string
 	compare  string
+	// baselineOnly plays the baseline round alone (the capacity model's
+	// 1-master comparison).
+	baselineOnly bool
 }
 
 func main() {
@@ -60,6 +63,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "the whole run gives up after this")
 	flag.StringVar(&o.capacity, "capacity", "", "write the capacity model (markdown) to this file, e.g. docs/capacity.md")
 	flag.StringVar(&o.compare, "compare", "", "a 1-master run's JSON output, for the capacity model's comparison")
+	flag.BoolVar(&o.baselineOnly, "baseline-only", false, "play only the baseline round, no fault (the 1-master comparison of the capacity model)")
 	flag.Parse()
 	if o.apis == 0 {
 		o.apis = 3

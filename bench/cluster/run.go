@@ -70,18 +70,23 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	go pr.run(pctx, 500*time.Millisecond)
 	var streamed time.Duration
 	res.Capacity = &capacity{}
+	memBefore, _ := s.redisSnapshot(ctx)
 	if err := s.measureIdle(ctx, keyring, idleConnections, res.Capacity); err != nil {
 		return res, err
 	}
 	// The baseline round, with no fault, is what the capacity model
 	// measures.
 	m := s.startMeasure(ctx)
+	m.memBefore = memBefore
 	base := s.round(ctx, o, 0, fault{name: "baseline", apply: noFault}, keyring, logger)
 	s.endMeasure(ctx, m, base, res.Capacity)
 	res.Baseline = &base
 	res.Delivered += base.Delivered
 	streamed += o.round
 	for i, f := range faultsFor(o) {
+		if o.baselineOnly {
+			break
+		}
 		fr := s.round(ctx, o, i+1, f, keyring, logger)
 		res.Faults = append(res.Faults, fr)
 		res.Delivered += fr.Delivered
@@ -97,7 +102,7 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	if streamed > 0 {
 		res.DeliveriesPerSec = float64(res.Delivered) / streamed.Seconds()
 	}
-	res.OK = len(res.Faults) > 0 && base.ok()
+	res.OK = (len(res.Faults) > 0 || o.baselineOnly) && base.ok()
 	for _, f := range res.Faults {
 		res.OK = res.OK && f.ok()
 	}
