@@ -79,14 +79,9 @@ func writeCapacity(o options, res result) error {
 	}
 	var one *result
 	if o.compare != "" {
-		b, err := os.ReadFile(o.compare)
+		r, err := readResult(o.compare)
 		if err != nil {
-			return err
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		var r result
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-			return fmt.Errorf("-compare %s: %w", o.compare, err)
+			return fmt.Errorf("-compare: %w", err)
 		}
 		one = &r
 	}
@@ -95,7 +90,7 @@ func writeCapacity(o options, res result) error {
 	w := func(f string, a ...any) { fmt.Fprintf(&b, f+"\n", a...) }
 	w("# Capacity model")
 	w("")
-	w("Written by `go run ./bench/cluster -capacity docs/capacity.md` (`make capacity`) on %s from what that run measured; do not edit by hand.", time.Now().UTC().Format("2006-01-02"))
+	w("Written by `go run ./bench/cluster -capacity docs/capacity.md` (`make capacity`; `-render` writes it again from a saved `-json` result) on %s from what that run measured; do not edit by hand.", time.Now().UTC().Format("2006-01-02"))
 	w("The run: a Redis Cluster of %d masters with a replica each, %d brokers (kfake, one process), %d ClickHouse server(s), %d API nodes behind haproxy, every worker twice over, on one machine of %d cores shared with the load generator.",
 		res.RedisMasters, res.Brokers, res.ClickHouseShards, res.APINodes, cores())
 	w("The measured round is the baseline round (the checker's workload, no fault): %d messages sequenced, %d deliveries to devices (%.1f per message), %d device requests.", c.Messages, c.Deliveries, c.DeliveriesPerMessage, c.Requests)
@@ -124,6 +119,32 @@ func writeCapacity(o options, res result) error {
 	writeComparison(w, res, one)
 	writeLimits(w)
 	return os.WriteFile(o.capacity, []byte(b.String()), 0o644)
+}
+
+// readResult reads the last line of a -json run's output.
+func readResult(path string) (result, error) {
+	var r result
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// renderSaved writes the capacity model of a saved run.
+func renderSaved(o options) error {
+	if o.capacity == "" {
+		return fmt.Errorf("-render needs -capacity FILE")
+	}
+	r, err := readResult(o.render)
+	if err != nil {
+		return err
+	}
+	return writeCapacity(o, r)
 }
 
 func writeSizing(w func(string, ...any), c *capacity, p profile) {
@@ -194,6 +215,7 @@ func writeLimits(w func(string, ...any)) {
 	w("")
 	w("- One hot conversation: its records share a partition (one fanout process) and its timeline one hash slot (one master). Its rate is bounded by one fanout process and one master's CPU, whatever the cluster's size.")
 	w("- A giant group: above the large-group threshold a message writes no per-member inboxes, so Redis cost stays per message, but its deliveries are pushes to every connected member: API and push CPU grow with members online, not with messages, and land on the master holding the group's slot when members page.")
+	w("- The per-message Redis figures come from a short round: its bytes include the round's set-up (the founding of its groups, a 3,000-member one among them, and its users' devices and presence) spread over few messages, and its CPU every read the devices made, so both overstate a long steady state; the sizing's memory column is the upper bound they give.")
 	w("- The per-request API CPU mixes syncs, pages, sends and pushes in the workload's proportions; another mix (say, mostly idle connections with rare pushes) moves it.")
 	w("- Everything ran on one machine, so the figures include contention between the processes and the load generator; Kafka was kfake (in memory, no replication on disk), ClickHouse one server: broker and shard figures are sizes of data, not measured throughput.")
 	w("- The budgets (half a core per Redis master, 8-core API machines at 60%%, 50 MiB/s per broker) are stated assumptions, not measurements.")

@@ -41,6 +41,8 @@ type options struct {
 	// baselineOnly plays the baseline round alone (the capacity model's
 	// 1-master comparison).
 	baselineOnly bool
+	// render writes -capacity from a saved result instead of running.
+	render string
 }
 
 func main() {
@@ -64,7 +66,15 @@ func main() {
 	flag.StringVar(&o.capacity, "capacity", "", "write the capacity model (markdown) to this file, e.g. docs/capacity.md")
 	flag.StringVar(&o.compare, "compare", "", "a 1-master run's JSON output, for the capacity model's comparison")
 	flag.BoolVar(&o.baselineOnly, "baseline-only", false, "play only the baseline round, no fault (the 1-master comparison of the capacity model)")
+	flag.StringVar(&o.render, "render", "", "write -capacity from this saved -json result (with -compare) instead of running")
 	flag.Parse()
+	if o.render != "" {
+		if err := renderSaved(o); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.apis == 0 {
 		o.apis = 3
 		if o.short {
