@@ -49,9 +49,12 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	start := time.Now()
 	res := result{Short: o.short, RedisMasters: o.masters, RedisReplicas: o.masters, Brokers: o.brokers,
 		Partitions: partitions, APINodes: o.apis, Balancer: "haproxy", ClickHouseShards: 1}
+	// The servers live until interrupted (-serve outlasts -timeout); the
+	// rounds give up after -timeout.
+	serveUntil := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	s, err := startStack(ctx, o, logger)
+	s, err := startStack(serveUntil, o, logger)
 	if s != nil {
 		defer s.stop()
 		res.Processes = s.counts()
@@ -120,7 +123,7 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	if o.serve {
 		logger.Printf("serving: API through the balancer at %s (JWT secret %q, mint tokens with `offlinebox token`); Redis %v; Kafka %v; logs in %s; Ctrl-C stops",
 			s.lbURL, jwtSecret, s.redisAddrs, s.brokers, s.dir)
-		<-ctx.Done()
+		<-serveUntil.Done()
 	}
 	return res, nil
 }
