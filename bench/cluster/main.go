@@ -95,14 +95,22 @@ func main() {
 		res.Error = err.Error()
 		res.OK = false
 	}
-	if o.json {
-		b, _ := json.Marshal(res)
-		fmt.Println(string(b))
-	} else {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Println(string(b))
+	if !o.serve || err != nil {
+		printResult(o, res)
 	}
 	if !res.OK {
 		os.Exit(1)
 	}
+}
+
+// printResult prints the result: one JSON line with -json, indented
+// without.
+func printResult(o options, res result) {
+	var b []byte
+	if o.json {
+		b, _ = json.Marshal(res)
+	} else {
+		b, _ = json.MarshalIndent(res, "", "  ")
+	}
+	fmt.Println(string(b))
 }

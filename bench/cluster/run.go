@@ -121,6 +121,8 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 		logger.Printf("wrote %s", o.capacity)
 	}
 	if o.serve {
+		// The result now, for the person who will use the cluster next.
+		printResult(o, res)
 		logger.Printf("serving: API through the balancer at %s (JWT secret %q, mint tokens with `offlinebox token`); Redis %v; Kafka %v; logs in %s; Ctrl-C stops",
 			s.lbURL, jwtSecret, s.redisAddrs, s.brokers, s.dir)
 		<-serveUntil.Done()
