@@ -2,7 +2,7 @@
 
 SHELL := /usr/bin/env bash
 
-.PHONY: test browser-test build install fuzz vet lint fmt demo bench proto packages
+.PHONY: test browser-test build install fuzz vet lint fmt demo bench proto packages cluster capacity
 
 ## build: build the offlinebox binary into bin/offlinebox (BIN=path elsewhere), stamped with the commit
 BIN ?= bin/offlinebox
@@ -44,6 +44,18 @@ fmt:
 ## demo: run the whole system on this machine (servers as child processes)
 demo:
 	go run ./cmd/offlinebox demo
+
+## cluster: run offlinebox as a cluster (Redis Cluster, 3 brokers, 3 API nodes behind haproxy, workers twice), play the faults, then leave it serving until Ctrl-C
+cluster:
+	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || scripts/ensure-packages.sh haproxy
+	go run ./bench/cluster -serve
+
+## capacity: run the cluster bench on 1 master, then on 3, and write docs/capacity.md from what they measured
+capacity:
+	@command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || scripts/ensure-packages.sh haproxy
+	@mkdir -p .data
+	go run ./bench/cluster -baseline-only -masters 1 -json > .data/cluster-1-master.json
+	go run ./bench/cluster -json -compare .data/cluster-1-master.json -capacity docs/capacity.md
 
 ## bench: run the benchmark programs (scripts/bench.sh)
 bench:

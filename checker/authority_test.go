@@ -77,3 +77,38 @@ func TestTruthGivesNoSeqToWhatTheGroupsAuthorityRefuses(t *testing.T) {
 		t.Fatalf("not in log %d, refused %d: a refused record is expected, not lost", r.NotInLog, r.Refused)
 	}
 }
+
+// TestNamespacedWorkloadsShareNoUserConversationOrMessageID: two workloads
+// of one seed in different namespaces can be played on one system one
+// after another without meeting.
+func TestNamespacedWorkloadsShareNoUserConversationOrMessageID(t *testing.T) {
+	ids := func(ns string) map[string]bool {
+		w, err := Generate(Config{Seed: 1, Namespace: ns, LargeGroupSize: 2001, APIMessages: 10, Joins: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, d := range w.Devices {
+			out["user "+d.User] = true
+		}
+		for _, it := range append(w.Setup, w.Stream...) {
+			if it.Msg == nil {
+				continue
+			}
+			out["conv "+it.Msg.GetConvId()], out["msg "+it.Msg.GetClientMsgId()], out["user "+it.Msg.GetSender()] = true, true, true
+			for _, r := range it.Msg.GetRecipients() {
+				out["user "+r] = true
+			}
+		}
+		return out
+	}
+	a, b := ids("r0-"), ids("r1-")
+	if len(a) == 0 {
+		t.Fatal("no ids generated")
+	}
+	for id := range a {
+		if b[id] {
+			t.Fatalf("%s is in both namespaces", id)
+		}
+	}
+}

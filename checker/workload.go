@@ -48,6 +48,10 @@ type Config struct {
 	Poison int
 	// BodyBytes is the size of each body.
 	BodyBytes int
+	// Namespace starts every user and conversation id, so that several
+	// workloads played one after another on one system do not share
+	// conversations (empty: none).
+	Namespace string
 }
 
 // Defaults of Config.
@@ -169,7 +173,7 @@ func userID(i int) string {
 
 func (g *gen) population() {
 	for i := range g.cfg.Users {
-		u := userID(i)
+		u := g.cfg.Namespace + userID(i)
 		g.users = append(g.users, u)
 		for d := range 1 + g.rng.IntN(g.cfg.DevicesPerUser) {
 			g.w.Devices = append(g.w.Devices, Device{User: u, ID: fmt.Sprintf("dev%d", d+1)})
@@ -179,28 +183,28 @@ func (g *gen) population() {
 		a := g.rng.IntN(len(g.users))
 		b := (a + 1 + g.rng.IntN(len(g.users)-1)) % len(g.users)
 		g.directs = append(g.directs, [2]string{g.users[a], g.users[b]})
-		g.w.Convs = append(g.w.Convs, directID(i))
+		g.w.Convs = append(g.w.Convs, g.directID(i))
 	}
 	for i := range g.cfg.Groups {
-		conv := fmt.Sprintf("grp-%02d", i)
+		conv := g.cfg.Namespace + fmt.Sprintf("grp-%02d", i)
 		if i == 1 {
-			conv = "grüppe-会话-01"
+			conv = g.cfg.Namespace + "grüppe-会话-01"
 		}
 		founders := g.pick(g.users, g.cfg.GroupSize)
 		g.foundGroup(conv, founders)
 		g.groups = append(g.groups, conv)
 	}
 	if g.cfg.LargeGroupSize > 0 {
-		g.large = "large-00"
+		g.large = g.cfg.Namespace + "large-00"
 		founders := g.pick(g.users, min(len(g.users), 12))
 		for i := len(founders); i < g.cfg.LargeGroupSize; i++ {
-			founders = append(founders, fmt.Sprintf("silent-%05d", i))
+			founders = append(founders, g.cfg.Namespace+fmt.Sprintf("silent-%05d", i))
 		}
 		g.foundGroup(g.large, founders)
 	}
 }
 
-func directID(i int) string { return fmt.Sprintf("dm-%03d", i) }
+func (g *gen) directID(i int) string { return g.cfg.Namespace + fmt.Sprintf("dm-%03d", i) }
 
 func (g *gen) foundGroup(conv string, founders []string) {
 	g.members[conv] = slices.Clone(founders)
@@ -223,7 +227,7 @@ func (g *gen) pick(from []string, n int) []string {
 
 func (g *gen) id() string {
 	g.n++
-	return fmt.Sprintf("cm-%d-%06d", g.cfg.Seed, g.n)
+	return fmt.Sprintf("%scm-%d-%06d", g.cfg.Namespace, g.cfg.Seed, g.n)
 }
 
 func (g *gen) body() []byte {

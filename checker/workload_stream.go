@@ -75,7 +75,7 @@ func (g *gen) message() *schemas.Message {
 		if g.rng.IntN(2) == 1 {
 			p[0], p[1] = p[1], p[0]
 		}
-		m.ConvId, m.ConvType, m.Sender, m.Recipients = directID(i), schemas.ConvType_CONV_TYPE_DIRECT, p[0], []string{p[1]}
+		m.ConvId, m.ConvType, m.Sender, m.Recipients = g.directID(i), schemas.ConvType_CONV_TYPE_DIRECT, p[0], []string{p[1]}
 	case r < 37 && g.large != "":
 		g.groupMessage(m, g.large)
 	default:
@@ -179,7 +179,7 @@ func (g *gen) apiMessages() {
 		if g.rng.IntN(2) == 0 {
 			i := g.rng.IntN(len(g.directs))
 			p := g.directs[i]
-			m.ConvId, m.ConvType, m.Sender, m.Recipients = directID(i), schemas.ConvType_CONV_TYPE_DIRECT, p[0], []string{p[1]}
+			m.ConvId, m.ConvType, m.Sender, m.Recipients = g.directID(i), schemas.ConvType_CONV_TYPE_DIRECT, p[0], []string{p[1]}
 		} else {
 			conv := g.groups[g.rng.IntN(len(g.groups))]
 			m.ConvId, m.ConvType, m.Sender = conv, schemas.ConvType_CONV_TYPE_GROUP, g.founder[conv]

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
+)
+
+// pipelineGroups are the stored path's groups: fanout, convindex (which
+// also applies the receipts) and history.
+func pipelineGroups() []checker.GroupTopics {
+	var gs []checker.GroupTopics
+	for _, s := range []topology.Stage{topology.Fanout(), topology.Convindex(), topology.History()} {
+		gs = append(gs, checker.GroupTopics{Group: s.Group, Topics: s.Inputs})
+	}
+	return gs
+}
+
+// drain waits until every group committed everything produced so far.
+func (s *stack) drain(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	return checker.WaitCaughtUp(ctx, s.brokers, pipelineGroups()...)
+}
+
+// lagZero measures how long after now the groups take to commit up to
+// what the topics held now, while traffic goes on.
+func (s *stack) lagZero(ctx context.Context, groups ...checker.GroupTopics) (float64, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for _, g := range groups {
+		for _, t := range g.Topics {
+			ends, err := checker.EndOffsets(ctx, s.brokers, t)
+			if err != nil {
+				return 0, err
+			}
+			if err := waitCommitted(ctx, s.brokers, g.Group, t, ends); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+func waitCommitted(ctx context.Context, brokers []string, group, topic string, ends map[int32]int64) error {
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	for {
+		committed, _, err := checker.Progress(ctx, brokers, group, topic)
+		if err == nil && committed >= total {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s on %s: committed %d of %d: %w", group, topic, committed, total, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// verify runs `offlinebox verify` on the cluster, as an operator would.
+func (s *stack) verify(ctx context.Context) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, "verify")
+	cmd.Env = append(cmd.Environ(), s.common()...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return err == nil, strings.TrimSpace(lastLines(out.String(), 5))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// seqsReused counts the (conversation, epoch, seq) that named two
+// messages in im.sequenced or on the devices, and those devices hold that
+// im.sequenced never had.
+func (s *stack) seqsReused(ctx context.Context, placed map[checker.Place]map[string]bool) (int, error) {
+	recs, err := readTopic(ctx, s.brokers, schemas.TopicSequenced)
+	if err != nil {
+		return 0, err
+	}
+	logged := map[checker.Place]string{}
+	reused := map[checker.Place]bool{}
+	for _, r := range recs {
+		sq, err := schemas.DecodeSequenced(r.Value)
+		if err != nil {
+			return 0, fmt.Errorf("im.sequenced %d/%d: %w", r.Partition, r.Offset, err)
+		}
+		p := checker.Place{Conv: sq.GetMessage().GetConvId(), Epoch: sq.GetEpoch(), Seq: sq.GetSeq()}
+		id := sq.GetMessage().GetClientMsgId()
+		if prev, ok := logged[p]; ok && prev != id {
+			reused[p] = true
+		} else if !ok {
+			logged[p] = id
+		}
+	}
+	for p, ids := range placed {
+		if id, ok := logged[p]; !ok || len(ids) > 1 || !ids[id] {
+			reused[p] = true
+		}
+	}
+	return len(reused), nil
+}
+
+// readTopic reads every record of topic up to its end now.
+func readTopic(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ends, err := checker.EndOffsets(ctx, brokers, topic)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	next := map[int32]int64{}
+	for !reachedEnds(next, ends) {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read %s: %w", topic, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < ends[r.Partition] {
+				out = append(out, r)
+			}
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return out, nil
+}
+
+func reachedEnds(next, ends map[int32]int64) bool {
+	for p, end := range ends {
+		if next[p] < end {
+			return false
+		}
+	}
+	return true
+}

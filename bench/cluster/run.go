@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/embedded"
+)
+
+// result is the run's JSON line.
+type result struct {
+	OK               bool           `json:"ok"`
+	Short            bool           `json:"short"`
+	Processes        map[string]int `json:"processes"`
+	RedisMasters     int            `json:"redis_masters"`
+	RedisReplicas    int            `json:"redis_replicas"`
+	Brokers          int            `json:"brokers"`
+	Partitions       int            `json:"partitions"`
+	ClickHouseShards int            `json:"clickhouse_shards"`
+	APINodes         int            `json:"api_nodes"`
+	Balancer         string         `json:"balancer"`
+	Delivered        int            `json:"delivered"`
+	DeliveriesPerSec float64        `json:"deliveries_per_sec"`
+	// The probe's figures through the balancer, over every round, the
+	// faults' included.
+	PushP50MS      float64       `json:"push_p50_ms"`
+	PushP99MS      float64       `json:"push_p99_ms"`
+	FirstSyncP50MS float64       `json:"first_sync_p50_ms"`
+	FirstSyncP99MS float64       `json:"first_sync_p99_ms"`
+	ProbeSamples   int           `json:"probe_samples"`
+	ProbeErrors    int           `json:"probe_errors"`
+	Faults         []faultResult `json:"faults"`
+	Baseline       *faultResult  `json:"baseline,omitempty"`
+	Capacity       *capacity     `json:"capacity,omitempty"`
+	Seconds        float64       `json:"seconds"`
+	Error          string        `json:"error,omitempty"`
+}
+
+// partitions of every topic: the production count (docker-compose.yml's
+// OFFLINEBOX_PARTITIONS default).
+const partitions = 8
+
+func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
+	start := time.Now()
+	res := result{Short: o.short, RedisMasters: o.masters, RedisReplicas: o.masters, Brokers: o.brokers,
+		Partitions: partitions, APINodes: o.apis, Balancer: "haproxy", ClickHouseShards: 1}
+	// The servers live until interrupted (-serve outlasts -timeout); the
+	// rounds give up after -timeout.
+	serveUntil := ctx
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	s, err := startStack(serveUntil, o, logger)
+	if s != nil {
+		defer s.stop()
+		res.Processes = s.counts()
+	}
+	if err != nil {
+		return res, err
+	}
+	logger.Printf("cluster up in %.1fs: balancer %s, redis %v, brokers %v", time.Since(start).Seconds(), s.lbURL, s.redisAddrs[:o.masters], s.brokers)
+	keyring, err := auth.New(auth.Config{Secret: []byte(jwtSecret), TTL: time.Hour})
+	if err != nil {
+		return res, err
+	}
+	pr := newProbe(s.lbURL, keyring)
+	pctx, pcancel := context.WithCancel(ctx)
+	defer pcancel()
+	go pr.run(pctx, 500*time.Millisecond)
+	var streamed time.Duration
+	res.Capacity = &capacity{}
+	memBefore, _ := s.redisSnapshot(ctx)
+	if err := s.measureIdle(ctx, keyring, idleConnections, res.Capacity); err != nil {
+		return res, err
+	}
+	// The baseline round, with no fault, is what the capacity model
+	// measures.
+	m := s.startMeasure(ctx)
+	m.memBefore = memBefore
+	base := s.round(ctx, o, 0, fault{name: "baseline", apply: noFault}, keyring, logger)
+	s.endMeasure(ctx, m, base, res.Capacity)
+	res.Baseline = &base
+	res.Delivered += base.Delivered
+	streamed += o.round
+	for i, f := range faultsFor(o) {
+		if o.baselineOnly {
+			break
+		}
+		fr := s.round(ctx, o, i+1, f, keyring, logger)
+		res.Faults = append(res.Faults, fr)
+		res.Delivered += fr.Delivered
+		streamed += o.round
+		if fr.Error != "" {
+			logger.Printf("%s: %s", f.name, fr.Error)
+		}
+	}
+	pcancel()
+	l := pr.result()
+	res.PushP50MS, res.PushP99MS, res.FirstSyncP50MS, res.FirstSyncP99MS = l.pushP50, l.pushP99, l.syncP50, l.syncP99
+	res.ProbeSamples, res.ProbeErrors = l.samples, l.errs
+	if streamed > 0 {
+		res.DeliveriesPerSec = float64(res.Delivered) / streamed.Seconds()
+	}
+	res.OK = (len(res.Faults) > 0 || o.baselineOnly) && base.ok()
+	for _, f := range res.Faults {
+		res.OK = res.OK && f.ok()
+	}
+	res.Processes = s.counts()
+	if err := s.storedBytes(ctx, res.Capacity); err != nil {
+		logger.Printf("capacity: %v", err)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	if o.capacity != "" {
+		if err := writeCapacity(o, res); err != nil {
+			return res, err
+		}
+		logger.Printf("wrote %s", o.capacity)
+	}
+	if o.serve {
+		// The result now, for the person who will use the cluster next.
+		printResult(o, res)
+		logger.Printf("serving: API through the balancer at %s (JWT secret %q, mint tokens with `offlinebox token`); Redis %v; Kafka %v; logs in %s; Ctrl-C stops",
+			s.lbURL, jwtSecret, s.redisAddrs, s.brokers, s.dir)
+		<-serveUntil.Done()
+	}
+	return res, nil
+}
+
+// startStack brings the cluster up: stores, migrate, API nodes, workers.
+func startStack(ctx context.Context, o options, logger *log.Logger) (*stack, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "offlinebox-cluster-"); err != nil {
+			return nil, err
+		}
+	}
+	s := &stack{dir: dir, prefix: "ob:", chDB: "cluster_bench", workers: map[string][]*proc{}}
+	logger.Printf("building ./cmd/offlinebox into %s", dir)
+	if s.bin, err = buildBinary(ctx, root, dir); err != nil {
+		return nil, err
+	}
+	logger.Printf("starting a Redis Cluster of %d masters and %d replicas", o.masters, o.masters)
+	if err := s.startRedis(ctx, o.masters); err != nil {
+		return s, err
+	}
+	logger.Printf("starting %d brokers in a process of their own", o.brokers)
+	if err := s.startKafka(ctx, o.brokers, partitions); err != nil {
+		return s, err
+	}
+	if err := s.startClickHouse(ctx); err != nil {
+		return s, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return s, err
+	}
+	logger.Printf("starting %d API nodes behind haproxy and the workers", o.apis)
+	if err := s.startAPIs(ctx, o.apis); err != nil {
+		return s, err
+	}
+	return s, s.startWorkers()
+}
+
+// startClickHouse uses the ClickHouse of OFFLINEBOX_TEST_CLICKHOUSE when
+// set (its own database), else starts one.
+func (s *stack) startClickHouse(ctx context.Context) error {
+	if a := os.Getenv("OFFLINEBOX_TEST_CLICKHOUSE"); a != "" {
+		s.chAddr = a
+		return nil
+	}
+	p, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{Dir: filepath.Join(s.dir, "clickhouse")})
+	if err != nil {
+		return err
+	}
+	s.ch, s.chAddr = p, p.Addr()
+	return nil
+}
+
+// workerKinds are the workers and how many of each run, as in
+// docker-compose.yml; expiry also runs the device census.
+var workerKinds = []struct {
+	kind string
+	n    int
+}{{"fanout", 2}, {"push", 2}, {"convindex", 2}, {"history", 2}, {"expiry", 1}}
+
+func (s *stack) startWorkers() error {
+	for _, w := range workerKinds {
+		for i := range w.n {
+			p, err := s.run(w.kind, fmt.Sprintf("%s-%d", w.kind, i), "-session-timeout", "6s")
+			if err != nil {
+				return err
+			}
+			s.workers[w.kind] = append(s.workers[w.kind], p)
+		}
+	}
+	return nil
+}
+
+// counts are the running processes by kind.
+func (s *stack) counts() map[string]int {
+	c := map[string]int{}
+	for _, p := range s.all {
+		if p.running() {
+			c[p.kind]++
+		}
+	}
+	for _, n := range s.redis {
+		if n.Pid() != 0 {
+			c["redis"]++
+		}
+	}
+	if s.ch != nil && s.ch.Pid() != 0 {
+		c["clickhouse"]++
+	}
+	return c
+}
