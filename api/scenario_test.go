@@ -418,14 +418,3 @@ func findConv(r tSync, conv string) *tSyncConv {
 	return nil
 }
 
-func equalSets(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
-}
