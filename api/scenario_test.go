@@ -417,4 +417,3 @@ func findConv(r tSync, conv string) *tSyncConv {
 	}
 	return nil
 }
-
