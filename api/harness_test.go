@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,9 +260,29 @@ type tSync struct {
 	DeviceID      string        `json:"device_id"`
 	Resync        bool          `json:"resync"`
 	Mentions      []tMention    `json:"mentions"`
+	MentionsMore  bool          `json:"mentions_more"`
+	MentionsNext  string        `json:"mentions_next"`
 	Conversations []tSyncConv   `json:"conversations"`
 	Summaries     []summaryJSON `json:"summaries"`
 	Omitted       int           `json:"omitted"`
+}
+
+// mentionsOf is what an answer brings of user's mentions: the lane's, and
+// with them those its slices carry (the lane does not repeat them).
+func (r tSync) mentionsOf(user string) (lane, all map[string]bool) {
+	lane, all = map[string]bool{}, map[string]bool{}
+	for _, m := range r.Mentions {
+		k := fmt.Sprintf("%s:%d", m.ConvID, m.Message.Seq)
+		lane[k], all[k] = true, true
+	}
+	for _, c := range r.Conversations {
+		for _, m := range c.Messages {
+			if m.MentionAll || slices.Contains(m.Mentions, user) {
+				all[fmt.Sprintf("%s:%d", c.ConvID, m.Seq)] = true
+			}
+		}
+	}
+	return lane, all
 }
 
 type tMention struct {

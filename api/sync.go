@@ -23,6 +23,9 @@ type syncRequest struct {
 	Cursors  map[string]json.RawMessage `json:"cursors"`
 	Limit    *int                       `json:"limit"`
 	MaxBytes *int                       `json:"max_bytes"`
+	// MentionsAfter continues the mention lane after the mark an answer
+	// gave in mentions_next.
+	MentionsAfter *string `json:"mentions_after"`
 }
 
 type cursorJSON struct {
@@ -30,12 +33,17 @@ type cursorJSON struct {
 	Epoch uint64 `json:"epoch"`
 }
 
-// syncResponse is the answer of POST /v1/sync, in this order: mentions,
-// conversations by priority, summaries of what did not fit.
+// syncResponse is the answer of POST /v1/sync, in this order: a page of
+// the mention lane, conversations by priority, summaries of what did not
+// fit.
 type syncResponse struct {
-	DeviceID      string            `json:"device_id"`
-	Resync        bool              `json:"resync"`
-	Mentions      []json.RawMessage `json:"mentions"`
+	DeviceID string            `json:"device_id"`
+	Resync   bool              `json:"resync"`
+	Mentions []json.RawMessage `json:"mentions"`
+	// MentionsMore: pending mentions did not fit; MentionsNext is the
+	// mark to continue the lane from (mentions_after).
+	MentionsMore  bool              `json:"mentions_more"`
+	MentionsNext  string            `json:"mentions_next,omitempty"`
 	Conversations []json.RawMessage `json:"conversations"`
 	Summaries     []json.RawMessage `json:"summaries"`
 	// Omitted counts conversations with news not even summarised.
@@ -105,6 +113,13 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 			return req, badRequest("max_bytes", "%d is outside %d..%d", *body.MaxBytes, MinSyncBytes, MaxSyncBytes)
 		}
 		req.MaxBytes = *body.MaxBytes
+	}
+	if body.MentionsAfter != nil {
+		m, err := redisstore.ParseMentionMark(*body.MentionsAfter)
+		if err != nil || schemas.ValidID("mentions_after", m.Conv) != nil {
+			return req, badRequest("mentions_after", "is not a mark an answer gave in mentions_next")
+		}
+		req.MentionsAfter = &m
 	}
 	if len(body.Cursors) > s.cfg.MaxCursors {
 		return req, badRequest("cursors", "holds %d cursors, more than %d", len(body.Cursors), s.cfg.MaxCursors)
@@ -238,10 +253,12 @@ type encodedAs struct {
 	form messageForm
 }
 
-// Envelope is the answer without any element, with room for its counters.
+// Envelope is the answer without any element, with room for its counters
+// and the lane's mark (mentions_next: two numbers and a conversation id,
+// which JSON may escape to twice its bytes).
 func (z *syncSizer) Envelope() int {
-	b, _ := json.Marshal(syncResponse{DeviceID: z.device})
-	return len(b) + 16
+	b, _ := json.Marshal(syncResponse{DeviceID: z.device, MentionsMore: true})
+	return len(b) + 16 + len(`,"mentions_next":""`) + 2*20 + 2 + 2*schemas.MaxIDBytes
 }
 
 func (z *syncSizer) Mention(m redisstore.SyncMention) int {
@@ -397,7 +414,13 @@ func (z *syncSizer) write(w *answerWriter, res *redisstore.SyncResult) error {
 		w.out = append(w.out, z.message(m.Message, fullForm)...)
 		w.out = append(w.out, '}')
 	}
-	w.out = append(w.out, `],"conversations":[`...)
+	w.out = append(w.out, `],"mentions_more":`...)
+	w.out = strconv.AppendBool(w.out, res.MentionsMore)
+	if res.MentionsNext != nil {
+		w.out = append(w.out, `,"mentions_next":`...)
+		w.out = appendJSONString(w.out, res.MentionsNext.String())
+	}
+	w.out = append(w.out, `,"conversations":[`...)
 	for i := range res.Convs {
 		if i > 0 {
 			w.out = append(w.out, ',')

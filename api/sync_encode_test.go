@@ -59,8 +59,11 @@ func TestAppendMessageJSONWritesWhatJSONMarshalWrites(t *testing.T) {
 // message encodings in: json.Marshal over the parts.
 func marshalSyncAnswer(t *testing.T, device string, res *redisstore.SyncResult) []byte {
 	t.Helper()
-	out := syncResponse{DeviceID: device, Resync: res.Resync, Omitted: res.Omitted,
+	out := syncResponse{DeviceID: device, Resync: res.Resync, Omitted: res.Omitted, MentionsMore: res.MentionsMore,
 		Mentions: []json.RawMessage{}, Conversations: []json.RawMessage{}, Summaries: []json.RawMessage{}}
+	if res.MentionsNext != nil {
+		out.MentionsNext = res.MentionsNext.String()
+	}
 	must := func(v any) json.RawMessage {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -88,8 +91,10 @@ func marshalSyncAnswer(t *testing.T, device string, res *redisstore.SyncResult) 
 func TestSyncEncodeWritesWhatJSONMarshalOfThePartsWrote(t *testing.T) {
 	ms := awkwardMessages()
 	full := &redisstore.SyncResult{
-		Resync:   true,
-		Mentions: []redisstore.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "d-a-b", Message: ms[5]}},
+		Resync:       true,
+		Mentions:     []redisstore.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "d-a-b", Message: ms[5]}},
+		MentionsMore: true,
+		MentionsNext: &redisstore.MentionMark{TS: 1 << 42, Conv: "d-\"a\"\u2028", Seq: 1 << 60},
 		Convs: []redisstore.SyncConv{
 			{Conv: "g<1>", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:4], Older: 2,
 				HasMore: true, Gap: &redisstore.SeqRange{From: 5, To: ^uint64(0)}},

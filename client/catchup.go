@@ -143,12 +143,13 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 	}
 	var st CatchUpStats
 	start := time.Now()
+	after := "" // where the mention lane continues
 	for round := 0; ; round++ {
 		if round == o.MaxRounds {
 			return st, fmt.Errorf("catch-up: not done after %d syncs", round)
 		}
 		t0 := time.Now()
-		resp, n, decoded, err := c.sync(ctx, SyncRequest{Cursors: held.Cursors(), Limit: o.Limit, MaxBytes: o.MaxBytes})
+		resp, n, decoded, err := c.sync(ctx, SyncRequest{Cursors: held.Cursors(), Limit: o.Limit, MaxBytes: o.MaxBytes, MentionsAfter: after})
 		if err != nil {
 			return st, err
 		}
@@ -157,12 +158,14 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 		}
 		st.SyncResponses++
 		st.saw(n, decoded)
-		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 {
+		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 && !resp.MentionsMore {
+			held.Apply(resp)
 			break
 		}
 		if err := c.Ack(ctx, held.Apply(resp)); err != nil {
 			return st, err
 		}
+		after = resp.nextMentions()
 	}
 	if !o.SyncOnly {
 		if err := c.pageGaps(ctx, held, o, &st); err != nil {
@@ -171,6 +174,15 @@ func (c *Client) CatchUp(ctx context.Context, held *Held, o CatchUpOptions) (Cat
 	}
 	st.Duration = time.Since(start)
 	return st, nil
+}
+
+// nextMentions is where the next sync continues the mention lane: after
+// this page when it said there is more, else from the newest.
+func (r *SyncResponse) nextMentions() string {
+	if r.MentionsMore {
+		return r.MentionsNext
+	}
+	return ""
 }
 
 // Apply stores one sync answer and returns what to ack.

@@ -68,6 +68,9 @@ type SyncRequest struct {
 	Cursors  map[string]Cursor `json:"cursors,omitempty"`
 	Limit    int               `json:"limit,omitempty"`
 	MaxBytes int               `json:"max_bytes,omitempty"`
+	// MentionsAfter continues the mention lane: the MentionsNext of the
+	// answer before.
+	MentionsAfter string `json:"mentions_after,omitempty"`
 }
 
 // SyncMention is one pending mention of a sync answer.
@@ -100,9 +103,15 @@ type SyncConv struct {
 
 // SyncResponse is the answer of POST /v1/sync.
 type SyncResponse struct {
-	Resync        bool          `json:"resync"`
-	Mentions      []SyncMention `json:"mentions"`
-	Conversations []SyncConv    `json:"conversations"`
+	Resync bool `json:"resync"`
+	// Mentions: a page of the pending mentions, newest first, without
+	// those the conversations' slices carry.
+	Mentions []SyncMention `json:"mentions"`
+	// MentionsMore: more pending mentions than this page held; a sync
+	// with MentionsAfter = MentionsNext continues the lane.
+	MentionsMore  bool       `json:"mentions_more"`
+	MentionsNext  string     `json:"mentions_next"`
+	Conversations []SyncConv `json:"conversations"`
 	Summaries     []struct {
 		ConvID string `json:"conv_id"`
 	} `json:"summaries"`

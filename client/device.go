@@ -117,6 +117,7 @@ func (d *Device) CatchUp(ctx context.Context) (Report, error) {
 	if err := d.ackStored(ctx); err != nil {
 		return rep, err
 	}
+	after := "" // where the mention lane continues
 	for round := 0; ; round++ {
 		if round == 10000 {
 			return rep, errors.New("catch-up: not done after 10000 syncs")
@@ -128,7 +129,7 @@ func (d *Device) CatchUp(ctx context.Context) (Report, error) {
 		var resp SyncResponse
 		err = d.o.Backoff.retry(ctx, func() error {
 			var err error
-			resp, _, err = d.api.Sync(ctx, SyncRequest{Cursors: cursors, Limit: d.o.Limit, MaxBytes: d.o.MaxBytes})
+			resp, _, err = d.api.Sync(ctx, SyncRequest{Cursors: cursors, Limit: d.o.Limit, MaxBytes: d.o.MaxBytes, MentionsAfter: after})
 			return err
 		})
 		if err != nil {
@@ -136,7 +137,7 @@ func (d *Device) CatchUp(ctx context.Context) (Report, error) {
 		}
 		rep.Syncs++
 		rep.Resync = rep.Resync || resp.Resync
-		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 && len(resp.Mentions) == 0 {
+		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 && len(resp.Mentions) == 0 && !resp.MentionsMore {
 			break
 		}
 		res, err := d.store.Apply(ctx, resp)
@@ -150,9 +151,10 @@ func (d *Device) CatchUp(ctx context.Context) (Report, error) {
 			return rep, err
 		}
 		d.stepped("acked")
-		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 {
+		if len(resp.Conversations) == 0 && len(resp.Summaries) == 0 && resp.Omitted == 0 && !resp.MentionsMore {
 			break // only mentions the device holds already: they leave the lane when read
 		}
+		after = resp.nextMentions()
 	}
 	if err := d.pageGaps(ctx, &rep); err != nil {
 		return rep, err

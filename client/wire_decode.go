@@ -91,8 +91,14 @@ func (r *jsonReader) syncResponse(out *SyncResponse) {
 		case "omitted":
 			r.seen(&seen, 1<<4)
 			r.int(&out.Omitted)
+		case "mentions_more":
+			r.seen(&seen, 1<<5)
+			r.bool(&out.MentionsMore)
+		case "mentions_next":
+			r.seen(&seen, 1<<6)
+			r.str(&out.MentionsNext)
 		default:
-			r.unknown(k, "resync", "mentions", "conversations", "summaries", "omitted")
+			r.unknown(k, "resync", "mentions", "conversations", "summaries", "omitted", "mentions_more", "mentions_next")
 		}
 	}
 }

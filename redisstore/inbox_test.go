@@ -92,6 +92,12 @@ func TestApplyInboxMovesLastReadAndJoinAsEachEventSays(t *testing.T) {
 			want: inboxState{fields: map[string]string{"c:l": "2", "c:r": "2", "c:j": "0", "c:t": "g"}, listed: 1002},
 		},
 		{
+			name:    "a mention that comes after an update of higher seqs keeps its place in the lane",
+			form:    InboxGroup,
+			batches: [][]InboxEvent{{ev(d, 4), ev(d, 5)}, {ev(d, 2), ev(m, 3)}},
+			want:    inboxState{fields: map[string]string{"c:l": "5", "c:r": "0", "c:j": "0", "c:t": "g"}, lane: []string{"c:3"}, listed: 1005},
+		},
+		{
 			name:    "own message takes the mentions it read out of the lane",
 			form:    InboxGroup,
 			batches: [][]InboxEvent{{ev(m, 1), ev(m, 2)}, {ev(o, 3), ev(m, 4)}},
@@ -196,5 +202,32 @@ func TestApplyInboxSkipsReceiveOnlyAndMovedUsers(t *testing.T) {
 	outs, errs = s.ApplyInboxes(ctx, []InboxUpdate{upd("bot")})
 	if outs[0] != InboxApplied || errs[0] != nil {
 		t.Fatalf("bot after the mark was removed: %v, %v", outs[0], errs[0])
+	}
+}
+
+// Two fanout owners, or any reordering, can bring a user's inbox the
+// update of higher seqs before the one with a mention: the mention is
+// still pending, in the lane and in the list's count.
+func TestMentionBelowTheLastDeliveredSeqIsKeptInTheLaneAndTheCount(t *testing.T) {
+	s := seqTestStore(t, 0)
+	ctx := context.Background()
+	for _, b := range [][]InboxEvent{
+		{ev(InboxDelivered, 6), ev(InboxMentioned, 7), ev(InboxDelivered, 8)},
+		{ev(InboxDelivered, 2), ev(InboxMentioned, 3), ev(InboxMentioned, 4)},
+	} {
+		outs, errs := s.ApplyInboxes(ctx, []InboxUpdate{{User: "u", Conv: "c", Form: InboxGroup, Events: b}})
+		if errs[0] != nil || outs[0] != InboxApplied {
+			t.Fatalf("apply %v: %v, %v", b, outs[0], errs[0])
+		}
+	}
+	if got := readInbox(t, s, "u"); !slices.Equal(got.lane, []string{"c:3", "c:4", "c:7"}) || got.fields["c:l"] != "8" {
+		t.Fatalf("lane %v, last %s; want c:3 c:4 c:7, last 8", got.lane, got.fields["c:l"])
+	}
+	list, err := s.ListConversations(ctx, "u", "", ListCursor{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Mentions != 3 {
+		t.Fatalf("list %+v, want c with 3 mentions", list.Items)
 	}
 }

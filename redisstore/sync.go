@@ -49,9 +49,9 @@ type syncHead struct {
 	notices, noticesAbove uint64
 }
 
-// Sync answers one device's catch-up request: pending mentions first, then
-// conversations by priority, each sliced on its own, within the byte
-// budget (see schemas/redis-keys.md and the read path in DESIGN.md). It
+// Sync answers one device's catch-up request: a page of the pending
+// mentions first (sync_mentions.go), then conversations by priority, each
+// sliced on its own, the whole within the byte budget (see schemas/redis-keys.md and the read path in DESIGN.md). It
 // writes nothing but, with req.NowMS, the device's last-use time, in the
 // transaction that reads the user's slot (a registered device only: an
 // evicted or new one is registered by its next ack). Every refusal of a
@@ -82,10 +82,17 @@ func (s *Store) syncWith(ctx context.Context, users *Store, req SyncRequest) (*S
 	plans, refs := planSync(req, us, heads)
 	res := &SyncResult{Resync: us.evicted}
 	b := newSyncBudget(req)
-	if err := s.fillMentions(ctx, req, refs, res, b); err != nil {
+	// The conversations are placed with room held back for the lane,
+	// which then has that room and what they left (sync_mentions.go).
+	lane := &laneReader{s: s, req: req, refs: refs}
+	if err := lane.reserve(ctx, b); err != nil {
 		return nil, err
 	}
 	if err := s.fillConvs(ctx, req, plans, res, b); err != nil {
+		return nil, err
+	}
+	b.lane, b.laneHeld = 0, nil
+	if err := lane.fill(ctx, res, b); err != nil {
 		return nil, err
 	}
 	res.Bytes = b.used
@@ -295,32 +302,4 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 		heads[c] = h
 	}
 	return heads, nil
-}
-
-// fillMentions reads the message of every pending mention (one pipeline)
-// and puts them first. A mention whose message has left the window is
-// gone with it.
-func (s *Store) fillMentions(ctx context.Context, req SyncRequest, refs []mentionRef, res *SyncResult, b *syncBudget) error {
-	if len(refs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
-	qs := make([]rangeQuery, len(refs))
-	for i, r := range refs {
-		qs[i] = rangeQuery{conv: r.conv, lo: r.seq - 1, hi: r.seq + 1, limit: 1}
-	}
-	sls, err := s.readSlices(ctx, req.User, qs)
-	if err != nil {
-		return fmt.Errorf("sync %s: read mentions: %w", req.User, err)
-	}
-	for i, sl := range sls {
-		if !sl.member || len(sl.entries) != 1 {
-			continue
-		}
-		m := SyncMention{Conv: refs[i].conv, All: refs[i].all, Message: sl.entries[0]}
-		res.Mentions = append(res.Mentions, m)
-		b.force(req.Sizer.Mention(m))
-	}
-	return nil
 }

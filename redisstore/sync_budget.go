@@ -7,17 +7,19 @@ import "github.com/offlinebox/offlinebox/schemas"
 // The budget (SyncRequest.MaxBytes, DefaultSyncBytes unless the client
 // asks for another within MinSyncBytes..MaxSyncBytes) bounds the answer as
 // the SyncSizer measures it: the encoded answer as the client decodes it,
-// before any content coding (which only shrinks it on the wire). The answer is filled in the design's order: the whole mention
-// lane first (never cut, it may exceed the budget), then the conversations
-// in priority order (pending mentions, direct, then activity), then the
-// summaries of what did not fit.
+// before any content coding (which only shrinks it on the wire). The
+// conversations are placed first, in priority order (pending mentions,
+// direct, then activity), with room held back for the mention lane; then
+// the summaries of what did not fit; then the lane, newest first, in the
+// room held back and what is left, the rest paged (sync_mentions.go). The
+// answer lists the lane first.
 //
 // Two passes keep the budget fair without changing the order:
 //
 //  1. Every conversation in priority order, a wave of syncWave of them per
 //     round trip (sync_fill.go). A group's slice is capped at
 //     MaxBytes/groupSliceShare (8 KB of the default 128 KB; at least its
-//     newest message): its mentions are already in the lane, so its slice
+//     newest message): its mentions are in the lane, so its slice
 //     is context, and in the founding scenario the noisy group's newest
 //     200 messages would otherwise take the budget before any direct
 //     conversation. Direct conversations are not capped. A slice that will
@@ -109,16 +111,37 @@ func (r SyncRequest) groupCap(p convPlan) int {
 }
 
 // syncBudget tracks the bytes of the answer. reserved is held back for the
-// summaries while conversations are placed.
+// summaries while conversations are placed, lane for the mention lane
+// (sync_mentions.go): laneHeld is what each mention it holds room for
+// takes of it, given back when a slice carries the mention.
 type syncBudget struct {
-	max, used, reserved int
+	max, used, reserved, lane int
+	laneHeld                  map[laneKey]int
+}
+
+// laneKey names a mention by its conversation and seq.
+type laneKey struct {
+	conv string
+	seq  uint64
+}
+
+// held is the room the lane holds for the mention (0: none).
+func (b *syncBudget) held(conv string, seq uint64) int { return b.laneHeld[laneKey{conv, seq}] }
+
+// release gives back the room held for a mention a slice carries.
+func (b *syncBudget) release(conv string, seq uint64) {
+	k := laneKey{conv, seq}
+	if n, ok := b.laneHeld[k]; ok {
+		b.lane -= n
+		delete(b.laneHeld, k)
+	}
 }
 
 func newSyncBudget(req SyncRequest) *syncBudget {
 	return &syncBudget{max: req.MaxBytes, used: req.Sizer.Envelope()}
 }
 
-func (b *syncBudget) left() int { return b.max - b.used - b.reserved }
+func (b *syncBudget) left() int { return b.max - b.used - b.reserved - b.lane }
 
 // fits takes n bytes if they fit.
 func (b *syncBudget) fits(n int) bool {

@@ -62,11 +62,14 @@ func extendSlice(req SyncRequest, p convPlan, c *SyncConv, sl timelineSlice, b *
 	sizes := readSizes(req.Sizer, sl.entries)
 	n, used := 0, 0
 	for i := len(sl.entries) - 1; i >= 0; i-- {
-		size := sizes[i]
-		if used+size > b.left() {
+		// A mention the slice now carries gives back the room the lane
+		// held for it.
+		seq := sl.entries[i].Seq
+		if used+sizes[i] > b.left()+b.held(c.Conv, seq) {
 			break
 		}
-		used += size
+		b.release(c.Conv, seq)
+		used += sizes[i]
 		n++
 	}
 	if n == 0 {

@@ -76,9 +76,6 @@ func (s *Store) placeConvs(ctx context.Context, req SyncRequest, plans []convPla
 	var fs firstSlices
 	decided := make([]bool, len(plans))
 	est := &syncEstimate{}
-	for _, m := range res.Mentions {
-		est.observe(req.Sizer.Message(m.Message), 1)
-	}
 	for b.left() > 0 {
 		wave := pickWave(req, plans, decided, len(res.Convs) == 0, b.left(), est)
 		if len(wave) == 0 {
@@ -184,6 +181,9 @@ func place(req SyncRequest, p convPlan, sl timelineSlice, res *SyncResult, b *sy
 		b.force(head + sumNewest(sizes, keep))
 	}
 	c.Messages = sl.entries[len(sl.entries)-keep:]
+	for _, m := range c.Messages {
+		b.release(c.Conv, m.Seq) // the lane need not repeat it
+	}
 	finishSlice(&c, p, sl)
 	res.Convs = append(res.Convs, c)
 	return placeSlice, capBytes > 0 && keep < whole

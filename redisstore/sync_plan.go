@@ -30,7 +30,7 @@ type convPlan struct {
 // planSync decides, per conversation with news, where its slice starts and
 // whether it rebases, orders the conversations by priority (pending
 // mentions, direct, then activity), and lists the pending mentions in lane
-// order (write time, then conversation and seq).
+// order (newest first, sync_mentions.go) after req.MentionsAfter.
 func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convPlan, []mentionRef) {
 	byConv := map[string][]mentionRef{}
 	for _, m := range us.mentions {
@@ -55,17 +55,7 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 		}
 	}
 	sort.Slice(plans, func(i, j int) bool { return plans[i].before(plans[j]) })
-	sort.Slice(refs, func(i, j int) bool {
-		a, b := refs[i], refs[j]
-		if a.ts != b.ts {
-			return a.ts < b.ts
-		}
-		if a.conv != b.conv {
-			return a.conv < b.conv
-		}
-		return a.seq < b.seq
-	})
-	return plans, refs
+	return plans, sortLane(refs, req.MentionsAfter)
 }
 
 // planConv chooses the cursor of one conversation and classifies it. The

@@ -136,15 +136,16 @@ func TestSyncPutsMentionsFirstThenSlicesByPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The groups' founding joins are no one's unread.
+	// The groups' founding joins are no one's unread; the lane is newest
+	// first.
 	want := fmt.Sprintf(`resync=false
-mention noisy:%d all=false "early @ann"
 mention noisy:%d all=false "second @ann"
+mention noisy:%d all=false "early @ann"
 conv noisy group large=false max=43 unread=42 more=true gap=&{1 38} rebase="" incomplete=false seqs=[39 40 41 42 43]
 conv dm direct large=false max=1 unread=1 more=false gap=<nil> rebase="" incomplete=false seqs=[1]
 conv quiet group large=false max=3 unread=2 more=false gap=<nil> rebase="" incomplete=false seqs=[1 2 3]
 omitted=0
-`, m1, m2)
+`, m2, m1)
 	if got := render(res); got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}

@@ -19,9 +19,13 @@ type SyncRequest struct {
 	// an ack does, unless it is not registered (new or evicted).
 	NowMS int64
 	// MaxBytes is the budget of the whole answer (sync_budget.go). Only
-	// the mention lane (always complete) and the first conversation's
-	// newest message (progress must be possible) may exceed it.
+	// one message larger than the room left (the first conversation's
+	// newest, or a first mention when nothing else is answered: progress
+	// must be possible) may exceed it.
 	MaxBytes int
+	// MentionsAfter, when set, continues the mention lane after the mark
+	// an answer gave (SyncResult.MentionsNext).
+	MentionsAfter *MentionMark
 	// GroupSliceBytes caps each group's slice in the first pass over the
 	// conversations (sync_budget.go). 0: MaxBytes/groupSliceShare;
 	// MaxBytes or more: no cap.
@@ -117,10 +121,16 @@ type SyncSummary struct {
 // SyncResult is the answer to one SyncRequest.
 type SyncResult struct {
 	// Resync: the device was evicted; every conversation is a rebase.
-	Resync    bool
-	Mentions  []SyncMention
-	Convs     []SyncConv
-	Summaries []SyncSummary
+	Resync bool
+	// Mentions: a page of the pending mentions, newest first, without
+	// those the answer's slices carry (sync_mentions.go).
+	Mentions []SyncMention
+	// MentionsMore: pending mentions after the page did not fit; a
+	// request with MentionsAfter = MentionsNext continues the lane.
+	MentionsMore bool
+	MentionsNext *MentionMark
+	Convs        []SyncConv
+	Summaries    []SyncSummary
 	// Omitted counts conversations with news for which not even a summary
 	// fitted.
 	Omitted int

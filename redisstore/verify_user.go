@@ -28,6 +28,8 @@ type UserInbox struct {
 	Convs map[string]InboxEntry
 	// Malformed lists fields that do not parse.
 	Malformed []string
+	// Lane is the mention lane, read with the inbox.
+	Lane []string
 }
 
 // ReadInbox reads a user's inbox index.
@@ -35,16 +37,18 @@ func (s *Store) ReadInbox(ctx context.Context, user string) (UserInbox, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var ib *redis.MapStringStringCmd
+	var mn *redis.StringSliceCmd
 	var loc *redis.StringCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		ib = p.HGetAll(ctx, s.keys.Inbox(user))
+		mn = p.ZRange(ctx, s.keys.Mentions(user), 0, -1)
 		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
 		return nil
 	})
 	if err != nil && err != redis.Nil {
 		return UserInbox{}, fmt.Errorf("read inbox of %s: %w", user, err)
 	}
-	out := UserInbox{Moved: loc.Val() == ProfileOnHot, Convs: map[string]InboxEntry{}}
+	out := UserInbox{Moved: loc.Val() == ProfileOnHot, Convs: map[string]InboxEntry{}, Lane: mn.Val()}
 	for f, v := range ib.Val() {
 		if strings.HasPrefix(f, ":") {
 			continue // the list indexes' fields (InboxLargeGroups, InboxIndexed)

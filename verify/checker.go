@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 )
@@ -18,6 +19,13 @@ type Config struct {
 	MaxProblems int
 	// MaxCachedEntries bounds the senders kept in memory for recounts.
 	MaxCachedEntries int
+	// MentionWindow, when above 0, is how far back a pending mention must
+	// be in its lane: expiry trims the lane by the conversation type's
+	// window, which may be shorter than what a hold keeps of the
+	// timeline. 0: every pending mention the timeline holds.
+	MentionWindow time.Duration
+	// Now is the clock MentionWindow counts back from (time.Now when nil).
+	Now func() time.Time
 }
 
 // Defaults of Config.
@@ -41,6 +49,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxCachedEntries == 0 {
 		c.MaxCachedEntries = DefaultMaxCachedEntries
 	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
@@ -56,6 +67,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("verify: MaxProblems %d is below 1", c.MaxProblems)
 	case c.MaxCachedEntries < 1:
 		return fmt.Errorf("verify: MaxCachedEntries %d is below 1", c.MaxCachedEntries)
+	case c.MentionWindow < 0:
+		return fmt.Errorf("verify: MentionWindow %v is negative", c.MentionWindow)
 	}
 	return nil
 }
@@ -83,6 +96,9 @@ type run struct {
 	*Checker
 	rep     *Report
 	senders *senderCache
+	// mentionsFrom: the write time (unix ms) from which a pending mention
+	// must be in its lane
+	mentionsFrom int64
 }
 
 // Run walks every key of the store(s) and returns what it found. An error
@@ -90,6 +106,9 @@ type run struct {
 // holds what was found so far.
 func (c *Checker) Run(ctx context.Context) (*Report, error) {
 	r := &run{Checker: c, rep: &Report{}, senders: newSenderCache(c.main, c.cfg.Chunk, c.cfg.MaxCachedEntries)}
+	if c.cfg.MentionWindow > 0 {
+		r.mentionsFrom = c.cfg.Now().Add(-c.cfg.MentionWindow).UnixMilli()
+	}
 	stores := []*redisstore.Store{c.main}
 	if c.hot != nil {
 		stores = append(stores, c.hot)

@@ -26,15 +26,16 @@ func (r *run) checkInbox(ctx context.Context, st *redisstore.Store, user string)
 	if err != nil {
 		return err
 	}
+	lane := newLaneSet(in)
 	for _, conv := range convs {
-		if err := r.checkInboxConv(ctx, user, conv, in.Convs[conv], heads[conv]); err != nil {
+		if err := r.checkInboxConv(ctx, user, conv, in.Convs[conv], heads[conv], lane); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstore.InboxEntry, head redisstore.ConvHead) error {
+func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstore.InboxEntry, head redisstore.ConvHead, lane laneSet) error {
 	large := e.Form == redisstore.InboxLarge
 	switch {
 	case !head.Exists:
@@ -77,6 +78,9 @@ func (r *run) checkInboxConv(ctx context.Context, user, conv string, e redisstor
 	}
 	if top <= seen {
 		return nil
+	}
+	if err := r.checkPendingMentions(ctx, user, conv, head, seen, top, !large, lane); err != nil {
+		return err
 	}
 	// Unread leaves out join and leave notices, in either form.
 	own, err := r.senders.own(ctx, conv, user, head, seen, top)

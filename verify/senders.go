@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"slices"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -14,6 +15,11 @@ type convSenders struct {
 	senders      []string
 	// notice[i]: the entry of senders[i] is a join or leave record
 	notice []bool
+	// named[i], all[i] and wms[i]: whom the entry mentions by name,
+	// whether it mentions everyone, its write time
+	named [][]string
+	all   []bool
+	wms   []int64
 }
 
 // senderCache keeps the senders of the timelines unread recounts look at,
@@ -47,6 +53,33 @@ func (c *senderCache) own(ctx context.Context, conv, user string, head redisstor
 	return n, nil
 }
 
+// pendingMention is a message that mentions a user: its seq and write time.
+type pendingMention struct {
+	seq uint64
+	wms int64
+}
+
+// mentionsOf lists the messages with lo < seq <= hi that mention user and
+// that user did not send, among those the timeline holds or held when
+// read: by name, or with byAll also @all (a small group's).
+func (c *senderCache) mentionsOf(ctx context.Context, conv, user string, head redisstore.ConvHead, lo, hi uint64, byAll bool) ([]pendingMention, error) {
+	cs, err := c.load(ctx, conv, head, hi)
+	if err != nil {
+		return nil, err
+	}
+	var out []pendingMention
+	for s := max(lo+1, cs.first); s <= hi && s-cs.first < uint64(len(cs.senders)); s++ {
+		i := s - cs.first
+		if cs.notice[i] || cs.senders[i] == user {
+			continue
+		}
+		if (byAll && cs.all[i]) || slices.Contains(cs.named[i], user) {
+			out = append(out, pendingMention{seq: s, wms: cs.wms[i]})
+		}
+	}
+	return out, nil
+}
+
 // load makes sure the cache holds the conversation's senders up to hi.
 func (c *senderCache) load(ctx context.Context, conv string, head redisstore.ConvHead, hi uint64) (*convSenders, error) {
 	cs := c.convs[conv]
@@ -70,8 +103,12 @@ func (c *senderCache) load(ctx context.Context, conv string, head redisstore.Con
 			break
 		}
 		for _, e := range entries {
-			cs.senders = append(cs.senders, e.GetMessage().GetSender())
-			cs.notice = append(cs.notice, e.GetMessage().GetKind() != schemas.Kind_KIND_MESSAGE)
+			m := e.GetMessage()
+			cs.senders = append(cs.senders, m.GetSender())
+			cs.notice = append(cs.notice, m.GetKind() != schemas.Kind_KIND_MESSAGE)
+			cs.named = append(cs.named, m.GetMentions())
+			cs.all = append(cs.all, m.GetMentionAll())
+			cs.wms = append(cs.wms, e.GetWriteTimeMs())
 		}
 		c.size += len(entries)
 		next += uint64(len(entries))

@@ -229,8 +229,8 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 			rdb.HSet(ctx, k.Roles("big"), "bob", "o")
 		}, KindRoles, "big", ""},
 		{"an own message above the read seq", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
-			// bob sent seq 3 but his read seq says 1.
-			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxField("g1", redisstore.FieldRead), 1)
+			// bob sent seq 3 but his read seq says 2 (his mention at 2 stays read).
+			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxField("g1", redisstore.FieldRead), 2)
 		}, KindUnread, "g1", "bob"},
 		{"an own message above a large group's read seq", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.HSet(ctx, k.Inbox("bob"), redisstore.InboxField("big", redisstore.FieldRead), 1)
@@ -276,6 +276,15 @@ func TestEachBrokenInvariantIsReportedWhereItIs(t *testing.T) {
 				panic(err)
 			}
 		}, KindHeld, "g1", ""},
+		{"a pending mention missing from the lane and the list's count", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			// carol mentioned alice at g1:4, above alice's read seq
+			rdb.ZRem(ctx, k.Mentions("alice"), "g1:4")
+			rdb.ZRem(ctx, k.MentionIndex("alice"), "g1:4") // as an inbox update that dropped it
+		}, KindMention, "g1", "alice"},
+		{"a pending mention of a large group missing from the lane", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
+			rdb.ZRem(ctx, k.Mentions("dave"), "big:2")
+			rdb.ZRem(ctx, k.MentionIndex("dave"), "big:2")
+		}, KindMention, "big", "dave"},
 		{"a mention index holding what the lane does not", func(ctx context.Context, w *world, rdb redis.UniversalClient, k redisstore.Keys) {
 			rdb.ZAdd(ctx, k.MentionIndex("carol"), redis.Z{Score: 0, Member: "g1:2"})
 		}, KindListIndex, "", "carol"},

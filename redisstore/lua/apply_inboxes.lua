@@ -11,7 +11,10 @@
 --        timeline was rebuilt, its seqs above the rebuilt counter are new
 --        messages) first takes back everything above its first seq: C:l,
 --        C:r and C:j fall to it, the lane's references above it go;
---   C:l  last seq delivered: a delivery or mention at or below it is old;
+--   C:l  last seq delivered: a delivery at or below it is old; a mention
+--        at or below it is not (it may come after an update of higher
+--        seqs): the lane is a set, ZADD NX of a mention it holds changes
+--        nothing, and C:r (read) alone says a mention is done;
 --   C:j  seq of the user's current join: an older join or leave is old;
 --   C:t  the conversation's form: L while the user is in the large group,
 --        so a leave applies once and a conversion once.
@@ -89,7 +92,7 @@ end
 local function mention(mn, mx, conv, s, w)
   local m = conv .. ':' .. s
   call('ZADD', mx, 0, m)
-  return call('ZADD', mn, w, m) == 1
+  return call('ZADD', mn, 'NX', w, m) == 1
 end
 
 -- unmention drops the conversation's mentions of seqs in (from, to]: by
@@ -200,8 +203,11 @@ local function apply_one(kb, p, probe)
           ments = ments or {}
           ments[#ments + 1], ments[#ments + 2] = s, w
         end
-      elseif s > l then
-        l, active, li, ai = s, w, i, i
+      else
+        if s > l then l, active, li, ai = s, w, i, i end
+        -- Not guarded by C:l: an update of higher seqs may have come
+        -- first (updates of one conversation can arrive out of order),
+        -- and the lane is a set, so a replayed mention adds nothing.
         if s > r then
           ments = ments or {}
           ments[#ments + 1], ments[#ments + 2] = s, w

@@ -71,8 +71,11 @@ class Api {
     if (this.device.own) q.set("device_id", this.device.id);
     return this.call("GET", `/v1/conversations?${q}`);
   }
-  sync(cursors) {
-    return this.call("POST", "/v1/sync", { ...(this.device.own ? { device_id: this.device.id } : {}), cursors, limit: 200 });
+  // mentionsAfter continues the mention lane (the mentions_next of the
+  // answer before, while it said mentions_more).
+  sync(cursors, mentionsAfter) {
+    return this.call("POST", "/v1/sync", { ...(this.device.own ? { device_id: this.device.id } : {}), cursors, limit: 200,
+      ...(mentionsAfter ? { mentions_after: mentionsAfter } : {}) });
   }
   ack(acks) { return this.call("POST", "/v1/ack", { ...(this.device.own ? { device_id: this.device.id } : {}), acks }); }
   read(receipts) { return this.call("POST", "/v1/read", { receipts }); }

@@ -391,13 +391,16 @@ async function updateLoop() {
         const redo = await state.store.unacked();
         if (redo.length) { await state.api.ack(redo); await state.store.markAcked(redo); }
         let news = false;
+        let after = "";
         for (let round = 0; round < 50; round++) {
-          const resp = await state.api.sync(await state.store.cursors());
+          const resp = await state.api.sync(await state.store.cursors(), after);
           const convs = resp.conversations || [];
-          if (!convs.length && !(resp.summaries || []).length && !resp.omitted) break;
+          const done = !convs.length && !(resp.summaries || []).length && !resp.omitted && !resp.mentions_more;
           const r = await state.store.applySync(resp);
-          if (r.acks.length) { await state.api.ack(r.acks); await state.store.markAcked(r.acks); }
           news = news || r.stored > 0;
+          if (done) break;
+          if (r.acks.length) { await state.api.ack(r.acks); await state.store.markAcked(r.acks); }
+          after = resp.mentions_more ? resp.mentions_next : "";
         }
         await loadList();
         setStatus(true);
