@@ -30,6 +30,8 @@ type liveConn struct {
 	// (SetPresence returned); an entry naming another one after it means
 	// a newer connection of the device took it.
 	leased atomic.Bool
+	// typing is the connection's ephemeral budget (live_budget.go).
+	typing connBudget
 
 	mu      sync.Mutex
 	queue   []queued

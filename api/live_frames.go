@@ -24,6 +24,9 @@ const (
 	// CloseBadFrame: the client sent a frame that is not JSON of a known
 	// type (the text of the close says which).
 	CloseBadFrame websocket.StatusCode = 4005
+	// CloseEphemeralFlood: the client kept sending typing (QoS 0) frames
+	// over its budget.
+	CloseEphemeralFlood websocket.StatusCode = 4008
 	// CloseGoingAway (1001): the server shuts down; reconnect elsewhere.
 	CloseGoingAway = websocket.StatusGoingAway
 )
