@@ -65,6 +65,19 @@ type LiveConfig struct {
 	// OriginPatterns are the browser origins besides the API's own host
 	// allowed to open the live channel (path.Match patterns of hosts).
 	OriginPatterns []string
+	// Ephemeral (QoS 0: typing) frames pass a token bucket per connection
+	// (EphemeralConnRate a second, EphemeralConnBurst at once) and one
+	// per user on this node (EphemeralUserRate, EphemeralUserBurst), of
+	// which at most EphemeralUsers are kept; excess is dropped. A
+	// connection with more than EphemeralMaxDrops dropped within
+	// EphemeralDropWindow is closed with CloseEphemeralFlood.
+	EphemeralConnRate   float64
+	EphemeralConnBurst  int
+	EphemeralUserRate   float64
+	EphemeralUserBurst  int
+	EphemeralUsers      int
+	EphemeralMaxDrops   int
+	EphemeralDropWindow time.Duration
 }
 
 // Defaults of LiveConfig.
@@ -83,6 +96,15 @@ const (
 	DefaultLiveReceiptDelay     = 200 * time.Millisecond
 	DefaultLiveAuthTimeout      = 5 * time.Second
 	DefaultLiveReadLimit        = 64 << 10
+	// The ephemeral budget: 2 a second (5 at once) per connection, 4 a
+	// second (8 at once) per user; 50 dropped within 10 s close it.
+	DefaultLiveEphemeralConnRate   = 2.0
+	DefaultLiveEphemeralConnBurst  = 5
+	DefaultLiveEphemeralUserRate   = 4.0
+	DefaultLiveEphemeralUserBurst  = 8
+	DefaultLiveEphemeralUsers      = 100_000
+	DefaultLiveEphemeralMaxDrops   = 50
+	DefaultLiveEphemeralDropWindow = 10 * time.Second
 )
 
 // DefaultRepush is 30 s, 1, 2, 4 and 8 minutes: five pushes again at most.
@@ -145,6 +167,31 @@ func (c LiveConfig) withDefaults() LiveConfig {
 	if c.ReadLimit == 0 {
 		c.ReadLimit = DefaultLiveReadLimit
 	}
+	return c.ephemeralDefaults()
+}
+
+func (c LiveConfig) ephemeralDefaults() LiveConfig {
+	if c.EphemeralConnRate == 0 {
+		c.EphemeralConnRate = DefaultLiveEphemeralConnRate
+	}
+	if c.EphemeralConnBurst == 0 {
+		c.EphemeralConnBurst = DefaultLiveEphemeralConnBurst
+	}
+	if c.EphemeralUserRate == 0 {
+		c.EphemeralUserRate = DefaultLiveEphemeralUserRate
+	}
+	if c.EphemeralUserBurst == 0 {
+		c.EphemeralUserBurst = DefaultLiveEphemeralUserBurst
+	}
+	if c.EphemeralUsers == 0 {
+		c.EphemeralUsers = DefaultLiveEphemeralUsers
+	}
+	if c.EphemeralMaxDrops == 0 {
+		c.EphemeralMaxDrops = DefaultLiveEphemeralMaxDrops
+	}
+	if c.EphemeralDropWindow == 0 {
+		c.EphemeralDropWindow = DefaultLiveEphemeralDropWindow
+	}
 	return c
 }
 
@@ -174,6 +221,16 @@ func (c LiveConfig) Validate() error {
 		return fmt.Errorf("api: Live.MaxPending %d is below 1", c.MaxPending)
 	case c.ReadLimit < 1024:
 		return fmt.Errorf("api: Live.ReadLimit %d is below 1024", c.ReadLimit)
+	case c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0:
+		return fmt.Errorf("api: Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate)
+	case c.EphemeralConnBurst < 1 || c.EphemeralUserBurst < 1:
+		return fmt.Errorf("api: Live.EphemeralConnBurst %d and EphemeralUserBurst %d must be at least 1", c.EphemeralConnBurst, c.EphemeralUserBurst)
+	case c.EphemeralUsers < 1:
+		return fmt.Errorf("api: Live.EphemeralUsers %d is below 1", c.EphemeralUsers)
+	case c.EphemeralMaxDrops < 1:
+		return fmt.Errorf("api: Live.EphemeralMaxDrops %d is below 1", c.EphemeralMaxDrops)
+	case c.EphemeralDropWindow <= 0:
+		return fmt.Errorf("api: Live.EphemeralDropWindow %s is not positive", c.EphemeralDropWindow)
 	}
 	for i, d := range c.Repush {
 		if d <= 0 {

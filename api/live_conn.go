@@ -36,6 +36,8 @@ type liveConn struct {
 	// tokenIssued: its token's iat (unix ms), which a revocation is
 	// compared with.
 	tokenIssued atomic.Int64
+	// typing is the connection's ephemeral budget (live_budget.go).
+	typing connBudget
 
 	mu      sync.Mutex
 	queue   []queued

@@ -24,6 +24,9 @@ const (
 	// CloseBadFrame: the client sent a frame that is not JSON of a known
 	// type (the text of the close says which).
 	CloseBadFrame websocket.StatusCode = 4005
+	// CloseEphemeralFlood: the client kept sending typing (QoS 0) frames
+	// over its budget.
+	CloseEphemeralFlood websocket.StatusCode = 4008
 	// CloseUserFull: the user holds as many connections on this node as
 	// it may (Live.MaxPerUser; refused after an auth frame, which comes
 	// after the upgrade: a token on the upgrade is refused with 429).

@@ -222,6 +222,9 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 	if err := schemas.ValidID("conv_id", f.ConvID); err != nil {
 		return invalidField("", err)
 	}
+	if pass, err := s.ephemeralBudget(c, f); !pass {
+		return err
+	}
 	access, err := s.router.Main().ConversationAccess(ctx, c.user, []string{f.ConvID})
 	if err != nil {
 		return err
@@ -245,7 +248,7 @@ func (s *Server) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame) 
 		m.ConvType, m.Recipients = schemas.ConvType_CONV_TYPE_DIRECT, []string{peer}
 	}
 	lim := s.cfg.Limits
-	lim.BodyBytes = min(lim.BodyBytes, 4096) // a typing notice is small
+	lim.BodyBytes = min(lim.BodyBytes, MaxTypingBody) // a typing notice is small
 	if err := schemas.ValidateMessage(m, lim); err != nil {
 		return invalidField("", err)
 	}

@@ -26,6 +26,7 @@ type liveHub struct {
 	bus     *live.Bus
 	metrics *liveMetrics
 	log     *slog.Logger
+	typing  *userBudgets // the users' ephemeral buckets
 
 	startOnce sync.Once
 	startErr  error
@@ -103,6 +104,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 		withPend: map[*liveConn]bool{}, admission: newLiveAdmission(s.cfg.Live),
 		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
 		resubscribedSignal: make(chan struct{}, 1)}
+	h.typing = newUserBudgets(h.cfg)
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
 	h.acks = &ackBatcher{store: st}

@@ -18,6 +18,8 @@ type liveMetrics struct {
 	heartbeatCloses   prometheus.Counter
 	ephemeral         prometheus.Counter
 	ephemeralDropped  prometheus.Counter
+	ephemeralRefused  *prometheus.CounterVec
+	floodCloses       prometheus.Counter
 	receiptsSent      prometheus.Counter
 	resubscribed      prometheus.Counter
 	relisted          prometheus.Counter
@@ -70,6 +72,12 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		ephemeralDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_ephemeral_dropped_total", Help: "QoS 0 frames dropped because the connection was slow.",
 		}),
+		ephemeralRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "offlinebox_live_ephemeral_refused_total", Help: "QoS 0 frames a client sent that were dropped or refused, by reason (conn_rate, user_rate, users_full, too_large, content_type).",
+		}, []string{"reason"}),
+		floodCloses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "offlinebox_live_ephemeral_flood_closes_total", Help: "Connections closed because they kept sending QoS 0 frames over their budget.",
+		}),
 		receiptsSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "offlinebox_live_receipts_sent_total", Help: "Receipt events queued on senders' connections.",
 		}),
@@ -97,7 +105,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		return m, nil
 	}
 	for _, c := range []prometheus.Collector{m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
-		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.receiptsSent, m.resubscribed, m.relisted,
+		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.ephemeralRefused, m.floodCloses, m.receiptsSent, m.resubscribed, m.relisted,
 		m.receiptsCoalesced, m.notices, m.tokenCloses, m.reauths} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -59,6 +59,11 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, err
 	}
 	a := access[conv]
+	if !a.Member {
+		// The counts are over current members: a former member is shown
+		// neither theirs nor the members' progress since they left.
+		return 0, nil, forbidden("not a member of conversation %q now: receipts are shown to current members", conv)
+	}
 	main := s.router.Main()
 	page, err := main.ReadPage(r.Context(), id.User, conv, redisstore.PageQuery{After: seq - 1, HasAfter: true, Before: seq + 1, Limit: 1})
 	if err != nil {

@@ -80,6 +80,7 @@ func TestAckAndRaiseThatEvictsReportsTheRaise(t *testing.T) {
 	}
 	ctx := context.Background()
 	rdb.HSet(ctx, s.keys.ConvMeta("g"), "epoch", 7)
+	rdb.HSet(ctx, s.keys.Members("g"), "ann", 1) // receipts count members only
 	rdb.ZAdd(ctx, s.keys.Devices("ann"), redis.Z{Member: "old", Score: 1})
 	res, raised, err := s.AckAndRaise(ctx, "ann", "new", []AckItem{{Conv: "g", Seq: 3, Epoch: 7}}, 1000,
 		[]ReceiptMark{{Conv: "g", Epoch: 7, Member: "ann", Seq: 3}})

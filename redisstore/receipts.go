@@ -101,12 +101,12 @@ func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
 		for _, j := range js {
 			n += len(of[j])
 		}
-		keys := make([]string, 0, 4*len(js))
+		keys := make([]string, 0, 5*len(js))
 		args := make([]any, 0, 1+2*len(js)+2*n)
 		args = append(args, string(kind))
 		for _, j := range js {
 			c := order[j].conv
-			keys = append(keys, s.keys.ConvMeta(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c))
+			keys = append(keys, s.keys.ConvMeta(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c), s.keys.Members(c))
 			args = append(args, order[j].epoch, len(of[j]))
 			for _, i := range of[j] {
 				args = append(args, marks[i].Member, marks[i].Seq)

@@ -257,6 +257,11 @@ func TestPeerReceiptsAreTheOtherParticipantsCursors(t *testing.T) {
 	ctx := context.Background()
 	rdb, prefix := testenv.Redis(t)
 	s, _ := receiptStore(t, rdb, prefix, []string{"d1", "d2", "d3"})
+	for _, c := range []string{"d1", "d2", "d3"} { // receipts count members only
+		if err := s.rdb.HSet(ctx, s.keys.Members(c), "ann", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, r := range []struct {
 		kind  byte
 		marks []ReceiptMark

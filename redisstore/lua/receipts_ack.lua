@@ -61,7 +61,7 @@ for _, c in ipairs(convs) do
   local raised = {}
   if not c.large then
     local delivered, read, sets_epoch = KEYS[c.kb + 2], KEYS[c.kb + 3], KEYS[c.kb + 4]
-    rc_renew(delivered, read, sets_epoch, c.epoch)
+    rc_renew(delivered, read, sets_epoch, c.epoch, KEYS[c.kb + 1])
     for i = 1, c.n do
       local rose, prev = rc_raise(delivered, user, tonumber(ARGV[c.a + 2 * (i - 1)]))
       raised[i] = {rose and 1 or 0, prev}

@@ -1,6 +1,11 @@
--- Counts, for one seq of a conversation, the members it was delivered to
--- and read by (cursors at or above it), the sender's own cursor left out,
--- and the members other than the sender. O(log M): two ZCOUNTs.
+-- Counts, for one seq of a conversation, the current members it was
+-- delivered to and read by (cursors at or above it), the sender's own
+-- cursor left out, and the members other than the sender. Members-only
+-- sets (sets_epoch "epoch:m", see receipts_lib.lua) are counted with two
+-- ZCOUNTs, O(log M); sets written before that rule (sets_epoch the bare
+-- epoch) may still hold former members until a raise cleans them, so
+-- their cursors at or above seq are counted only when in the members
+-- hash, O(K).
 --
 -- KEYS[1] the conversation's meta (hash: epoch, seq, nmem, ...)
 -- KEYS[2] delivered cursors (zset: member -> seq)
@@ -20,12 +25,22 @@ local others = members
 if sender ~= '' and redis.call('HEXISTS', mem, sender) == 1 then
   others = others - 1
 end
-if redis.call('GET', sets_epoch) ~= epoch then
+local form = redis.call('GET', sets_epoch)
+local function count(set)
+  if form == epoch .. ':m' then
+    return redis.call('ZCOUNT', set, seq, '+inf')
+  end
+  local n = 0
+  for _, u in ipairs(redis.call('ZRANGEBYSCORE', set, seq, '+inf')) do
+    if redis.call('HEXISTS', mem, u) == 1 then n = n + 1 end
+  end
+  return n
+end
+if form ~= epoch and form ~= epoch .. ':m' then
   return {epoch, m[2] or '0', 0, 0, others}
 end
-local d = redis.call('ZCOUNT', delivered, seq, '+inf')
-local r = redis.call('ZCOUNT', read, seq, '+inf')
-if sender ~= '' then
+local d, r = count(delivered), count(read)
+if sender ~= '' and redis.call('HEXISTS', mem, sender) == 1 then
   local sd = tonumber(redis.call('ZSCORE', delivered, sender) or '0')
   if sd >= tonumber(seq) then d = d - 1 end
   local sr = tonumber(redis.call('ZSCORE', read, sender) or '0')

@@ -11,11 +11,15 @@
 -- conversation's epoch moved on (a rebuild), its old sets are dropped
 -- first; a raise of another epoch than the conversation's is ignored.
 --
--- KEYS, 4 per conversation, in the order of the conversations of ARGV:
+-- A mark of a user who is not a member now raises nothing ({0, 0}) and
+-- takes that user out of the sets: the sets hold current members only.
+--
+-- KEYS, 5 per conversation, in the order of the conversations of ARGV:
 --   the conversation's meta (hash: epoch, ...)
 --   delivered cursors (zset: member -> seq)
 --   read cursors (zset: member -> seq)
---   the epoch the sets belong to (string)
+--   the epoch the sets belong to (string: epoch, ':m' when members-only)
+--   its members (hash: user -> join seq)
 -- ARGV[1] 'd' (delivered) or 'r' (read; a read message was delivered too)
 -- ARGV[2..] per conversation: the epoch of its seqs, n, then n pairs:
 --   member, seq
@@ -35,19 +39,24 @@ local target_is_read = which == 'r'
 -- start at KEYS[kb]; it returns their results.
 local function raise_one(kb, epoch, a, n)
   local meta, delivered, read, sets_epoch = KEYS[kb], KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3]
+  local members = KEYS[kb + 4]
   local out = {}
   if call('HGET', meta, 'epoch') ~= epoch then
     for i = 1, n do out[i] = {-1, 0} end
     return out
   end
-  rc_renew(delivered, read, sets_epoch, epoch)
+  rc_renew(delivered, read, sets_epoch, epoch, members)
   local target = delivered
   if target_is_read then target = read end
   for i = 1, n do
     local at = a + 2 * (i - 1)
     local member, seq = ARGV[at], tonumber(ARGV[at + 1])
-    local rose, prev = rc_raise(target, member, seq)
-    if rose then
+    local rose, prev = false, 0
+    local current = rc_member(delivered, read, members, member)
+    if current then rose, prev = rc_raise(target, member, seq) end
+    if not current then
+      out[i] = {0, 0}
+    elseif rose then
       if target_is_read then rc_raise(delivered, member, seq) end
       out[i] = {1, prev}
     else
@@ -59,7 +68,7 @@ end
 
 local out = {}
 local a = 2
-for kb = 1, #KEYS, 4 do
+for kb = 1, #KEYS, 5 do
   local epoch, n = ARGV[a], tonumber(ARGV[a + 1])
   out[#out + 1] = raise_one(kb, epoch, a + 2, n)
   a = a + 2 + 2 * n
