@@ -73,8 +73,16 @@ func newRevocations(store *redisstore.Store, log *slog.Logger) *revocations {
 		cache: map[string]cachedRevocation{}}
 }
 
-// run polls the log until stopped.
+// firstPollWait bounds the first read of the log, made before the node
+// serves: once it read, a token issued since costs no store read.
+const firstPollWait = 2 * time.Second
+
+// run reads the log once (for at most firstPollWait), then polls it
+// until stopped.
 func (r *revocations) run() {
+	first, cancelFirst := context.WithTimeout(context.Background(), firstPollWait)
+	firstErr := r.poll(first, time.Now())
+	cancelFirst()
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop, r.done = cancel, make(chan struct{})
 	go func() {
@@ -82,6 +90,13 @@ func (r *revocations) run() {
 		t := time.NewTicker(revocationPoll)
 		defer t.Stop()
 		failing := false
+		if firstErr == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
 		for {
 			err := r.poll(ctx, time.Now())
 			switch {
@@ -162,8 +177,10 @@ func (r *revocations) poll(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// revoked reports whether a token of id, used for device, was revoked.
-func (r *revocations) revoked(ctx context.Context, id auth.Identity, device string) (bool, error) {
+// known answers from what the node holds whether a token of id, used
+// for device, was revoked; known is false when only the user's record
+// can tell.
+func (r *revocations) known(id auth.Identity, device string) (revoked, known bool) {
 	r.mu.Lock()
 	rec, ok := r.recent[id.User]
 	since := r.since
@@ -171,11 +188,19 @@ func (r *revocations) revoked(ctx context.Context, id auth.Identity, device stri
 	r.mu.Unlock()
 	switch {
 	case ok && rec.Covers(device, id.Issued):
-		return true, nil
+		return true, true
 	case !since.IsZero() && !id.Issued.Before(since):
-		return false, nil
+		return false, true
 	case cached && time.Since(c.at) < revokedCacheTTL:
-		return c.rec.Covers(device, id.Issued), nil
+		return c.rec.Covers(device, id.Issued), true
+	}
+	return false, false
+}
+
+// revoked reports whether a token of id, used for device, was revoked.
+func (r *revocations) revoked(ctx context.Context, id auth.Identity, device string) (bool, error) {
+	if revoked, known := r.known(id, device); known {
+		return revoked, nil
 	}
 	got, err := r.store.RevokedOf(ctx, id.User)
 	if err != nil {
@@ -205,6 +230,34 @@ func (s *Server) verifyToken(ctx context.Context, tok string) (auth.Identity, er
 		return auth.Identity{}, errRevoked
 	}
 	return id, nil
+}
+
+// verifyTokenUnread checks a bearer token as verifyToken does, without a
+// store read: check is nil when what the node holds answered, else the
+// revocation read still owed, which the caller makes once it holds a
+// slot among the requests worked on (a store read before admission
+// would let a burst of requests reach a slow store unbounded).
+func (s *Server) verifyTokenUnread(tok string) (id auth.Identity, check func(context.Context) error, err error) {
+	if id, err = s.keyring.Verify(tok); err != nil {
+		return id, nil, err
+	}
+	revoked, known := s.revoked.known(id, id.Device)
+	switch {
+	case known && revoked:
+		return auth.Identity{}, nil, errRevoked
+	case known:
+		return id, nil, nil
+	}
+	return id, func(ctx context.Context) error {
+		revoked, err := s.revoked.revoked(ctx, id, id.Device)
+		switch {
+		case err != nil:
+			return err
+		case revoked:
+			return errRevoked
+		}
+		return nil
+	}, nil
 }
 
 // deviceRevoked checks a verified token not pinned to a device against

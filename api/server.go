@@ -225,24 +225,22 @@ func (s *Server) wrap(rt route) http.Handler {
 }
 
 // serve admits a request in this order, so that nothing a client is slow
-// to send holds what other clients need: the token (cheap, no I/O), a
+// to send holds what other clients need: the token (cheap, no I/O: a
+// revocation only the store can tell is read once a slot is held), a
 // place among the user's admitted requests (429 when the user holds all
 // of theirs), the body, read whole under BodyTimeout, and only then a slot
 // among the requests worked on, waited for in arrival order for at most
 // QueueWait (then 503 with Retry-After).
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, int) {
 	var id auth.Identity
+	var revocationCheck func(context.Context) error
 	if !rt.public {
 		tok, err := auth.FromRequest(r)
 		if err == nil {
-			id, err = s.verifyToken(r.Context(), tok)
+			id, revocationCheck, err = s.verifyTokenUnread(tok)
 		}
 		if err != nil {
-			e := tokenRefusal(err)
-			if e.status == http.StatusUnauthorized {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
-			}
-			return s.refuseUnread(w, r, e)
+			return s.refuseUnread(w, r, s.refuseToken(w, err))
 		}
 		release, aerr := s.admitted.acquire(id.User)
 		if aerr != nil {
@@ -261,11 +259,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 	defer func() { <-s.slots }()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
+	if revocationCheck != nil {
+		if err := revocationCheck(ctx); err != nil {
+			return s.writeError(w, s.refuseToken(w, err))
+		}
+	}
 	status, body, err := rt.h(r.WithContext(ctx), id)
 	if err != nil {
 		return s.writeError(w, s.classify(r, err))
 	}
 	return s.writeAnswer(w, r, status, body)
+}
+
+// refuseToken is the answer to a token that did not verify, with the
+// challenge header of a 401.
+func (s *Server) refuseToken(w http.ResponseWriter, err error) *apiError {
+	e := tokenRefusal(err)
+	if e.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
+	}
+	return e
 }
 
 // takeSlot waits for a slot among the requests worked on. A burst (every

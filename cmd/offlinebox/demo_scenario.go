@@ -249,6 +249,13 @@ func (d *demo) account(convs []demoConv, held *client.Held, r *demoResult) {
 	for _, m := range r.stats.First.Mentions {
 		firstMentions[m.Message.ClientMsgID] = true
 	}
+	// A mention the first answer's slice of its conversation carries is
+	// not repeated in the lane: it is in the first answer all the same.
+	for _, c := range r.stats.First.Conversations {
+		for _, m := range c.Messages {
+			firstMentions[m.ClientMsgID] = true
+		}
+	}
 	for _, c := range convs {
 		hc := held.Convs[c.id]
 		bySeq := map[string]int{}
