@@ -19,7 +19,8 @@ const repairRetry = 2 * time.Second
 // runRepairEvicted repairs a store whose Redis evicted keys: once every
 // server's policy is noeviction, it rebuilds every conversation ClickHouse
 // knows (a new epoch each: clients rebase), waiting up to -wait for
-// ClickHouse to catch up with those it is behind on, then releases the
+// ClickHouse to catch up with those it is behind on, rebuilds every user's
+// list indexes from their inbox and mention lane, then releases the
 // eviction hold fanout set, recording the servers' evicted_keys of now.
 // It exits 1, the hold left in place, when a conversation could not be
 // rebuilt.
@@ -71,6 +72,17 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 	if err := rebuildEveryConversation(ctx, p, opt, patience, stdout); err != nil {
 		return err
 	}
+	// The users' list indexes repeat their inboxes and mention lanes: an
+	// eviction may have taken one side and left the other.
+	users := 0
+	for _, st := range stores {
+		n, err := st.ReindexUsers(ctx)
+		if err != nil {
+			return err
+		}
+		users += n
+	}
+	fmt.Fprintf(stdout, "%d users' list indexes rebuilt\n", users)
 	for _, st := range stores {
 		ins, err := st.Instances(ctx)
 		if err != nil {
