@@ -18,19 +18,19 @@ import (
 	"github.com/offlinebox/offlinebox/topology"
 )
 
-// byName are the scenarios run only when named (-scenarios): they do not
-// pass yet, so the suite's default run leaves them out.
-func byName() []scenario {
-	return []scenario{
-		{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys},
-	}
+// evictScenario is the redis-evicts scenario of the suite (scenarios()).
+func evictScenario() scenario {
+	return scenario{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys}
 }
 
 // evictFor is how long the server runs with a maxmemory below what it
 // holds and allkeys-lru: the writes of that moment make it evict keys.
 const evictFor = 500 * time.Millisecond
 
-// evictShare is the share of its memory the server is given meanwhile.
+// evictShare is the share of the scenario's own memory the server is
+// given meanwhile, on top of what it uses empty: the keys earlier
+// scenarios left on the suite's server, least recently used, go first, so
+// the scenario's own keys are evicted however many the server holds.
 const evictShare = 0.9
 
 // redisEvictsKeys makes redis-server evict keys while traffic flows (an
@@ -41,6 +41,10 @@ const evictShare = 0.9
 // conversation rebuilt from ClickHouse, the hold released) once the
 // history sink caught up, and waits until fanout commits again.
 func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	startMem, err := stat(ctx, e.rdb, "used_memory")
+	if err != nil {
+		return "", err
+	}
 	if err := at(ctx, run, 0.4); err != nil {
 		return "", err
 	}
@@ -51,14 +55,14 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 	// recheck (Config.EvictionRecheck), which no repair can undo.
 	w := e.fanouts[0]
 	w.kill()
-	evicted, err := e.evict(ctx)
+	evicted, err := e.evict(ctx, startMem)
 	if err != nil {
 		return "", err
 	}
 	if err := w.start(); err != nil {
 		return "", err
 	}
-	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of its memory, for %s)",
+	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of the scenario's memory, for %s)",
 		e.name, evicted, share, evictShare*100, evictFor)
 	start := time.Now()
 	if err := e.waitLogged(ctx, evictedLine, holds); err != nil {
@@ -103,10 +107,12 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 
 var evictedLine = regexp.MustCompile(`evicted keys since it was verified: sequencing is held`)
 
-// evict gives the server less memory than it uses, under allkeys-lru,
-// for evictFor, then noeviction and no maxmemory again; it returns how
+// evict gives the server, under allkeys-lru, for evictFor, less memory
+// than it uses: what it used empty and evictShare of what it took on
+// since the scenario began (it used before then), and at most evictShare
+// of all it uses; then noeviction and no maxmemory again. It returns how
 // many keys the server evicted meanwhile.
-func (e *env) evict(ctx context.Context) (int64, error) {
+func (e *env) evict(ctx context.Context, before int64) (int64, error) {
 	was, err := stat(ctx, e.rdb, "evicted_keys")
 	if err != nil {
 		return 0, err
@@ -114,6 +120,14 @@ func (e *env) evict(ctx context.Context) (int64, error) {
 	used, err := stat(ctx, e.rdb, "used_memory")
 	if err != nil {
 		return 0, err
+	}
+	empty, err := stat(ctx, e.rdb, "used_memory_startup")
+	if err != nil {
+		return 0, err
+	}
+	limit := int64(float64(used) * evictShare)
+	if used > before {
+		limit = min(limit, empty+int64(float64(used-before)*evictShare))
 	}
 	set := func(kv ...string) error {
 		for i := 0; i < len(kv); i += 2 {
@@ -123,7 +137,7 @@ func (e *env) evict(ctx context.Context) (int64, error) {
 		}
 		return nil
 	}
-	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(int64(float64(used)*evictShare), 10)); err != nil {
+	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
 		return 0, err
 	}
 	werr := wait(ctx, evictFor)
