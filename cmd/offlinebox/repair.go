@@ -101,9 +101,20 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 // out.
 func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.RebuildOptions, patience time.Duration, stdout io.Writer) error {
 	var behind []string
+	var inboxes int
+	var inboxErr error
+	restore := func(conv string) {
+		k, err := p.store.RestoreInboxEntries(ctx, conv)
+		inboxes += k
+		if err != nil && inboxErr == nil {
+			inboxErr = err
+		}
+	}
 	n, err := p.store.RebuildAll(ctx, p.ch, p.ch, opt, func(res redisstore.RebuildResult, err error) {
 		if err != nil {
 			behind = append(behind, res.Conv)
+		} else {
+			restore(res.Conv)
 		}
 	})
 	if err != nil {
@@ -122,6 +133,7 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.
 			switch {
 			case err == nil:
 				n++
+				restore(conv)
 			case errors.Is(err, redisstore.ErrHistoryBehind), errors.Is(err, redisstore.ErrRebuildRaced), errors.Is(err, redisstore.ErrNoHistory):
 				still = append(still, conv)
 			default:
@@ -130,7 +142,10 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.
 		}
 		behind = still
 	}
-	fmt.Fprintf(stdout, "%d conversations rebuilt from ClickHouse\n", n)
+	fmt.Fprintf(stdout, "%d conversations rebuilt from ClickHouse, %d inbox entries restored\n", n, inboxes)
+	if inboxErr != nil {
+		return fmt.Errorf("restore inbox entries: %w: the eviction hold stays; run repair-evicted again", inboxErr)
+	}
 	if len(behind) > 0 {
 		return fmt.Errorf("%d conversations could not be rebuilt within %s (first %s): the eviction hold stays; run repair-evicted again",
 			len(behind), patience, behind[0])
