@@ -15,7 +15,8 @@ const restorePage = 500
 
 // RestoreInboxEntries gives every member of a conversation whose inbox no
 // longer names it (a Redis that evicted the user's inbox) an entry again,
-// as the conversation now stands: everything up to the counter delivered,
+// as the conversation now stands: everything up to the counter delivered
+// (a large group's unread is derived from the counter),
 // read up to the member's last own message in the timeline or their join
 // (the read receipts the inbox held are gone with it), in the meta's epoch,
 // and the conversation back in their list. Entries that exist are left as
@@ -104,8 +105,12 @@ func (s *Store) restoreEntry(ctx context.Context, user string, e restoredEntry, 
 				return nil
 			}
 			score, _ := strconv.ParseFloat(e.lts, 64)
+			last := e.seq
+			if e.form == InboxLarge {
+				last = 0 // a large group's unread is derived; its join leaves C:l as it was
+			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.HSet(ctx, ib, InboxField(e.conv, FieldLast), e.seq, InboxField(e.conv, FieldRead), min(read, e.seq),
+				p.HSet(ctx, ib, InboxField(e.conv, FieldLast), last, InboxField(e.conv, FieldRead), min(read, e.seq),
 					InboxField(e.conv, FieldJoined), joined, InboxField(e.conv, FieldType), string(rune(e.form)),
 					InboxField(e.conv, FieldEpoch), e.epoch)
 				p.ZAddNX(ctx, k.ConvList(user), redis.Z{Score: score, Member: e.conv})

@@ -9,7 +9,20 @@ import (
 // it stands (delivered to the counter, read to their last own message or
 // their join, in its epoch, listed); an entry that survived is untouched.
 func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *testing.T) {
-	s := rbStore(t)
+	groups := []struct {
+		name       string
+		store      func(*testing.T) *Store
+		last, form string
+	}{
+		{"small group", expStore, "7", "g"},
+		{"large group", rbStore, "0", "L"}, // its unread is derived from the counter
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) { restoreInboxEntries(t, g.store(t), g.last, g.form) })
+	}
+}
+
+func restoreInboxEntries(t *testing.T, s *Store, last, form string) {
 	ctx := context.Background()
 	rbSeed(t, s, "g1", expNow)
 	kept := map[string]string{InboxField("g1", FieldLast): "5", InboxField("g1", FieldRead): "2"}
@@ -29,9 +42,9 @@ func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *
 		last, read, joined, epoch string
 		form                      string
 	}{
-		{"alice", "7", "7", "0", epoch, "L"}, // every message is hers
-		{"dave", "7", "3", "3", epoch, "L"},  // joined at 3, sent nothing
-		{"erin", "7", "3", "3", epoch, "L"},
+		{"alice", last, "7", "0", epoch, form}, // every message is hers
+		{"dave", last, "3", "3", epoch, form},  // joined at 3, sent nothing
+		{"erin", last, "3", "3", epoch, form},
 		{"bob", "5", "2", "", "", ""}, // kept as it was
 		{"carol", "", "", "", "", ""}, // left: no member, no entry
 	}

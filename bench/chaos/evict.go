@@ -100,9 +100,10 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 		return "", err
 	}
 	held := time.Since(start).Round(time.Millisecond)
-	s.log.Printf("%s: fanout held sequencing, %d conversations rebuilt by repair-evicted, sequencing again after %s", e.name, rebuilt, held)
+	s.log.Printf("%s: fanout held sequencing, %d conversations rebuilt by repair-evicted, sequencing again after %s", e.name, rebuilt.convs, held)
 	return fmt.Sprintf("redis-server evicted %d keys at %.0f%% of the stream; fanout held (nothing committed for 2 s), "+
-		"repair-evicted rebuilt %d conversations from ClickHouse, fanout sequenced again %s after the eviction", evicted, share, rebuilt, held), nil
+		"repair-evicted rebuilt %d conversations from ClickHouse, restored %d inbox entries and %d users' list indexes, "+
+		"fanout sequenced again %s after the eviction", evicted, share, rebuilt.convs, rebuilt.inboxes, rebuilt.users, held), nil
 }
 
 var evictedLine = regexp.MustCompile(`evicted keys since it was verified: sequencing is held`)
@@ -171,10 +172,14 @@ func stat(ctx context.Context, rdb *redis.Client, field string) (int64, error) {
 	return 0, fmt.Errorf("INFO names no %s", field)
 }
 
+// repaired is what repair-evicted said it did.
+type repaired struct {
+	convs, inboxes, users int
+}
+
 // repairEvicted runs the repair an operator runs: the binary's
-// repair-evicted on the scenario's stores; it returns how many
-// conversations were rebuilt.
-func (e *env) repairEvicted(ctx context.Context) (int, error) {
+// repair-evicted on the scenario's stores; it returns what it rebuilt.
+func (e *env) repairEvicted(ctx context.Context) (repaired, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, "repair-evicted", "-redis", e.redis, "-prefix", e.prefix,
@@ -182,13 +187,24 @@ func (e *env) repairEvicted(ctx context.Context) (int, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("repair-evicted: %w\n%s", err, out.String())
+		return repaired{}, fmt.Errorf("repair-evicted: %w\n%s", err, out.String())
 	}
-	m := regexp.MustCompile(`(\d+) conversations rebuilt`).FindStringSubmatch(out.String())
-	if m == nil {
-		return 0, fmt.Errorf("repair-evicted said no count:\n%s", out.String())
+	var r repaired
+	for _, c := range []struct {
+		re *regexp.Regexp
+		n  *int
+	}{
+		{regexp.MustCompile(`(\d+) conversations rebuilt`), &r.convs},
+		{regexp.MustCompile(`(\d+) inbox entries restored`), &r.inboxes},
+		{regexp.MustCompile(`(\d+) users' list indexes rebuilt`), &r.users},
+	} {
+		m := c.re.FindStringSubmatch(out.String())
+		if m == nil {
+			return r, fmt.Errorf("repair-evicted said no %q:\n%s", c.re, out.String())
+		}
+		*c.n, _ = strconv.Atoi(m[1])
 	}
-	return strconv.Atoi(m[1])
+	return r, nil
 }
 
 // logged counts the lines the fanout processes logged that match re.
