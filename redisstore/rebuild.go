@@ -129,6 +129,7 @@ type RebuildResult struct {
 type rebuildMeta struct {
 	seq, epoch, first, ctype, lgs string
 	hasMembers                    bool
+	hasRoles                      bool // Keys.Roles exists
 	held                          bool // Keys.Held is set
 }
 
@@ -203,7 +204,7 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 		}
 	}
 	var mr *memberReplay
-	if !cur.hasMembers && p.sample != nil {
+	if cur.replaysMembers(p.ctype) && p.sample != nil {
 		if mr, err = s.replayMembers(ctx, src, conv, p); err != nil {
 			return res, err
 		}
@@ -308,10 +309,11 @@ func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, 
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var fields *redis.SliceCmd
-	var members, held *redis.IntCmd
+	var members, roles, held *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLargeFrom)
 		members = p.Exists(ctx, s.keys.Members(conv))
+		roles = p.Exists(ctx, s.keys.Roles(conv))
 		held = p.Exists(ctx, s.keys.Held(conv))
 		return nil
 	})
@@ -320,5 +322,15 @@ func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, 
 	}
 	v := fields.Val()
 	return rebuildMeta{seq: hashString(v[0]), epoch: hashString(v[1]), first: hashString(v[2]),
-		ctype: hashString(v[3]), lgs: hashString(v[4]), hasMembers: members.Val() == 1, held: held.Val() == 1}, nil
+		ctype: hashString(v[3]), lgs: hashString(v[4]), hasMembers: members.Val() == 1, hasRoles: roles.Val() == 1, held: held.Val() == 1}, nil
+}
+
+// replaysMembers says whether the rebuild replays the member set from the
+// history (restoring the members, roles and former members, and the
+// meta's nmem, mver and lgs together): when the store lost it; when it
+// lost the meta, which counts it and says from which seq a group is large;
+// or, for a group, when it lost the roles (a group with members always has
+// an owner, so no roles hash beside a member set means it was evicted).
+func (m rebuildMeta) replaysMembers(t schemas.ConvType) bool {
+	return !m.hasMembers || m.seq == "" || (t == schemas.ConvType_CONV_TYPE_GROUP && !m.hasRoles)
 }

@@ -178,6 +178,13 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 		{"timeline and members lost", func(s *Store, c string) []string {
 			return []string{s.keys.Timeline(c), s.keys.Members(c), s.keys.Roles(c), s.keys.PastMembers(c)}
 		}, false},
+		{"meta lost, members kept", func(s *Store, c string) []string {
+			return []string{s.keys.ConvMeta(c), s.keys.Timeline(c)}
+		}, true},
+		{"roles lost, members kept", func(s *Store, c string) []string { return []string{s.keys.Roles(c)} }, false},
+		{"timeline and roles lost, meta and members kept", func(s *Store, c string) []string {
+			return []string{s.keys.Timeline(c), s.keys.Roles(c)}
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -160,52 +160,93 @@ type seqCheck struct {
 	// never held. Both must be 0.
 	Reused   int `json:"reused"`
 	Unlogged int `json:"unlogged"`
+	// RebuiltEpochs: epochs a rebuild started (the history's epochs
+	// table); Inherited: places devices stored in them at seqs up to the
+	// base, which im.sequenced logged under the parent epoch and are
+	// checked there. Doubled: a rebuilt epoch's own records that carry a
+	// message it inherited, or reuse an inherited seq; Dropped: messages
+	// the parent was given above the base that the rebuilt epoch does not
+	// carry. Both must be 0.
+	RebuiltEpochs int `json:"rebuilt_epochs"`
+	Inherited     int `json:"inherited_places"`
+	Doubled       int `json:"doubled_across_epochs"`
+	Dropped       int `json:"dropped_across_epochs"`
 	// Examples of the first few findings.
 	Examples []string `json:"examples,omitempty"`
 }
 
-func (c seqCheck) ok() bool { return c.Reused == 0 && c.Unlogged == 0 }
+func (c seqCheck) ok() bool {
+	return c.Reused == 0 && c.Unlogged == 0 && c.Doubled == 0 && c.Dropped == 0
+}
 
 func (e *env) checkSeqs(ctx context.Context, placed map[checker.Place]map[string]bool) (seqCheck, error) {
 	recs, err := readTopic(ctx, e.brokers, schemas.TopicSequenced)
 	if err != nil {
 		return seqCheck{}, err
 	}
-	c := seqCheck{Records: len(recs)}
+	lin, err := e.readLineage(ctx)
+	if err != nil {
+		return seqCheck{}, err
+	}
+	return compareSeqs(recs, placed, lin)
+}
+
+// compareSeqs checks the records of im.sequenced against each other, then
+// against the devices and the lineage (compareLogged).
+func compareSeqs(recs []*kgo.Record, placed map[checker.Place]map[string]bool, lin lineage) (seqCheck, error) {
+	logged := map[checker.Place]string{}
+	var reused []string
+	for _, r := range recs {
+		sq, err := schemas.DecodeSequenced(r.Value)
+		if err != nil {
+			return seqCheck{}, fmt.Errorf("im.sequenced %d/%d: %w", r.Partition, r.Offset, err)
+		}
+		p := checker.Place{Conv: sq.GetMessage().GetConvId(), Epoch: sq.GetEpoch(), Seq: sq.GetSeq()}
+		id := sq.GetMessage().GetClientMsgId()
+		if prev, ok := logged[p]; !ok {
+			logged[p] = id
+		} else if prev != id {
+			reused = append(reused, fmt.Sprintf("im.sequenced gives %s epoch %d seq %d to %s and %s", p.Conv, p.Epoch, p.Seq, prev, id))
+		}
+	}
+	c := compareLogged(logged, reused, placed, lin)
+	c.Records = len(recs)
+	return c, nil
+}
+
+// compareLogged checks the places devices stored against what
+// im.sequenced logged (place to client_msg_id; reusedLogged: the places
+// it gave two messages, described), a rebuilt epoch's inherited places
+// resolved through lin, and every rebuilt epoch against its parent.
+func compareLogged(logged map[checker.Place]string, reusedLogged []string, placed map[checker.Place]map[string]bool, lin lineage) seqCheck {
+	c := seqCheck{RebuiltEpochs: lin.epochs(), Reused: len(reusedLogged)}
 	note := func(f string, a ...any) {
 		if len(c.Examples) < 10 {
 			c.Examples = append(c.Examples, fmt.Sprintf(f, a...))
 		}
 	}
-	logged := map[checker.Place]string{}
-	reused := map[checker.Place]bool{}
-	for _, r := range recs {
-		sq, err := schemas.DecodeSequenced(r.Value)
-		if err != nil {
-			return c, fmt.Errorf("im.sequenced %d/%d: %w", r.Partition, r.Offset, err)
-		}
-		p := checker.Place{Conv: sq.GetMessage().GetConvId(), Epoch: sq.GetEpoch(), Seq: sq.GetSeq()}
-		id := sq.GetMessage().GetClientMsgId()
-		if prev, ok := logged[p]; ok && prev != id && !reused[p] {
-			reused[p] = true
-			note("im.sequenced gives %s epoch %d seq %d to %s and %s", p.Conv, p.Epoch, p.Seq, prev, id)
-		} else if !ok {
-			logged[p] = id
-		}
+	for _, r := range reusedLogged {
+		note("%s", r)
 	}
-	for p, ids := range placed {
+	reused := map[checker.Place]bool{}
+	for at, ids := range placed {
+		p := lin.resolve(at)
+		if p != at {
+			c.Inherited++
+		}
 		id, ok := logged[p]
 		switch {
 		case !ok:
 			c.Unlogged++
-			note("devices hold %s epoch %d seq %d, which im.sequenced never had", p.Conv, p.Epoch, p.Seq)
+			note("devices hold %s epoch %d seq %d, which im.sequenced never had (as epoch %d)", at.Conv, at.Epoch, at.Seq, p.Epoch)
 		case len(ids) > 1 || !ids[id]:
 			if !reused[p] {
 				reused[p] = true
-				note("devices hold %s epoch %d seq %d as %v, im.sequenced as %s", p.Conv, p.Epoch, p.Seq, ids, id)
+				note("devices hold %s epoch %d seq %d as %v, im.sequenced (epoch %d) as %s", at.Conv, at.Epoch, at.Seq, ids, p.Epoch, id)
 			}
 		}
 	}
-	c.Places, c.Reused = len(logged), len(reused)
-	return c, nil
+	c.Doubled, c.Dropped = lin.acrossEpochs(logged, note)
+	c.Places, c.Reused = len(logged), c.Reused+len(reused)
+	return c
 }

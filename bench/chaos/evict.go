@@ -18,47 +18,56 @@ import (
 	"github.com/offlinebox/offlinebox/topology"
 )
 
-// byName are the scenarios run only when named (-scenarios): they do not
-// pass yet, so the suite's default run leaves them out.
-func byName() []scenario {
-	return []scenario{
-		{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys},
-	}
+// evictScenario is the redis-evicts scenario of the suite (scenarios()).
+func evictScenario() scenario {
+	return scenario{name: "redis-evicts", about: "redis-server evicts keys while traffic flows (allkeys-lru, a maxmemory too low for half a second): fanout holds, repair-evicted rebuilds from ClickHouse", fanouts: 1, minStream: 12 * time.Second, fault: redisEvictsKeys}
 }
 
 // evictFor is how long the server runs with a maxmemory below what it
 // holds and allkeys-lru: the writes of that moment make it evict keys.
 const evictFor = 500 * time.Millisecond
 
-// evictShare is the share of its memory the server is given meanwhile.
+// evictShare is the share of the scenario's own memory the server is
+// given meanwhile, on top of what it uses empty: the keys earlier
+// scenarios left on the suite's server, least recently used, go first, so
+// the scenario's own keys are evicted however many the server holds.
 const evictShare = 0.9
 
 // redisEvictsKeys makes redis-server evict keys while traffic flows (an
 // operator's CONFIG SET maxmemory-policy allkeys-lru with a maxmemory too
 // low, set back to noeviction half a second later) and the fanout process
-// is away, then checks that the fanout started again holds sequencing
+// is stopped, then checks that the fanout started again holds sequencing
 // (evicted_keys rose since the server was verified), runs the documented repair (`offlinebox repair-evicted`: every
 // conversation rebuilt from ClickHouse, the hold released) once the
 // history sink caught up, and waits until fanout commits again.
 func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (string, error) {
+	startMem, err := stat(ctx, e.rdb, "used_memory")
+	if err != nil {
+		return "", err
+	}
 	if err := at(ctx, run, 0.4); err != nil {
 		return "", err
 	}
 	share := run.Produced() * 100
 	holds := e.logged(evictedLine)
-	// The eviction comes while fanout is away (killed, started again
+	// The eviction comes while fanout is away (stopped, started again
 	// after): one running would sequence on what is left until its next
-	// recheck (Config.EvictionRecheck), which no repair can undo.
+	// recheck (Config.EvictionRecheck), which no repair can undo. It is
+	// stopped with SIGTERM, so that it produced what it sequenced: after a
+	// kill -9 between its Redis step and its produce the counter is above
+	// anything the history will ever hold, and repair-evicted, waiting for
+	// the history, never rebuilds that conversation (fanout-kill covers
+	// kill -9 on its own).
 	w := e.fanouts[0]
-	w.kill()
-	evicted, err := e.evict(ctx)
+	w.stop(10 * time.Second)
+	evicted, err := e.evict(ctx, startMem)
 	if err != nil {
 		return "", err
 	}
 	if err := w.start(); err != nil {
 		return "", err
 	}
-	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of its memory, for %s)",
+	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of the scenario's memory, for %s)",
 		e.name, evicted, share, evictShare*100, evictFor)
 	start := time.Now()
 	if err := e.waitLogged(ctx, evictedLine, holds); err != nil {
@@ -96,17 +105,20 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 		return "", err
 	}
 	held := time.Since(start).Round(time.Millisecond)
-	s.log.Printf("%s: fanout held sequencing, %d conversations rebuilt by repair-evicted, sequencing again after %s", e.name, rebuilt, held)
+	s.log.Printf("%s: fanout held sequencing, %d conversations rebuilt by repair-evicted, sequencing again after %s", e.name, rebuilt.convs, held)
 	return fmt.Sprintf("redis-server evicted %d keys at %.0f%% of the stream; fanout held (nothing committed for 2 s), "+
-		"repair-evicted rebuilt %d conversations from ClickHouse, fanout sequenced again %s after the eviction", evicted, share, rebuilt, held), nil
+		"repair-evicted rebuilt %d conversations from ClickHouse, restored %d inbox entries and %d users' list indexes, "+
+		"fanout sequenced again %s after the eviction", evicted, share, rebuilt.convs, rebuilt.inboxes, rebuilt.users, held), nil
 }
 
 var evictedLine = regexp.MustCompile(`evicted keys since it was verified: sequencing is held`)
 
-// evict gives the server less memory than it uses, under allkeys-lru,
-// for evictFor, then noeviction and no maxmemory again; it returns how
+// evict gives the server, under allkeys-lru, for evictFor, less memory
+// than it uses: what it used empty and evictShare of what it took on
+// since the scenario began (it used before then), and at most evictShare
+// of all it uses; then noeviction and no maxmemory again. It returns how
 // many keys the server evicted meanwhile.
-func (e *env) evict(ctx context.Context) (int64, error) {
+func (e *env) evict(ctx context.Context, before int64) (int64, error) {
 	was, err := stat(ctx, e.rdb, "evicted_keys")
 	if err != nil {
 		return 0, err
@@ -114,6 +126,14 @@ func (e *env) evict(ctx context.Context) (int64, error) {
 	used, err := stat(ctx, e.rdb, "used_memory")
 	if err != nil {
 		return 0, err
+	}
+	empty, err := stat(ctx, e.rdb, "used_memory_startup")
+	if err != nil {
+		return 0, err
+	}
+	limit := int64(float64(used) * evictShare)
+	if used > before {
+		limit = min(limit, empty+int64(float64(used-before)*evictShare))
 	}
 	set := func(kv ...string) error {
 		for i := 0; i < len(kv); i += 2 {
@@ -123,7 +143,7 @@ func (e *env) evict(ctx context.Context) (int64, error) {
 		}
 		return nil
 	}
-	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(int64(float64(used)*evictShare), 10)); err != nil {
+	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
 		return 0, err
 	}
 	werr := wait(ctx, evictFor)
@@ -157,10 +177,14 @@ func stat(ctx context.Context, rdb *redis.Client, field string) (int64, error) {
 	return 0, fmt.Errorf("INFO names no %s", field)
 }
 
+// repaired is what repair-evicted said it did.
+type repaired struct {
+	convs, inboxes, users int
+}
+
 // repairEvicted runs the repair an operator runs: the binary's
-// repair-evicted on the scenario's stores; it returns how many
-// conversations were rebuilt.
-func (e *env) repairEvicted(ctx context.Context) (int, error) {
+// repair-evicted on the scenario's stores; it returns what it rebuilt.
+func (e *env) repairEvicted(ctx context.Context) (repaired, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, "repair-evicted", "-redis", e.redis, "-prefix", e.prefix,
@@ -168,13 +192,24 @@ func (e *env) repairEvicted(ctx context.Context) (int, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("repair-evicted: %w\n%s", err, out.String())
+		return repaired{}, fmt.Errorf("repair-evicted: %w\n%s", err, out.String())
 	}
-	m := regexp.MustCompile(`(\d+) conversations rebuilt`).FindStringSubmatch(out.String())
-	if m == nil {
-		return 0, fmt.Errorf("repair-evicted said no count:\n%s", out.String())
+	var r repaired
+	for _, c := range []struct {
+		re *regexp.Regexp
+		n  *int
+	}{
+		{regexp.MustCompile(`(\d+) conversations rebuilt`), &r.convs},
+		{regexp.MustCompile(`(\d+) inbox entries restored`), &r.inboxes},
+		{regexp.MustCompile(`(\d+) users' list indexes rebuilt`), &r.users},
+	} {
+		m := c.re.FindStringSubmatch(out.String())
+		if m == nil {
+			return r, fmt.Errorf("repair-evicted said no %q:\n%s", c.re, out.String())
+		}
+		*c.n, _ = strconv.Atoi(m[1])
 	}
-	return strconv.Atoi(m[1])
+	return r, nil
 }
 
 // logged counts the lines the fanout processes logged that match re.

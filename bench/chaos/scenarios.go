@@ -64,6 +64,7 @@ func scenarios() []scenario {
 		{name: "api-kill-live", about: "devices on the live channel of two API processes; kill -9 one with its connections: they reconnect to the other and catch up",
 			fanouts: 1, live: true, minStream: 10 * time.Second, fault: killAPI},
 		foreignPartitioner(),
+		evictScenario(),
 	}
 }
 

@@ -19,7 +19,8 @@ const repairRetry = 2 * time.Second
 // runRepairEvicted repairs a store whose Redis evicted keys: once every
 // server's policy is noeviction, it rebuilds every conversation ClickHouse
 // knows (a new epoch each: clients rebase), waiting up to -wait for
-// ClickHouse to catch up with those it is behind on, then releases the
+// ClickHouse to catch up with those it is behind on, rebuilds every user's
+// list indexes from their inbox and mention lane, then releases the
 // eviction hold fanout set, recording the servers' evicted_keys of now.
 // It exits 1, the hold left in place, when a conversation could not be
 // rebuilt.
@@ -71,6 +72,17 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 	if err := rebuildEveryConversation(ctx, p, opt, patience, stdout); err != nil {
 		return err
 	}
+	// The users' list indexes repeat their inboxes and mention lanes: an
+	// eviction may have taken one side and left the other.
+	users := 0
+	for _, st := range stores {
+		n, err := st.ReindexUsers(ctx)
+		if err != nil {
+			return err
+		}
+		users += n
+	}
+	fmt.Fprintf(stdout, "%d users' list indexes rebuilt\n", users)
 	for _, st := range stores {
 		ins, err := st.Instances(ctx)
 		if err != nil {
@@ -89,9 +101,20 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 // out.
 func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.RebuildOptions, patience time.Duration, stdout io.Writer) error {
 	var behind []string
+	var inboxes int
+	var inboxErr error
+	restore := func(conv string) {
+		k, err := p.store.RestoreInboxEntries(ctx, conv)
+		inboxes += k
+		if err != nil && inboxErr == nil {
+			inboxErr = err
+		}
+	}
 	n, err := p.store.RebuildAll(ctx, p.ch, p.ch, opt, func(res redisstore.RebuildResult, err error) {
 		if err != nil {
 			behind = append(behind, res.Conv)
+		} else {
+			restore(res.Conv)
 		}
 	})
 	if err != nil {
@@ -110,6 +133,7 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.
 			switch {
 			case err == nil:
 				n++
+				restore(conv)
 			case errors.Is(err, redisstore.ErrHistoryBehind), errors.Is(err, redisstore.ErrRebuildRaced), errors.Is(err, redisstore.ErrNoHistory):
 				still = append(still, conv)
 			default:
@@ -118,7 +142,10 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.
 		}
 		behind = still
 	}
-	fmt.Fprintf(stdout, "%d conversations rebuilt from ClickHouse\n", n)
+	fmt.Fprintf(stdout, "%d conversations rebuilt from ClickHouse, %d inbox entries restored\n", n, inboxes)
+	if inboxErr != nil {
+		return fmt.Errorf("restore inbox entries: %w: the eviction hold stays; run repair-evicted again", inboxErr)
+	}
 	if len(behind) > 0 {
 		return fmt.Errorf("%d conversations could not be rebuilt within %s (first %s): the eviction hold stays; run repair-evicted again",
 			len(behind), patience, behind[0])

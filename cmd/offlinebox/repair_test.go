@@ -27,7 +27,7 @@ func TestRepairEvictedRebuildsFromClickHouseAndReleasesTheHold(t *testing.T) {
 	if err := runRepairEvicted(ctx, st.flags(t), &out); err != nil {
 		t.Fatalf("repair-evicted: %v\n%s", err, out.String())
 	}
-	for _, w := range []string{"held: redis at test evicted 3 keys", "1 conversations rebuilt from ClickHouse", "eviction hold released"} {
+	for _, w := range []string{"held: redis at test evicted 3 keys", "1 conversations rebuilt from ClickHouse", "users' list indexes rebuilt", "eviction hold released"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}

@@ -1,0 +1,71 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+)
+
+// Members whose inbox lost a rebuilt conversation get an entry again as
+// it stands (delivered to the counter, read to their last own message or
+// their join, in its epoch, listed); an entry that survived is untouched.
+func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *testing.T) {
+	groups := []struct {
+		name       string
+		store      func(*testing.T) *Store
+		last, form string
+	}{
+		{"small group", expStore, "7", "g"},
+		{"large group", rbStore, "0", "L"}, // its unread is derived from the counter
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) { restoreInboxEntries(t, g.store(t), g.last, g.form) })
+	}
+}
+
+func restoreInboxEntries(t *testing.T, s *Store, last, form string) {
+	ctx := context.Background()
+	rbSeed(t, s, "g1", expNow)
+	kept := map[string]string{InboxField("g1", FieldLast): "5", InboxField("g1", FieldRead): "2"}
+	if err := s.rdb.HSet(ctx, s.keys.Inbox("bob"), kept).Err(); err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := s.rdb.HGet(ctx, s.keys.ConvMeta("g1"), MetaEpoch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.RestoreInboxEntries(ctx, "g1")
+	if err != nil || n != 3 {
+		t.Fatalf("RestoreInboxEntries = %d, %v; want 3 entries (alice, dave, erin)", n, err)
+	}
+	cases := []struct {
+		user                      string
+		last, read, joined, epoch string
+		form                      string
+	}{
+		{"alice", last, "7", "0", epoch, form}, // every message is hers
+		{"dave", last, "3", "3", epoch, form},  // joined at 3, sent nothing
+		{"erin", last, "3", "3", epoch, form},
+		{"bob", "5", "2", "", "", ""}, // kept as it was
+		{"carol", "", "", "", "", ""}, // left: no member, no entry
+	}
+	for _, c := range cases {
+		t.Run(c.user, func(t *testing.T) {
+			v, err := s.rdb.HMGet(ctx, s.keys.Inbox(c.user), InboxField("g1", FieldLast), InboxField("g1", FieldRead),
+				InboxField("g1", FieldJoined), InboxField("g1", FieldEpoch), InboxField("g1", FieldType)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := [5]string{hashString(v[0]), hashString(v[1]), hashString(v[2]), hashString(v[3]), hashString(v[4])}
+			if want := [5]string{c.last, c.read, c.joined, c.epoch, c.form}; got != want {
+				t.Fatalf("entry (l, r, j, e, t) %v, want %v", got, want)
+			}
+			listed, err := s.rdb.ZScore(ctx, s.keys.ConvList(c.user), "g1").Result()
+			if (c.form != "") != (err == nil) || (err == nil && listed == 0) {
+				t.Fatalf("conversation list score %v (err %v); listed: want %v", listed, err, c.form != "")
+			}
+		})
+	}
+	if n, err := s.RestoreInboxEntries(ctx, "g1"); err != nil || n != 0 {
+		t.Fatalf("a second run restored %d entries (err %v), want none", n, err)
+	}
+}
