@@ -50,7 +50,26 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("create store schema in %s: %w", path, err)
 	}
+	if err := addRejectedCode(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("upgrade store schema in %s: %w", path, err)
+	}
 	return &Store{db: db, recent: newRecentIDs()}, nil
+}
+
+// addRejectedCode adds the rejected table's code column to a database
+// created before refusals carried one (CREATE TABLE IF NOT EXISTS leaves
+// an existing table as it was).
+func addRejectedCode(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('rejected') WHERE name = 'code'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE rejected ADD COLUMN code TEXT NOT NULL DEFAULT ''`)
+	return err
 }
 
 // Close closes the database.
