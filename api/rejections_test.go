@@ -4,7 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-		"testing"
+	"testing"
 	"time"
 
 	obclient "github.com/offlinebox/offlinebox/client"
