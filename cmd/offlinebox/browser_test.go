@@ -203,7 +203,7 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	}
 
 	// A message the pipeline refuses stays on the page, marked not sent
-	// with the reason, until it is dismissed. Here the group is held (as a
+	// with why, until it is dismissed. Here the group is held (as a
 	// restore leaves a conversation it could not put back), so the API
 	// takes alice's next message and sequencing refuses it.
 	addr, err := redisstore.ParseAddr(cfg.Redis, false)
@@ -216,9 +216,16 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 		t.Fatal(err)
 	}
 	refusedText := "Refused at " + time.Now().UTC().Format(time.TimeOnly)
-	notSent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.rejected")].some(e =>
-		e.textContent.includes(%q) && /not sent: .*rebuild/.test(e.textContent))`, refusedText)
-	step(t, alice, "alice's message to a held group shows as not sent, with why",
+	// Why is the code's plain sentence, inside the bubble; the key, the
+	// held reason and the script's code stay the operator's, and the
+	// header shows none of it.
+	notSent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.rejected")].some(e => {
+		const why = e.querySelector(".refusal");
+		return e.textContent.includes(%q) && e.textContent.includes("not sent") && why &&
+			why.dataset.code === "conversation_unavailable" && /cannot take messages/.test(why.textContent) &&
+			!/held|OBHELD|\{c:/.test(e.textContent) && !/cannot take|held/.test(document.querySelector("header.me").textContent);
+	})`, refusedText)
+	step(t, alice, "alice's message to a held group shows as not sent, with why in its bubble",
 		chromedp.SendKeys(chromedp.CSS("#compose"), refusedText),
 		clickJS("#composer button"),
 		untilJS(notSent))

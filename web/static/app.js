@@ -195,7 +195,12 @@ function messageItem(m, pending) {
   meta.append(el("span", "", timeOf(m.write_time_ms || m.created_ms)));
   if (rejected) {
     // Refused by the pipeline: never sent again; the user dismisses it.
-    meta.append(el("span", "tick rejected", ` · not sent: ${m.rejected.reason}`));
+    // Why is said inside the bubble, wrapped, in the server's one plain
+    // sentence (its code on the element for styling and tests).
+    const why = el("div", "refusal", m.rejected.reason || "The message could not be sent.");
+    if (m.rejected.code) why.dataset.code = m.rejected.code;
+    li.append(why);
+    meta.append(el("span", "tick rejected", " · not sent"));
     const dismiss = el("button", "dismiss", "dismiss");
     dismiss.type = "button";
     dismiss.addEventListener("click", async () => { await state.store.dropSending(m.client_msg_id); renderMessages(false); });
@@ -357,7 +362,7 @@ async function checkRejections() {
     const resp = await state.api.rejections(oldest - REJECTION_LOOK_BACK_MS);
     for (const r of resp.rejections || []) {
       if (!ids.has(r.client_msg_id)) continue;
-      await state.store.markRejected(r.client_msg_id, r.reason, r.at_ms);
+      await state.store.markRejected(r.client_msg_id, r.code, r.reason, r.at_ms);
       setStatus(true, `not sent: ${r.reason}`);
     }
   } catch (e) {
@@ -430,7 +435,7 @@ function startUpdates() {
       onPush: async (m) => { const r = await state.store.applyPush(m); later(); return r.ack; },
       onReceipt: (f) => { state.receipts.set(f.conv_id, f); if (state.open && state.open.conv_id === f.conv_id) renderMessages(false); },
       onRejected: async (f) => {
-        if (await state.store.markRejected(f.client_msg_id, f.reason, f.at_ms)) { setStatus(true, `not sent: ${f.reason}`); renderMessages(false); }
+        if (await state.store.markRejected(f.client_msg_id, f.code, f.reason, f.at_ms)) renderMessages(false);
       },
       onState: () => setStatus(true),
     });
