@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,11 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	step(t, alice, "alice's list shows the @mention badge of "+group,
 		chromedp.Navigate(aliceLink), chromedp.WaitVisible(chromedp.CSS(conv+" .badge.mention")))
 	shoot(t, alice, dir, "01-list-with-mention")
+	// A link's token is the tab's alone: in sessionStorage, not kept on
+	// the device; and the live channel opens under connect-src 'self'.
+	step(t, alice, "alice's token is kept for the tab only, and her page is live",
+		untilJS(`localStorage.getItem("offlinebox.token") === null && !!sessionStorage.getItem("offlinebox.token") &&
+			!!(state.live && state.live.open)`))
 
 	step(t, alice, "alice opens "+group+" newest first",
 		clickJS(conv),
@@ -232,4 +238,19 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	shoot(t, alice, dir, "08-not-sent")
 	gone := fmt.Sprintf(`![...document.querySelectorAll("#message-list li.msg")].some(e => e.textContent.includes(%q))`, refusedText)
 	step(t, alice, "alice dismisses it", clickJS("#message-list li.msg.rejected .dismiss"), untilJS(gone))
+
+	// Signing in with "stay signed in" ticked keeps the token on the
+	// device (localStorage), and signing out forgets it everywhere.
+	_, erinToken, _ := strings.Cut(erinLink, "#token=")
+	step(t, erin, "erin signs out", clickJS("#signout"))
+	step(t, erin, "the page reloads to sign in", chromedp.WaitVisible(chromedp.CSS("#token")))
+	step(t, erin, "erin's token is forgotten",
+		untilJS(`!document.getElementById("signin").hidden && localStorage.getItem("offlinebox.token") === null &&
+			sessionStorage.getItem("offlinebox.token") === null`))
+	step(t, erin, "erin signs in to stay signed in and the token is kept on the device",
+		chromedp.SendKeys(chromedp.CSS("#token"), erinToken),
+		clickJS("#stay-signed-in"),
+		clickJS("#signin-form button"),
+		chromedp.WaitVisible(chromedp.CSS(conv)),
+		untilJS(fmt.Sprintf(`localStorage.getItem("offlinebox.token") === %q && sessionStorage.getItem("offlinebox.token") === null`, erinToken)))
 }
