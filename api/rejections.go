@@ -15,6 +15,7 @@ type rejectionsJSON struct {
 type rejectionJSON struct {
 	ConvID      string `json:"conv_id"`
 	ClientMsgID string `json:"client_msg_id"`
+	Code        string `json:"code"`
 	Reason      string `json:"reason"`
 	AtMS        int64  `json:"at_ms"`
 }
@@ -40,7 +41,7 @@ func (s *Server) rejections(r *http.Request, id auth.Identity) (int, any, error)
 	}
 	out := rejectionsJSON{Rejections: make([]rejectionJSON, len(list))}
 	for i, rj := range list {
-		out.Rejections[i] = rejectionJSON{ConvID: rj.Conv, ClientMsgID: rj.ClientMsgID, Reason: rj.Reason, AtMS: rj.AtMS}
+		out.Rejections[i] = rejectionJSON{ConvID: rj.Conv, ClientMsgID: rj.ClientMsgID, Code: rj.Code, Reason: rj.Reason, AtMS: rj.AtMS}
 	}
 	return http.StatusOK, out, nil
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // TestADeviceAwayWhenItsMessageWasRefusedLearnsWhyOnItsNextRun: a message
@@ -16,7 +16,7 @@ import (
 // someone: only owners and admins may) reaches no live device, since its
 // sender has none online; the refusal is kept, GET /v1/rejections lists
 // it, and the sender's SDK device moves it from sending to rejected with
-// the reason instead of waiting for its seq forever.
+// the reason and its code instead of waiting for its seq forever.
 func TestADeviceAwayWhenItsMessageWasRefusedLearnsWhyOnItsNextRun(t *testing.T) {
 	le := newLiveEnv(t, Config{})
 	le.produce(founding("team", "alice", "bob"))
@@ -45,7 +45,7 @@ func TestADeviceAwayWhenItsMessageWasRefusedLearnsWhyOnItsNextRun(t *testing.T) 
 		return len(list.Rejections) == 1, ""
 	})
 	rj := list.Rejections[0]
-	if rj.ClientMsgID != id || rj.ConvID != "team" || !strings.Contains(rj.Reason, "owner or an admin") || rj.AtMS < before-1000 {
+	if rj.ClientMsgID != id || rj.ConvID != "team" || rj.Code != schemas.RefusalNotAllowed || rj.Reason != schemas.RefusalSentence(rj.Code) || rj.AtMS < before-1000 {
 		t.Fatalf("bob's refusal is %+v, want %s of team, refused as only owners and admins add members, after %d", rj, id, before)
 	}
 	le.callOK(200, "GET", "/v1/rejections?since_ms="+strconv.FormatInt(rj.AtMS+1, 10), bobTok, nil, &list)
@@ -70,6 +70,7 @@ func TestADeviceAwayWhenItsMessageWasRefusedLearnsWhyOnItsNextRun(t *testing.T) 
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(p) == 0 && len(r) == 1 && r[0].ClientMsgID == id && r[0].Reason == rj.Reason, ""
+		return len(p) == 0 && len(r) == 1 && r[0].ClientMsgID == id && r[0].Reason == rj.Reason &&
+			r[0].Code == obclient.RefusalNotAllowed, ""
 	})
 }

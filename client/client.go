@@ -247,17 +247,29 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	return len(raw), len(data), nil
 }
 
-// readAnswer reads an answer's body into a buffer of the length the
-// server said, when it said one: io.ReadAll grows its buffer from 512
-// bytes, copying what it read at every step.
+// readAnswer reads an answer's body, at most maxAnswerBytes of it (an
+// answer that says it is longer is refused unread), into a buffer of the
+// length the server said when it said one: io.ReadAll grows its buffer
+// from 512 bytes, copying what it read at every step.
 func readAnswer(resp *http.Response) ([]byte, error) {
 	n := resp.ContentLength
-	if n < 0 || n > maxDecodedBytes {
-		return io.ReadAll(resp.Body)
+	if n > maxAnswerBytes {
+		return nil, fmt.Errorf("%d bytes, more than %d: %w", n, maxAnswerBytes, errTooLarge)
 	}
-	b := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
-	_, err := b.ReadFrom(resp.Body)
-	return b.Bytes(), err
+	body := io.LimitReader(resp.Body, maxAnswerBytes+1)
+	var b *bytes.Buffer
+	if n < 0 {
+		b = new(bytes.Buffer)
+	} else {
+		b = bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	}
+	if _, err := b.ReadFrom(body); err != nil {
+		return b.Bytes(), err
+	}
+	if b.Len() > maxAnswerBytes {
+		return nil, fmt.Errorf("more than %d bytes: %w", maxAnswerBytes, errTooLarge)
+	}
+	return b.Bytes(), nil
 }
 
 // Conversations reads the first page of the conversation list.

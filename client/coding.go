@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -17,12 +18,27 @@ const acceptEncoding = "zstd, gzip;q=0.9"
 
 // maxDecodedBytes bounds an answer's decoded size: the API's largest
 // budget is 1 MiB, so an answer that decodes to much more is refused, not
-// held.
-const maxDecodedBytes = 64 << 20
+// held. maxAnswerBytes bounds its bytes on the wire, read before any
+// decoding, whatever the server says its length is (or when it says
+// none: a chunked answer). maxZstdWindow is the window a zstd answer may
+// ask for, the spec's 8 MiB that every decoder supports (the server's
+// encoder uses less).
+const (
+	maxDecodedBytes = 64 << 20
+	maxAnswerBytes  = 16 << 20
+	maxZstdWindow   = 8 << 20
+)
 
-// zstdDecoder is shared: DecodeAll may be called concurrently.
+// errTooLarge is an answer over maxAnswerBytes on the wire or
+// maxDecodedBytes decoded.
+var errTooLarge = errors.New("answer too large")
+
+// zstdDecoder is shared: DecodeAll may be called concurrently. It refuses
+// a frame whose declared size is over maxDecodedBytes before allocating
+// anything, and stops one that says no size when its output reaches it.
 var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBytes))
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDecodedBytes),
+		zstd.WithDecoderMaxWindow(maxZstdWindow))
 })
 
 // decodedBuffers holds the buffers zstd answers were decoded into, for
@@ -55,14 +71,16 @@ func decodeBody(coding string, raw []byte, buf *[]byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("zstd decoder: %w", err)
 		}
+		// No guess of the size ahead: DecodeAll sizes dst from the frame's
+		// declared size (bounded above) or grows it as it decodes.
 		var dst []byte
 		if buf != nil {
 			dst = (*buf)[:0]
 		}
-		if cap(dst) < 4*len(raw) {
-			dst = make([]byte, 0, 4*len(raw))
-		}
 		out, err := d.DecodeAll(raw, dst)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+			return nil, fmt.Errorf("zstd answer decodes to more than %d bytes: %w", maxDecodedBytes, errTooLarge)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("decode zstd answer: %w", err)
 		}
@@ -80,7 +98,7 @@ func decodeBody(coding string, raw []byte, buf *[]byte) ([]byte, error) {
 			return nil, fmt.Errorf("decode gzip answer: %w", err)
 		}
 		if len(out) > maxDecodedBytes {
-			return nil, fmt.Errorf("gzip answer decodes to more than %d bytes", maxDecodedBytes)
+			return nil, fmt.Errorf("gzip answer decodes to more than %d bytes: %w", maxDecodedBytes, errTooLarge)
 		}
 		return out, nil
 	}

@@ -76,7 +76,7 @@ func (d *Device) liveOnce(ctx context.Context) (up bool, err error) {
 		case "notice", "message":
 			d.poke()
 		case "rejected":
-			rj := Rejection{ConvID: f.ConvID, ClientMsgID: f.ClientMsgID, Reason: f.Reason, AtMS: f.AtMS}
+			rj := Rejection{ConvID: f.ConvID, ClientMsgID: f.ClientMsgID, Code: f.Code, Reason: f.Reason, AtMS: f.AtMS}
 			if err := d.resolveRejections(ctx, []Rejection{rj}); err != nil {
 				d.log.Warn("record a refused message; the next check finds it again", "client_msg_id", f.ClientMsgID, "err", err)
 			}

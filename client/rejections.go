@@ -16,9 +16,23 @@ import (
 type Rejection struct {
 	ConvID      string `json:"conv_id"`
 	ClientMsgID string `json:"client_msg_id"`
-	Reason      string `json:"reason"`
-	AtMS        int64  `json:"at_ms"`
+	// Code is why, from the server's small public vocabulary (the
+	// Refusal* constants); Reason is its one sentence, for a person.
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+	AtMS   int64  `json:"at_ms"`
 }
+
+// The codes a refusal is named by (Rejection.Code, Rejected.Code). A
+// server older than codes sends none: Code is then empty.
+const (
+	RefusalNotAMember  = "not_a_member"
+	RefusalNotAllowed  = "not_allowed"
+	RefusalTooLarge    = "too_large"
+	RefusalInvalid     = "invalid"
+	RefusalUnavailable = "conversation_unavailable"
+	RefusalFailed      = "not_sent"
+)
 
 // Rejections reads the user's refused messages at or after sinceMS,
 // oldest first (the server keeps the newest 200 for a week).
@@ -37,6 +51,7 @@ func (c *Client) Rejections(ctx context.Context, sinceMS int64) ([]Rejection, er
 // keeps it.
 type Rejected struct {
 	Outgoing
+	Code   string
 	Reason string
 	AtMS   int64
 }
@@ -102,10 +117,11 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 	defer func() { _ = tx.Rollback() }()
 	for _, r := range rs {
 		// A message sent again after an earlier refusal replaces that one.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rejected (client_msg_id, conv_id, request, reason, at_ms)
-			SELECT client_msg_id, conv_id, request, ?, ? FROM sending WHERE client_msg_id = ?
-			ON CONFLICT (client_msg_id) DO UPDATE SET request = excluded.request, reason = excluded.reason, at_ms = excluded.at_ms`,
-			r.Reason, r.AtMS, r.ClientMsgID); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO rejected (client_msg_id, conv_id, request, code, reason, at_ms)
+			SELECT client_msg_id, conv_id, request, ?, ?, ? FROM sending WHERE client_msg_id = ?
+			ON CONFLICT (client_msg_id) DO UPDATE SET request = excluded.request, code = excluded.code,
+				reason = excluded.reason, at_ms = excluded.at_ms`,
+			r.Code, r.Reason, r.AtMS, r.ClientMsgID); err != nil {
 			return fmt.Errorf("record refused message %s: %w", r.ClientMsgID, err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM sending WHERE client_msg_id = ?`, r.ClientMsgID)
@@ -113,7 +129,8 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 			return fmt.Errorf("drop refused message %s: %w", r.ClientMsgID, err)
 		}
 		if n, err := res.RowsAffected(); err == nil && n > 0 {
-			d.log.Warn("message refused by the pipeline", "conv", r.ConvID, "client_msg_id", r.ClientMsgID, "reason", r.Reason)
+			d.log.Warn("message refused by the pipeline", "conv", r.ConvID, "client_msg_id", r.ClientMsgID,
+				"code", r.Code, "reason", r.Reason)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -127,7 +144,7 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 // that came back with its seq after all (an operator repaired the
 // conversation and produced its dead letters again) is not listed.
 func (d *Device) Rejected(ctx context.Context) ([]Rejected, error) {
-	rows, err := d.store.db.QueryContext(ctx, `SELECT request, reason, at_ms FROM rejected r
+	rows, err := d.store.db.QueryContext(ctx, `SELECT request, code, reason, at_ms FROM rejected r
 		WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.conv_id = r.conv_id AND m.client_msg_id = r.client_msg_id)
 		ORDER BY at_ms, client_msg_id`)
 	if err != nil {
@@ -138,7 +155,7 @@ func (d *Device) Rejected(ctx context.Context) ([]Rejected, error) {
 	for rows.Next() {
 		var req []byte
 		var r Rejected
-		if err := rows.Scan(&req, &r.Reason, &r.AtMS); err != nil {
+		if err := rows.Scan(&req, &r.Code, &r.Reason, &r.AtMS); err != nil {
 			return nil, fmt.Errorf("read refused messages: %w", err)
 		}
 		if err := json.Unmarshal(req, &r.Outgoing); err != nil {

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -39,7 +40,14 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(5000)", "foreign_keys(ON)"} {
 		q.Add("_pragma", p)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// Created 0600 before SQLite opens it (its journal and WAL take the
+	// file's mode): the messages are the user's, not the machine's.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	_ = f.Close()
+	db, err := sql.Open("sqlite", fileURI(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -50,7 +58,47 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("create store schema in %s: %w", path, err)
 	}
+	if err := addRejectedCode(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("upgrade store schema in %s: %w", path, err)
+	}
 	return &Store{db: db, recent: newRecentIDs()}, nil
+}
+
+// addRejectedCode adds the rejected table's code column to a database
+// created before refusals carried one (CREATE TABLE IF NOT EXISTS leaves
+// an existing table as it was).
+func addRejectedCode(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('rejected') WHERE name = 'code'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE rejected ADD COLUMN code TEXT NOT NULL DEFAULT ''`)
+	return err
+}
+
+// fileURI is path as an SQLite file: URI, every character the URI reads
+// ('%', '?', '#') escaped, so that a path holding them names the file it
+// says. An absolute path goes after an empty authority ("file:///..."),
+// so one beginning "//" is not read as a host.
+func fileURI(path string) string {
+	var b strings.Builder
+	b.WriteString("file:")
+	if strings.HasPrefix(path, "/") {
+		b.WriteString("//")
+	}
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '%' || c == '?' || c == '#' || c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // Close closes the database.

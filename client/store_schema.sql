@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS rejected (
   conv_id       TEXT    NOT NULL,
   request       BLOB    NOT NULL,
   reason        TEXT    NOT NULL,
-  at_ms         INTEGER NOT NULL
+  at_ms         INTEGER NOT NULL,
+  code          TEXT    NOT NULL DEFAULT ''
 );
 
 -- The conversation list as last read from the server.

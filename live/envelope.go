@@ -78,7 +78,10 @@ type Receipt struct {
 type Rejected struct {
 	Conv        string `json:"conv_id"`
 	ClientMsgID string `json:"client_msg_id"`
-	Reason      string `json:"reason"`
+	// Code is the refusal's public code (schemas.RefusalCodes), Reason
+	// its one sentence.
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason"`
 	// AtMS is when it was refused (the dead letter's time, ms): what
 	// GET /v1/rejections lists it by.
 	AtMS int64 `json:"at_ms,omitempty"`

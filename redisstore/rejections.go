@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 var (
@@ -35,8 +37,10 @@ type Rejection struct {
 	Sender      string `json:"-"`
 	Conv        string `json:"conv_id"`
 	ClientMsgID string `json:"client_msg_id"`
-	Reason      string `json:"reason"`
-	AtMS        int64  `json:"at_ms"`
+	// Code is the public code (schemas.RefusalCodes), Reason its sentence.
+	Code   string `json:"code,omitempty"`
+	Reason string `json:"reason"`
+	AtMS   int64  `json:"at_ms"`
 }
 
 // AddRejections keeps refusals in their senders' lists: one script per
@@ -102,10 +106,29 @@ func (s *Store) Rejections(ctx context.Context, user string, since int64) ([]Rej
 		if json.Unmarshal([]byte(v), &r) != nil {
 			continue // not ours to answer: the script writes only what Go encoded
 		}
+		if !publicRejection(&r) {
+			continue
+		}
 		r.Sender = user
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// publicRejection puts a refusal kept before refusals carried a code into
+// the public vocabulary: its code read from the reason's beginning
+// (schemas.LegacyRefusal) and the code's sentence in place of the
+// reason, which may name internals. It reports false for one kept for a
+// record that was sequenced after all: that is nobody's refusal.
+func publicRejection(r *Rejection) bool {
+	if r.Code != "" {
+		r.Code = schemas.PublicRefusal(r.Code)
+		r.Reason = schemas.RefusalSentence(r.Code)
+		return true
+	}
+	code, sequenced := schemas.LegacyRefusal(r.Reason)
+	r.Code, r.Reason = code, schemas.RefusalSentence(code)
+	return !sequenced
 }
 
 // CutRejectionReason bounds a reason at MaxRejectionReason bytes, on a

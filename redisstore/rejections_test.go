@@ -115,3 +115,32 @@ func TestASenderWhoseListCanNeverBeWrittenFailsAloneAndTheOthersAreKept(t *testi
 		t.Fatalf("ann's list is %+v (%v), want a1 kept", got, err)
 	}
 }
+
+// A refusal kept before refusals carried a code is read in the public
+// vocabulary: its code from the reason's beginning and the code's
+// sentence in place of a reason that names internals; one kept for a
+// record that was sequenced after all is not listed.
+func TestARejectionKeptWithoutACodeIsReadByItsPublicCodeAndOneOfASequencedRecordIsNot(t *testing.T) {
+	s := newPresenceStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	rs := []Rejection{
+		{Sender: "ann", Conv: "g", ClientMsgID: "held", Reason: "not sequenced: the sequencing of g can never succeed: OBHELD P{c:g}:held is set", AtMS: now.UnixMilli() - 3},
+		{Sender: "ann", Conv: "g", ClientMsgID: "seq", Reason: "sequenced as seq 4 of g (epoch 1), but its inbox update failed for good for 1 recipients: bob: WRONGTYPE", AtMS: now.UnixMilli() - 2},
+		{Sender: "ann", Conv: "g", ClientMsgID: "new", Code: "not_a_member", Reason: "You are not a member of this conversation.", AtMS: now.UnixMilli() - 1},
+	}
+	if _, err := s.AddRejections(ctx, rs, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Rejections(ctx, "ann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Rejection{
+		{Sender: "ann", Conv: "g", ClientMsgID: "held", Code: "conversation_unavailable", Reason: "The conversation cannot take messages right now.", AtMS: rs[0].AtMS},
+		{Sender: "ann", Conv: "g", ClientMsgID: "new", Code: "not_a_member", Reason: "You are not a member of this conversation.", AtMS: rs[2].AtMS},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ann's list is %+v, want %+v", got, want)
+	}
+}

@@ -18,6 +18,15 @@ const (
 	// dead letter whose value the dead-letter topic refused (too large):
 	// the original is found by topic, partition and offset.
 	HeaderDeadValueOmitted = "dead-value-omitted"
+	// HeaderDeadSeq is set by fanout on every dead letter of im.messages:
+	// the seq the record was given, "0" when it got none. A record with a
+	// seq reached its conversation: its letter is an operator's to replay,
+	// never a refusal its sender is told of.
+	HeaderDeadSeq = "dead-seq"
+	// HeaderDeadCode is set by fanout on the dead letter of a record it
+	// refused (no seq): the public code its sender is told
+	// (RefusalCodes), the details staying in HeaderDeadReason.
+	HeaderDeadCode = "dead-code"
 )
 
 // HeaderForwardedFrom is set by fanout, to "<partition>/<offset>", on a

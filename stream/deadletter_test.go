@@ -47,7 +47,8 @@ func TestRunner_DeadLetterTooLargeForTheDeadTopicGoesWithoutItsValue(t *testing.
 		var dead []DeadLetter
 		for _, r := range recs {
 			if bytes.HasPrefix(r.Value, []byte("bad")) {
-				dead = append(dead, DeadLetter{Record: r, Reason: "poison"})
+				dead = append(dead, DeadLetter{Record: r, Reason: "poison",
+					Headers: []kgo.RecordHeader{{Key: schemas.HeaderDeadCode, Value: []byte("invalid")}}})
 			}
 		}
 		return dead, nil
@@ -65,10 +66,12 @@ func TestRunner_DeadLetterTooLargeForTheDeadTopicGoesWithoutItsValue(t *testing.
 	}
 	h := headers(bare)
 	if len(bare.Value) != 0 || h[schemas.HeaderDeadValueOmitted] != strconv.Itoa(len(recs[0].Value)) ||
-		h[schemas.HeaderDeadReason] != "poison" || h[schemas.HeaderDeadOffset] != "0" || h["trace"] != "" {
-		t.Errorf("the large dead letter: %d bytes of value, headers %v; want no value, its size, reason and offset only", len(bare.Value), h)
+		h[schemas.HeaderDeadReason] != "poison" || h[schemas.HeaderDeadOffset] != "0" || h["trace"] != "" ||
+		h[schemas.HeaderDeadCode] != "invalid" {
+		t.Errorf("the large dead letter: %d bytes of value, headers %v; want no value, its size, reason, offset and the handler's headers only", len(bare.Value), h)
 	}
-	if string(small.Value) != "bad-small" || headers(small)[schemas.HeaderDeadValueOmitted] != "" {
+	if string(small.Value) != "bad-small" || headers(small)[schemas.HeaderDeadValueOmitted] != "" ||
+		headers(small)[schemas.HeaderDeadCode] != "invalid" {
 		t.Errorf("the small dead letter lost its value: %q %v", small.Value, headers(small))
 	}
 }

@@ -35,4 +35,8 @@ func (f HandlerFunc) Handle(ctx context.Context, records []*kgo.Record) ([]DeadL
 type DeadLetter struct {
 	Record *kgo.Record
 	Reason string
+	// Headers are added to the dead letter after the runner's own (kept
+	// on a bare one too): what a reader of the dead-letter topic needs
+	// beside the reason (schemas.HeaderDeadSeq, HeaderDeadCode).
+	Headers []kgo.RecordHeader
 }

@@ -198,7 +198,7 @@ func PermanentProduceError(err error) bool {
 // it leaves out.
 func (r *Runner) deadRecord(d DeadLetter, bare bool) *kgo.Record {
 	src := d.Record
-	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+5)
+	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+5+len(d.Headers))
 	value := src.Value
 	if bare {
 		value = nil
@@ -212,6 +212,7 @@ func (r *Runner) deadRecord(d DeadLetter, bare bool) *kgo.Record {
 		kgo.RecordHeader{Key: schemas.HeaderDeadPartition, Value: []byte(strconv.Itoa(int(src.Partition)))},
 		kgo.RecordHeader{Key: schemas.HeaderDeadOffset, Value: []byte(strconv.FormatInt(src.Offset, 10))},
 	)
+	headers = append(headers, d.Headers...)
 	key := src.Key
 	if bare && len(key) > schemas.MaxIDBytes {
 		key = nil

@@ -18,13 +18,31 @@ func Handler(api http.Handler) http.Handler {
 	}
 	files := http.FileServerFS(sub)
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", noCache(files)))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:")
-		noCache(files).ServeHTTP(w, r)
-	})
+	mux.Handle("GET /static/", pageHeaders(http.StripPrefix("/static/", noCache(files))))
+	mux.Handle("GET /{$}", pageHeaders(noCache(files)))
 	mux.Handle("/", api)
 	return mux
+}
+
+// contentSecurityPolicy: nothing loaded or connected to but this origin
+// ('self' covers the live channel's ws:/wss: on the same host), and the
+// page never framed.
+const contentSecurityPolicy = "default-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"
+
+// pageHeaders sets on every response of the page and its assets what
+// keeps them from being framed (X-Frame-Options for browsers before
+// frame-ancestors), sniffed as another type, or naming the page in
+// another site's Referer.
+func pageHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // noCache makes the browser revalidate assets: a new build is seen at

@@ -45,3 +45,34 @@ func TestHandlerServesThePageItsAssetsAndHandsTheRestToTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// Every response of the page and its assets keeps the page from
+// connecting anywhere but its origin, from being framed or sniffed, and
+// its address out of other sites' Referer.
+func TestEveryPageResponseForbidsFramingSniffingAndOtherHosts(t *testing.T) {
+	srv := httptest.NewServer(Handler(http.NotFoundHandler()))
+	defer srv.Close()
+	for _, path := range []string{"/", "/static/app.js", "/static/style.css", "/static/missing.js"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		h := resp.Header
+		csp := map[string]string{}
+		for _, d := range strings.Split(h.Get("Content-Security-Policy"), ";") {
+			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+			csp[name] = value
+		}
+		if csp["connect-src"] != "'self'" || csp["frame-ancestors"] != "'none'" || csp["default-src"] != "'self'" {
+			t.Errorf("GET %s: Content-Security-Policy %q, want connect-src 'self' alone and frame-ancestors 'none'",
+				path, h.Get("Content-Security-Policy"))
+		}
+		for name, want := range map[string]string{"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+			"Referrer-Policy": "no-referrer"} {
+			if got := h.Get(name); got != want {
+				t.Errorf("GET %s: %s %q, want %q", path, name, got, want)
+			}
+		}
+	}
+}

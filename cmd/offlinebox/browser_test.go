@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,11 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	step(t, alice, "alice's list shows the @mention badge of "+group,
 		chromedp.Navigate(aliceLink), chromedp.WaitVisible(chromedp.CSS(conv+" .badge.mention")))
 	shoot(t, alice, dir, "01-list-with-mention")
+	// A link's token is the tab's alone: in sessionStorage, not kept on
+	// the device; and the live channel opens under connect-src 'self'.
+	step(t, alice, "alice's token is kept for the tab only, and her page is live",
+		untilJS(`localStorage.getItem("offlinebox.token") === null && !!sessionStorage.getItem("offlinebox.token") &&
+			!!(state.live && state.live.open)`))
 
 	step(t, alice, "alice opens "+group+" newest first",
 		clickJS(conv),
@@ -203,7 +209,7 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	}
 
 	// A message the pipeline refuses stays on the page, marked not sent
-	// with the reason, until it is dismissed. Here the group is held (as a
+	// with why, until it is dismissed. Here the group is held (as a
 	// restore leaves a conversation it could not put back), so the API
 	// takes alice's next message and sequencing refuses it.
 	addr, err := redisstore.ParseAddr(cfg.Redis, false)
@@ -216,13 +222,35 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 		t.Fatal(err)
 	}
 	refusedText := "Refused at " + time.Now().UTC().Format(time.TimeOnly)
-	notSent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.rejected")].some(e =>
-		e.textContent.includes(%q) && /not sent: .*rebuild/.test(e.textContent))`, refusedText)
-	step(t, alice, "alice's message to a held group shows as not sent, with why",
+	// Why is the code's plain sentence, inside the bubble; the key, the
+	// held reason and the script's code stay the operator's, and the
+	// header shows none of it.
+	notSent := fmt.Sprintf(`[...document.querySelectorAll("#message-list li.msg.rejected")].some(e => {
+		const why = e.querySelector(".refusal");
+		return e.textContent.includes(%q) && e.textContent.includes("not sent") && why &&
+			why.dataset.code === "conversation_unavailable" && /cannot take messages/.test(why.textContent) &&
+			!/held|OBHELD|\{c:/.test(e.textContent) && !/cannot take|held/.test(document.querySelector("header.me").textContent);
+	})`, refusedText)
+	step(t, alice, "alice's message to a held group shows as not sent, with why in its bubble",
 		chromedp.SendKeys(chromedp.CSS("#compose"), refusedText),
 		clickJS("#composer button"),
 		untilJS(notSent))
 	shoot(t, alice, dir, "08-not-sent")
 	gone := fmt.Sprintf(`![...document.querySelectorAll("#message-list li.msg")].some(e => e.textContent.includes(%q))`, refusedText)
 	step(t, alice, "alice dismisses it", clickJS("#message-list li.msg.rejected .dismiss"), untilJS(gone))
+
+	// Signing in with "stay signed in" ticked keeps the token on the
+	// device (localStorage), and signing out forgets it everywhere.
+	_, erinToken, _ := strings.Cut(erinLink, "#token=")
+	step(t, erin, "erin signs out", clickJS("#signout"))
+	step(t, erin, "the page reloads to sign in", chromedp.WaitVisible(chromedp.CSS("#token")))
+	step(t, erin, "erin's token is forgotten",
+		untilJS(`!document.getElementById("signin").hidden && localStorage.getItem("offlinebox.token") === null &&
+			sessionStorage.getItem("offlinebox.token") === null`))
+	step(t, erin, "erin signs in to stay signed in and the token is kept on the device",
+		chromedp.SendKeys(chromedp.CSS("#token"), erinToken),
+		clickJS("#stay-signed-in"),
+		clickJS("#signin-form button"),
+		chromedp.WaitVisible(chromedp.CSS(conv)),
+		untilJS(fmt.Sprintf(`localStorage.getItem("offlinebox.token") === %q && sessionStorage.getItem("offlinebox.token") === null`, erinToken)))
 }

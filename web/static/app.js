@@ -27,7 +27,17 @@ function deviceFor(claims) {
   return { id, own: true };
 }
 
-async function signIn(token) {
+// The token is kept for this tab only (sessionStorage: gone when the tab
+// closes) unless the user asked to stay signed in on this device
+// (localStorage). keepToken keeps it in one place and never both.
+const TOKEN_KEY = "offlinebox.token";
+function keepToken(token, stay) {
+  (stay ? sessionStorage : localStorage).removeItem(TOKEN_KEY);
+  (stay ? localStorage : sessionStorage).setItem(TOKEN_KEY, token);
+}
+function forgetToken() { sessionStorage.removeItem(TOKEN_KEY); localStorage.removeItem(TOKEN_KEY); }
+
+async function signIn(token, stay) {
   const claims = claimsOf(token);
   if (!claims.sub) throw new Error("the token names no user (sub)");
   const device = deviceFor(claims);
@@ -35,7 +45,7 @@ async function signIn(token) {
   state.me = claims.sub;
   state.store = await LocalStore.open(`offlinebox:${claims.sub}:${device.id}`);
   await state.api.conversations(1); // the token works
-  localStorage.setItem("offlinebox.token", token);
+  keepToken(token, stay);
   $("signin").hidden = true;
   $("loading").hidden = true;
   $("app").hidden = false;
@@ -56,9 +66,9 @@ function showSignIn(msg) {
 
 $("signin-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  try { await signIn($("token").value.trim()); } catch (err) { showSignIn(err.message); }
+  try { await signIn($("token").value.trim(), $("stay-signed-in").checked); } catch (err) { showSignIn(err.message); }
 });
-$("signout").addEventListener("click", () => { localStorage.removeItem("offlinebox.token"); location.hash = ""; location.reload(); });
+$("signout").addEventListener("click", () => { forgetToken(); location.hash = ""; location.reload(); });
 
 // ---- conversation list --------------------------------------------------
 
@@ -195,7 +205,12 @@ function messageItem(m, pending) {
   meta.append(el("span", "", timeOf(m.write_time_ms || m.created_ms)));
   if (rejected) {
     // Refused by the pipeline: never sent again; the user dismisses it.
-    meta.append(el("span", "tick rejected", ` · not sent: ${m.rejected.reason}`));
+    // Why is said inside the bubble, wrapped, in the server's one plain
+    // sentence (its code on the element for styling and tests).
+    const why = el("div", "refusal", m.rejected.reason || "The message could not be sent.");
+    if (m.rejected.code) why.dataset.code = m.rejected.code;
+    li.append(why);
+    meta.append(el("span", "tick rejected", " · not sent"));
     const dismiss = el("button", "dismiss", "dismiss");
     dismiss.type = "button";
     dismiss.addEventListener("click", async () => { await state.store.dropSending(m.client_msg_id); renderMessages(false); });
@@ -357,7 +372,7 @@ async function checkRejections() {
     const resp = await state.api.rejections(oldest - REJECTION_LOOK_BACK_MS);
     for (const r of resp.rejections || []) {
       if (!ids.has(r.client_msg_id)) continue;
-      await state.store.markRejected(r.client_msg_id, r.reason, r.at_ms);
+      await state.store.markRejected(r.client_msg_id, r.code, r.reason, r.at_ms);
       setStatus(true, `not sent: ${r.reason}`);
     }
   } catch (e) {
@@ -433,7 +448,7 @@ function startUpdates() {
       onPush: async (m) => { const r = await state.store.applyPush(m); later(); return r.ack; },
       onReceipt: (f) => { state.receipts.set(f.conv_id, f); if (state.open && state.open.conv_id === f.conv_id) renderMessages(false); },
       onRejected: async (f) => {
-        if (await state.store.markRejected(f.client_msg_id, f.reason, f.at_ms)) { setStatus(true, `not sent: ${f.reason}`); renderMessages(false); }
+        if (await state.store.markRejected(f.client_msg_id, f.code, f.reason, f.at_ms)) renderMessages(false);
       },
       onState: () => setStatus(true),
     });
@@ -445,8 +460,10 @@ function startUpdates() {
 
 (async () => {
   const hash = new URLSearchParams(location.hash.slice(1));
-  const token = hash.get("token") || localStorage.getItem("offlinebox.token");
+  // A link's token is this tab's; one kept for staying signed in stays so.
+  const stayed = localStorage.getItem(TOKEN_KEY);
+  const token = hash.get("token") || sessionStorage.getItem(TOKEN_KEY) || stayed;
   if (hash.get("token")) history.replaceState(null, "", location.pathname);
   if (!token) { showSignIn(); return; }
-  try { await signIn(token); } catch (e) { showSignIn(e.message); }
+  try { await signIn(token, !hash.get("token") && token === stayed); } catch (e) { showSignIn(e.message); }
 })();

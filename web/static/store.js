@@ -168,11 +168,11 @@ const LocalStore = (() => {
 
     // markRejected keeps a message the pipeline refused, with why: it is
     // shown as not sent (and never sent again) until the user dismisses it.
-    async markRejected(id, reason, atMs) {
+    async markRejected(id, code, reason, atMs) {
       const tx = this.db.transaction("sending", "readwrite");
       const s = tx.objectStore("sending");
       const p = await req(s.get(id));
-      if (p) { p.rejected = { reason, at_ms: atMs || Date.now() }; s.put(p); }
+      if (p) { p.rejected = { code: code || "", reason, at_ms: atMs || Date.now() }; s.put(p); }
       await done(tx);
       return !!p;
     }

@@ -126,7 +126,7 @@ func (f *Fanout) handleMerge(ctx context.Context, sub pond.Pool, conv string, ba
 			if it.Status == redisstore.SeqFailed {
 				res.charge(deadSequence, 1)
 			}
-			res.dead = append(res.dead, stream.DeadLetter{Record: batch[i].rec, Reason: it.Reason.Error()})
+			res.dead = append(res.dead, stream.DeadLetter{Record: batch[i].rec, Headers: itemHeaders(it), Reason: it.Reason.Error()})
 			continue
 		case redisstore.SeqNew:
 			f.metrics.sequenced.Inc()

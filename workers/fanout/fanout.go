@@ -275,7 +275,7 @@ func (f *Fanout) refusedLetter(src *kgo.Record, rf refusal) stream.DeadLetter {
 	sq, _ := schemas.DecodeSequenced(rf.rec.Value)
 	f.cfg.Logger.Error("im.sequenced refused a sequenced record for good; dead-lettered", "conv", string(rf.rec.Key),
 		"seq", sq.GetSeq(), "bytes", len(rf.rec.Value), "err", rf.err)
-	return stream.DeadLetter{Record: src, Reason: fmt.Sprintf("sequenced as seq %d of %s, but %s refused it (%d bytes): %v",
+	return stream.DeadLetter{Record: src, Headers: sequencedHeaders(sq.GetSeq()), Reason: fmt.Sprintf("sequenced as seq %d of %s, but %s refused it (%d bytes): %v",
 		sq.GetSeq(), rf.rec.Key, rf.rec.Topic, len(rf.rec.Value), rf.err)}
 }
 
@@ -308,7 +308,7 @@ func (f *Fanout) split(records []*kgo.Record, partitions int32) splitBatch {
 			err = &schemas.InvalidError{Field: "qos", Reason: "a membership change cannot be at-most-once"}
 		}
 		if err != nil {
-			b.dead = append(b.dead, stream.DeadLetter{Record: r, Reason: err.Error()})
+			b.dead = append(b.dead, stream.DeadLetter{Record: r, Headers: refusedHeaders(schemas.RefusalOf(err)), Reason: err.Error()})
 			continue
 		}
 		if !m.Stored() {

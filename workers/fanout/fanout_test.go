@@ -25,21 +25,22 @@ func TestInvalidRecordsAreDeadLetteredAndTheRestProceeds(t *testing.T) {
 		name   string
 		rec    *kgo.Record
 		reason string
+		code   string // told the sender
 	}{
-		{"undecodable", &kgo.Record{Topic: schemas.TopicMessages, Value: []byte{0xff, 0xff, 0xff}}, "record: does not decode"},
-		{"no conv_id", record(msg("", "x", "a")), "conv_id: is empty"},
-		{"no sender", record(msg("g", "x", "")), "sender: is empty"},
-		{"unknown kind", record(msg("g", "x", "a", func(m *schemas.Message) { m.Kind = 42 })), "kind: unknown kind 42"},
-		{"body over the limit", record(big), "body: is 1001 bytes, more than the limit of 1000"},
+		{"undecodable", &kgo.Record{Topic: schemas.TopicMessages, Value: []byte{0xff, 0xff, 0xff}}, "record: does not decode", "invalid"},
+		{"no conv_id", record(msg("", "x", "a")), "conv_id: is empty", "invalid"},
+		{"no sender", record(msg("g", "x", "")), "sender: is empty", "invalid"},
+		{"unknown kind", record(msg("g", "x", "a", func(m *schemas.Message) { m.Kind = 42 })), "kind: unknown kind 42", "invalid"},
+		{"body over the limit", record(big), "body: is 1001 bytes, more than the limit of 1000", "too_large"},
 		{"mentions over the limit", record(msg("g", "x", "a", mentions(users("m", schemas.DefaultMaxMentions+1)...))),
-			"mentions: names 1001 users, more than the limit of 1000"},
+			"mentions: names 1001 users, more than the limit of 1000", "too_large"},
 		{"join over the recipients limit", record(msg("g", "x", "a", join(users("r", schemas.DefaultMaxRecipients+1)...))),
-			"recipients: names 5001 users, more than the limit of 5000"},
+			"recipients: names 5001 users, more than the limit of 5000", "too_large"},
 		{"record over the limit", &kgo.Record{Topic: schemas.TopicMessages, Key: []byte("g"), Value: huge},
-			"more than the record limit of 786432"},
-		{"at-most-once join", record(msg("g", "x", "a", join("z"), qos0)), "qos: a membership change cannot be at-most-once"},
-		{"stranger in a direct conversation", record(msg("d", "x", "c", to("a"))), "sender: direct conversation already has two other participants"},
-		{"group record in a direct conversation", record(msg("d", "x", "a")), "conv_type: is g but the conversation is d"},
+			"more than the record limit of 786432", "too_large"},
+		{"at-most-once join", record(msg("g", "x", "a", join("z"), qos0)), "qos: a membership change cannot be at-most-once", "invalid"},
+		{"stranger in a direct conversation", record(msg("d", "x", "c", to("a"))), "sender: direct conversation already has two other participants", "not_a_member"},
+		{"group record in a direct conversation", record(msg("d", "x", "a")), "conv_type: is g but the conversation is d", "invalid"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +52,13 @@ func TestInvalidRecordsAreDeadLetteredAndTheRestProceeds(t *testing.T) {
 			dead := handle(t, f, batch)
 			if len(dead) != 1 || dead[0].Record != tc.rec || !strings.Contains(dead[0].Reason, tc.reason) {
 				t.Fatalf("dead letters %+v, want only the bad record with %q", dead, tc.reason)
+			}
+			d := &kgo.Record{Headers: dead[0].Headers}
+			if code, _ := header(d, schemas.HeaderDeadCode); code != tc.code {
+				t.Fatalf("dead letter's code %q, want %q", code, tc.code)
+			}
+			if seq, _ := header(d, schemas.HeaderDeadSeq); seq != "0" {
+				t.Fatalf("dead letter's seq %q, want 0: the record got none", seq)
 			}
 			if g, d := h.checkInboxes("g").seq, h.checkInboxes("d").seq; g != 3 || d != 2 {
 				t.Fatalf("group has %d seqs, direct %d; want 3 and 2: the good records were not all sequenced", g, d)

@@ -33,6 +33,9 @@ func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.Seque
 		rec     *kgo.Record
 		seq     uint64
 		reasons []string // "user: error", one per failed update
+		// chargedSeq: the seq of the record charged with updates that
+		// carried no seq of the batch (the letter's seq is then 0).
+		chargedSeq uint64
 	}
 	var letters []*letter
 	bySeq := map[uint64]*letter{}
@@ -43,7 +46,8 @@ func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.Seque
 			letters = append(letters, l)
 		}
 	}
-	first := &letter{rec: chargedRecord(sr, batch)}
+	first := &letter{}
+	first.rec, first.chargedSeq = chargedRecord(sr, batch)
 	for _, fu := range failed {
 		why := fu.update.User + ": " + fu.err.Error()
 		charged := false
@@ -76,7 +80,7 @@ func (f *Fanout) inboxLetters(res *convResult, conv string, sr *redisstore.Seque
 		}
 		f.logFailedForGood(res, "inbox updates that can never succeed", "the message is dead-lettered for their users",
 			"conv", conv, "seq", l.seq, "epoch", sr.Epoch, "users", len(l.reasons), "first", l.reasons[0])
-		dead = append(dead, stream.DeadLetter{Record: l.rec, Reason: fmt.Sprintf(
+		dead = append(dead, stream.DeadLetter{Record: l.rec, Headers: sequencedHeaders(max(l.seq, l.chargedSeq)), Reason: fmt.Sprintf(
 			"%s, but its inbox update failed for good for %d recipients: %s", at, len(l.reasons), list)})
 	}
 	return dead

@@ -70,6 +70,12 @@ func TestARecipientWhoseInboxIsAStringIsDeadLetteredAndThePartitionMovesOn(t *te
 				t.Fatalf("dead letter of %s: reason %q does not say %q", id, reason, want)
 			}
 		}
+		if got, _ := header(d, schemas.HeaderDeadSeq); got != fmt.Sprint(seq) {
+			t.Fatalf("dead letter of %s says seq %q, want %d: it was sequenced", id, got, seq)
+		}
+		if code, ok := header(d, schemas.HeaderDeadCode); ok {
+			t.Fatalf("dead letter of %s carries code %q: a sequenced record is not its sender's refusal", id, code)
+		}
 		if !bytes.Equal(d.Value, m.Value) {
 			t.Fatalf("dead letter of %s does not carry the message", id)
 		}

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -27,7 +28,7 @@ func (f *Fanout) unsequencedLetters(res *convResult, conv string, batch []pendin
 		"conv", conv, "records", len(batch), "err", err)
 	dead := make([]stream.DeadLetter, len(batch))
 	for i, p := range batch {
-		dead[i] = stream.DeadLetter{Record: p.rec, Reason: fmt.Sprintf(
+		dead[i] = stream.DeadLetter{Record: p.rec, Headers: refusedHeaders(schemas.RefusalUnavailable), Reason: fmt.Sprintf(
 			"not sequenced: the sequencing of %s can never succeed: %v", conv, err)}
 	}
 	return dead
@@ -44,7 +45,7 @@ func (f *Fanout) undeliveredLetters(res *convResult, conv string, sr *redisstore
 		if it.Sequenced == nil {
 			continue // refused (dead-lettered with its own reason), or an expired replay with nothing to deliver
 		}
-		dead = append(dead, stream.DeadLetter{Record: batch[i].rec, Reason: fmt.Sprintf(
+		dead = append(dead, stream.DeadLetter{Record: batch[i].rec, Headers: sequencedHeaders(it.Seq), Reason: fmt.Sprintf(
 			"sequenced as seq %d of %s (epoch %d), but no inbox got it: the members of the group, now large, "+
 				"can never be listed: %v", it.Seq, conv, sr.Epoch, err)})
 	}
@@ -63,7 +64,8 @@ func (f *Fanout) unmarkedLetter(res *convResult, conv string, sr *redisstore.Seq
 	res.charge(deadMarkLarge, 1)
 	f.logFailedForGood(res, "a large group's conversion mark can never be written", "dead-lettered",
 		"conv", conv, "err", err)
-	return stream.DeadLetter{Record: chargedRecord(sr, batch), Reason: fmt.Sprintf(
+	rec, seq := chargedRecord(sr, batch)
+	return stream.DeadLetter{Record: rec, Headers: sequencedHeaders(seq), Reason: fmt.Sprintf(
 		"delivered in %s (epoch %d), but the mark that its members' inboxes are in the large form can never "+
 			"be written: %v", conv, sr.Epoch, err)}
 }
@@ -82,15 +84,31 @@ func (f *Fanout) logFailedForGood(res *convResult, failure, fate string, args ..
 }
 
 // chargedRecord is the record a batch's failure that no one record
-// caused is dead-lettered with: its first record that was sequenced (a
-// refused one has a dead letter of its own), else its first.
-func chargedRecord(sr *redisstore.SequenceResult, batch []pending) *kgo.Record {
+// caused is dead-lettered with, and its seq: its first record that was
+// sequenced (a refused one has a dead letter of its own), else its first
+// (seq 0). Either way the letter is not its sender's refusal.
+func chargedRecord(sr *redisstore.SequenceResult, batch []pending) (*kgo.Record, uint64) {
 	for i, it := range sr.Items {
 		if it.Status == redisstore.SeqNew || it.Status == redisstore.SeqDuplicate {
-			return batch[i].rec
+			return batch[i].rec, it.Seq
 		}
 	}
-	return batch[0].rec
+	return batch[0].rec, 0
+}
+
+// refusedHeaders mark the dead letter of a record refused before it got
+// a seq: its sender is told code (schemas.HeaderDeadCode), the reason
+// staying the operator's.
+func refusedHeaders(code string) []kgo.RecordHeader {
+	return []kgo.RecordHeader{{Key: schemas.HeaderDeadSeq, Value: []byte("0")},
+		{Key: schemas.HeaderDeadCode, Value: []byte(schemas.PublicRefusal(code))}}
+}
+
+// sequencedHeaders mark the dead letter of a record that was sequenced
+// (seq; 0 for a failure no one record's seq carried): it reached its
+// conversation, so no code, and its sender is never told it was refused.
+func sequencedHeaders(seq uint64) []kgo.RecordHeader {
+	return []kgo.RecordHeader{{Key: schemas.HeaderDeadSeq, Value: []byte(strconv.FormatUint(seq, 10))}}
 }
 
 // keylessLetter is the dead letter of a sealed record whose conversation's
@@ -102,7 +120,22 @@ func (f *Fanout) keylessLetter(src *kgo.Record, sq *schemas.Sequenced, err error
 	conv := sq.GetMessage().GetConvId()
 	f.cfg.Logger.Error("the wrapped data key of a sealed conversation can never be read; dead-lettered",
 		"conv", conv, "seq", sq.GetSeq(), "err", err)
-	return stream.DeadLetter{Record: src, Reason: fmt.Sprintf(
+	return stream.DeadLetter{Record: src, Headers: sequencedHeaders(sq.GetSeq()), Reason: fmt.Sprintf(
 		"sequenced as seq %d of %s (epoch %d), but not produced to the sequenced topic: its wrapped data key "+
 			"can never be read: %v", sq.GetSeq(), conv, sq.GetEpoch(), err)}
+}
+
+// itemHeaders mark the dead letter of a record sequencing gave up on: a
+// refusal by its code (the authority's and the schema's refusals by
+// theirs, a race or a failure for good as the conversation being
+// unavailable), and a duplicate whose stored entry cannot be read as the
+// seq it already has.
+func itemHeaders(it redisstore.SequencedItem) []kgo.RecordHeader {
+	switch {
+	case it.Status == redisstore.SeqFailed && it.Seq > 0:
+		return sequencedHeaders(it.Seq)
+	case it.Status == redisstore.SeqRejected:
+		return refusedHeaders(schemas.RefusalOf(it.Reason))
+	}
+	return refusedHeaders(schemas.RefusalUnavailable)
 }

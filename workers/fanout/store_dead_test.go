@@ -59,6 +59,9 @@ func TestAConversationWhoseTimelineIsAStringIsDeadLetteredAndThePartitionMovesOn
 				t.Fatalf("dead letter of %s: reason %q does not say %q", m.GetClientMsgId(), reason, want)
 			}
 		}
+		if code, _ := header(dead[i], schemas.HeaderDeadCode); code != schemas.RefusalUnavailable {
+			t.Fatalf("dead letter of %s: code %q, want %s", m.GetClientMsgId(), code, schemas.RefusalUnavailable)
+		}
 		if !bytes.Equal(dead[i].Value, rec.Value) {
 			t.Fatalf("the dead letter of %s does not carry the message", m.GetClientMsgId())
 		}
@@ -210,6 +213,9 @@ func TestAGroupWhoseMembersCannotBeListedIsDeadLetteredAndConvertedOnReplay(t *t
 			t.Fatalf("reason %q does not say %q", reason, want)
 		}
 	}
+	if seq, _ := header(dead[0], schemas.HeaderDeadSeq); seq != "2" {
+		t.Fatalf("the letter says seq %q, want 2: the join was sequenced", seq)
+	}
 	if got := h.sequencedOnTopic()["lg"]; len(got) != 2 {
 		t.Fatalf("im.sequenced holds seqs %v of lg, want 1..2", got)
 	}
@@ -286,6 +292,9 @@ func TestADuplicateWhoseStoredEntryDoesNotDecodeIsDeadLetteredAlone(t *testing.T
 		if !strings.Contains(reason, want) {
 			t.Fatalf("dead letter reason %q does not say %q", reason, want)
 		}
+	}
+	if seq, _ := header(dead[0], schemas.HeaderDeadSeq); seq != "1" {
+		t.Fatalf("the letter says seq %q, want 1: the duplicate has that seq already", seq)
 	}
 	if !bytes.Equal(dead[0].Value, record(first).Value) {
 		t.Fatal("the dead letter does not carry the duplicate")

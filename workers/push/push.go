@@ -303,18 +303,30 @@ func (p *Pusher) decode(records []*kgo.Record) []*item {
 	return items
 }
 
-// rejectedOf tells the sender of a refused message why.
+// rejectedOf tells the sender of a refused message why, in the public
+// vocabulary (publicRefusal); a letter of a record that was sequenced is
+// nobody's refusal, and is skipped.
 func (p *Pusher) rejectedOf(r *kgo.Record) *item {
-	var topic, reason string
+	var topic, reason, code, seq string
+	var hasSeq bool
 	for _, h := range r.Headers {
 		switch h.Key {
 		case schemas.HeaderDeadTopic:
 			topic = string(h.Value)
 		case schemas.HeaderDeadReason:
 			reason = string(h.Value)
+		case schemas.HeaderDeadCode:
+			code = string(h.Value)
+		case schemas.HeaderDeadSeq:
+			seq, hasSeq = string(h.Value), true
 		}
 	}
 	if topic != p.cfg.MessagesTopic {
+		return nil
+	}
+	code, ok := publicRefusal(reason, code, seq, hasSeq)
+	if !ok {
+		p.metrics.skipped.WithLabelValues("sequenced").Inc()
 		return nil
 	}
 	// A dead letter may break any limit (that may be why it is one): it
@@ -324,7 +336,24 @@ func (p *Pusher) rejectedOf(r *kgo.Record) *item {
 		return nil // nobody to tell
 	}
 	return &item{kind: live.KindRejected, conv: m.GetConvId(), sender: m.GetSender(), users: []string{m.GetSender()},
-		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Reason: redisstore.CutRejectionReason(reason), AtMS: r.Timestamp.UnixMilli()}}
+		rejected: &live.Rejected{Conv: m.GetConvId(), ClientMsgID: m.GetClientMsgId(), Code: code,
+			Reason: schemas.RefusalSentence(code), AtMS: r.Timestamp.UnixMilli()}}
+}
+
+// publicRefusal is the code a dead letter's sender is told, from its
+// headers: ok is false for a record that got a seq (it reached its
+// conversation) or a letter that is no refusal. A letter written before
+// letters carried a seq and a code is read by its reason's beginning
+// (schemas.LegacyRefusal); the reason itself is never told.
+func publicRefusal(reason, code, seq string, hasSeq bool) (string, bool) {
+	switch {
+	case hasSeq && seq != "0", hasSeq && code == "":
+		return "", false
+	case code != "":
+		return schemas.PublicRefusal(code), true
+	}
+	code, sequenced := schemas.LegacyRefusal(reason)
+	return code, !sequenced
 }
 
 // keepRejections stores the round's refusals in their senders' lists
@@ -335,7 +364,8 @@ func (p *Pusher) keepRejections(ctx context.Context, items []*item) error {
 	for _, it := range items {
 		if it.kind == live.KindRejected {
 			rj := it.rejected
-			rs = append(rs, redisstore.Rejection{Sender: it.sender, Conv: rj.Conv, ClientMsgID: rj.ClientMsgID, Reason: rj.Reason, AtMS: rj.AtMS})
+			rs = append(rs, redisstore.Rejection{Sender: it.sender, Conv: rj.Conv, ClientMsgID: rj.ClientMsgID,
+				Code: rj.Code, Reason: rj.Reason, AtMS: rj.AtMS})
 		}
 	}
 	if len(rs) == 0 {

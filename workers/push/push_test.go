@@ -509,7 +509,9 @@ func TestARefusalIsKeptForItsSenderEvenWhenNoDeviceIsOnline(t *testing.T) {
 	at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	dead := &kgo.Record{Topic: schemas.TopicDeadLetter, Value: v, Timestamp: at, Headers: []kgo.RecordHeader{
 		{Key: schemas.HeaderDeadTopic, Value: []byte(schemas.TopicMessages)},
-		{Key: schemas.HeaderDeadReason, Value: []byte("sender: alice is not a member of team")}}}
+		{Key: schemas.HeaderDeadReason, Value: []byte("sender: alice is not a member of team")},
+		{Key: schemas.HeaderDeadSeq, Value: []byte("0")},
+		{Key: schemas.HeaderDeadCode, Value: []byte(schemas.RefusalNotAMember)}}}
 	// Handled twice, as after a retried round: kept once.
 	for range 2 {
 		if _, err := f.p.Handle(context.Background(), []*kgo.Record{dead}); err != nil {
@@ -521,8 +523,9 @@ func TestARefusalIsKeptForItsSenderEvenWhenNoDeviceIsOnline(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].ClientMsgID != m.GetClientMsgId() || got[0].Conv != "team" ||
-		got[0].AtMS != at.UnixMilli() || got[0].Reason != "sender: alice is not a member of team" {
-		t.Fatalf("alice's rejections are %+v, want her refused record once, at the dead letter's time", got)
+		got[0].AtMS != at.UnixMilli() || got[0].Code != schemas.RefusalNotAMember ||
+		got[0].Reason != schemas.RefusalSentence(schemas.RefusalNotAMember) {
+		t.Fatalf("alice's rejections are %+v, want her refused record once, at the dead letter's time, by its code", got)
 	}
 	if envs := f.published(100 * time.Millisecond); len(envs) != 0 {
 		t.Errorf("%d envelopes published with alice offline, want none", len(envs))
