@@ -272,7 +272,8 @@ func TestDashboardAndAlertsUseOnlyExportedMetrics(t *testing.T) {
 
 // deliveryRowShown: the dashboard's Delivery row charts the
 // confirmed-delivery rate, write-to-ack and push-to-ack latency, the
-// pushes waiting for an ack and slow-consumer closes, and the rules alert
+// pushes waiting for an ack, slow-consumer closes and the inbox backlog by
+// user bucket, and the rules alert
 // on the rate, the push-to-ack P99 and the closes.
 func deliveryRowShown(t *testing.T, exprs map[string]string) {
 	t.Helper()
@@ -303,7 +304,8 @@ func deliveryRowShown(t *testing.T, exprs map[string]string) {
 		}
 	}
 	for _, m := range []string{"offlinebox_delivery_confirmed_within_total", "offlinebox_delivery_confirm_seconds_bucket",
-		"offlinebox_live_push_to_ack_seconds_bucket", "offlinebox_live_pending_pushes", "offlinebox_live_slow_consumer_closes_total"} {
+		"offlinebox_live_push_to_ack_seconds_bucket", "offlinebox_live_pending_pushes", "offlinebox_live_slow_consumer_closes_total",
+		"offlinebox_inbox_backlog_messages"} {
 		if !strings.Contains(row.String(), m) {
 			t.Errorf("the dashboard's Delivery row does not chart %s", m)
 		}
