@@ -456,6 +456,7 @@ func (c *liveConn) acknowledgedAll(acks []redisstore.AckItem) map[string]map[str
 			continue
 		}
 		c.hub.metrics.pushToAck.Observe(now.Sub(p.first).Seconds())
+		c.hub.metrics.delivery.confirmed(now, p.sq.GetWriteTimeMs())
 		delete(c.pending, k)
 		if senders == nil {
 			senders = map[string]map[string]uint64{}

@@ -27,6 +27,7 @@ type liveMetrics struct {
 	notices           *prometheus.CounterVec
 	tokenCloses       *prometheus.CounterVec
 	reauths           *prometheus.CounterVec
+	delivery          *deliveryMetrics
 }
 
 func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
@@ -101,12 +102,14 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		}, []string{"outcome"}),
 	}
 	m.firstPushes = m.pushes.WithLabelValues("1")
+	var delivery []prometheus.Collector
+	m.delivery, delivery = newDeliveryMetrics()
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
+	for _, c := range append(delivery, m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
 		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.ephemeralRefused, m.floodCloses, m.receiptsSent, m.resubscribed, m.relisted,
-		m.receiptsCoalesced, m.notices, m.tokenCloses, m.reauths} {
+		m.receiptsCoalesced, m.notices, m.tokenCloses, m.reauths) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -105,6 +105,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register live metrics: %w", err)
 	}
 	s.live = newLiveHub(s, lm)
+	if err := s.live.registerPending(deps.Metrics); err != nil {
+		return nil, err
+	}
 	s.revoked = newRevocations(deps.Router.Main(), s.log)
 	s.revoked.onRevoked = s.live.closeRevoked
 	s.revoked.run()

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,22 @@ type DeviceCensus struct {
 	// Drifted: users whose devices' cursors differ by more than the drift
 	// threshold (see lua/ack_census.lua for how drift is summed).
 	Drifted int
+	// Backlog: messages in the users' inboxes that none of their devices
+	// acked, by user bucket (UserBucket), large groups aside.
+	Backlog [UserBuckets]int64
+	// BacklogUnmeasured: users whose inbox index was too large to read.
+	BacklogUnmeasured int
+}
+
+// UserBuckets is how many hash buckets users are counted in, as fanout
+// counts its inbox writes (offlinebox_fanout_inbox_writes_total).
+const UserBuckets = 16
+
+// UserBucket is the hash bucket of a user id: FNV-1a mod UserBuckets.
+func UserBucket(user string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return int(h.Sum32() % UserBuckets)
 }
 
 // Add adds o's counts to c.
@@ -37,6 +54,10 @@ func (c *DeviceCensus) Add(o DeviceCensus) {
 	c.Idle += o.Idle
 	c.MultiDevice += o.MultiDevice
 	c.Drifted += o.Drifted
+	for i := range c.Backlog {
+		c.Backlog[i] += o.Backlog[i]
+	}
+	c.BacklogUnmeasured += o.BacklogUnmeasured
 }
 
 // CensusStep is one step of a device census over one node: SCAN from
@@ -84,9 +105,9 @@ func (s *Store) CensusStep(ctx context.Context, node ScanNode, cursor uint64, co
 	if err != nil {
 		return c, 0, fmt.Errorf("census of %d users on %s: %w", len(calls), node.Name, err)
 	}
-	for _, cmd := range cmds {
+	for i, cmd := range cmds {
 		v, err := cmd.Int64Slice()
-		if err != nil || len(v) != 4 {
+		if err != nil || len(v) != 5 {
 			return c, 0, fmt.Errorf("census on %s: script answered %v, %v", node.Name, v, err)
 		}
 		if v[0] == 0 {
@@ -99,6 +120,11 @@ func (s *Store) CensusStep(ctx context.Context, node ScanNode, cursor uint64, co
 			if uint64(v[3]) > drift {
 				c.Drifted++
 			}
+		}
+		if v[4] < 0 {
+			c.BacklogUnmeasured++
+		} else {
+			c.Backlog[UserBucket(users[i])] += v[4]
 		}
 	}
 	return c, next, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 func TestCensusCountsIdleUsersAndDevicesThatDriftedApart(t *testing.T) {
@@ -68,7 +70,72 @@ func TestCensusCountsIdleUsersAndDevicesThatDriftedApart(t *testing.T) {
 	// ann 2,500 apart > 1,000; bob 10 + 9 (h: the laptop's cursor is of an
 	// older epoch, so it counts as 0 against the phone's 9).
 	want := DeviceCensus{Users: 6, Idle: 3, MultiDevice: 2, Drifted: 1}
+	got.Backlog = [UserBuckets]int64{} // its own test below
 	if got != want {
 		t.Fatalf("census %+v, want %+v", got, want)
+	}
+}
+
+// TestCensusCountsTheInboxBacklogNoDeviceAckedByUserBucket: per user, the
+// messages after their join that none of their devices acked in the
+// conversation's epoch, summed into the user's bucket.
+func TestCensusCountsTheInboxBacklogNoDeviceAckedByUserBucket(t *testing.T) {
+	s := readTestStore(t, 100)
+	rs := newReadSeed(t, s)
+	rs.group("g", "dan", "ann", "bob", "cid") // seq 1
+	rs.group("h", "dan", "ann", "bob")        // seq 1
+	for range 5 {
+		rs.say("g", schemas.ConvType_CONV_TYPE_GROUP, "dan", "", "hi") // seqs 2 to 6
+	}
+	for range 3 {
+		rs.say("h", schemas.ConvType_CONV_TYPE_GROUP, "dan", "", "hi") // seqs 2 to 4
+	}
+	ctx := context.Background()
+	now := time.UnixMilli(rs.now)
+	ack := func(user, dev string, items ...AckItem) {
+		t.Helper()
+		if _, err := s.AckDevice(ctx, user, dev, items, now.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	epoch := func(conv string) uint64 {
+		e, err := s.Client().HGet(ctx, s.keys.Inbox("ann"), conv+":e").Uint64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	g, h := epoch("g"), epoch("h")
+	ack("dan", "phone", AckItem{"g", 6, g}, AckItem{"h", 4, h})
+	// ann: her laptop holds all of g, nothing of h: 4 of h.
+	ack("ann", "phone", AckItem{"g", 4, g})
+	ack("ann", "laptop", AckItem{"g", 6, g})
+	// bob: 3 of g (the laptop's cursor is of another epoch).
+	ack("bob", "phone", AckItem{"g", 3, g}, AckItem{"h", 4, h})
+	ack("bob", "laptop", AckItem{"g", 6, g + 1})
+	// cid never pulled: 6 of g (founding members join at 0).
+	var want [UserBuckets]int64
+	for u, n := range map[string]int64{"ann": 4, "bob": 3, "cid": 6, "dan": 0} {
+		want[UserBucket(u)] += n
+	}
+	var got DeviceCensus
+	nodes, err := s.ScanNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		for cur, steps := uint64(0), 0; ; steps++ {
+			c, next, err := s.CensusStep(ctx, n, cur, 50, now.Add(-time.Hour), 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Add(c)
+			if cur = next; cur == 0 || steps > 1_000_000 {
+				break
+			}
+		}
+	}
+	if got.Backlog != want || got.BacklogUnmeasured != 0 {
+		t.Fatalf("backlog by bucket %v (unmeasured %d), want %v", got.Backlog, got.BacklogUnmeasured, want)
 	}
 }

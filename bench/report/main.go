@@ -1,6 +1,7 @@
 // Command report renders the JSON results of the benchmark programs
 // (bench/results/<name>.json) as the Markdown table of
-// bench/results/README.md. scripts/bench.sh runs it after the benchmarks.
+// bench/results/README.md, with SVG charts of the headline comparisons
+// beside it. scripts/bench.sh runs it after the benchmarks.
 //
 //	go run ./bench/report [--dir bench/results]
 package main
@@ -75,6 +76,16 @@ func run(dir string) error {
 			}
 		}
 		body.WriteString("\n")
+		charts, err := chartsFor(b.name, data)
+		if err != nil {
+			return err
+		}
+		for _, c := range charts {
+			if err := os.WriteFile(filepath.Join(dir, c.file), []byte(c.svg()), 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(body, "![%s](%s)\n\n", c.title, c.file)
+		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(body, "- %s\n", n)
 		}

@@ -196,8 +196,8 @@ func TestBrowserReturningUserSeesMentionOpensSendsAndThePeerSeesItArrive(t *test
 	}
 	// The cursors survived the reload too: a sync with them has nothing
 	// to bring.
+	step(t, erin, "erin's page opens its local store after the reload", untilJS(`!!state.store`))
 	news, err := chromedp.Run(erin, chromedp.Evaluate[float64](`(async () => {
-		for (let i = 0; i < 100 && !state.store; i++) await new Promise((r) => setTimeout(r, 50));
 		const r = await state.api.sync(await state.store.cursors());
 		return (r.conversations || []).reduce((n, c) => n + (c.messages || []).length, 0);
 	})()`, chromedp.EvalAwaitPromise))

@@ -205,6 +205,7 @@ func queries(t *testing.T) (exprs map[string]string, legends map[string][]string
 func TestDashboardAndAlertsUseOnlyExportedMetrics(t *testing.T) {
 	exported := exportedMetrics(t)
 	exprs, legends, recorded := queries(t)
+	deliveryRowShown(t, exprs)
 	if len(exprs) < 20 {
 		t.Fatalf("found only %d queries; the dashboard or the rules were not read", len(exprs))
 	}
@@ -265,6 +266,53 @@ func TestDashboardAndAlertsUseOnlyExportedMetrics(t *testing.T) {
 			if l != "" && !slices.Contains(labels, l) && !slices.Contains(extra, l) {
 				t.Errorf("%s: label %q is not a label of %v", where, l, used)
 			}
+		}
+	}
+}
+
+// deliveryRowShown: the dashboard's Delivery row charts the
+// confirmed-delivery rate, write-to-ack and push-to-ack latency, the
+// pushes waiting for an ack, slow-consumer closes and the inbox backlog by
+// user bucket, and the rules alert
+// on the rate, the push-to-ack P99 and the closes.
+func deliveryRowShown(t *testing.T, exprs map[string]string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "dashboards", "offlinebox.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Type, Title string
+			Targets     []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatal(err)
+	}
+	var row strings.Builder
+	in := false
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			in = strings.HasPrefix(p.Title, "Delivery")
+			continue
+		}
+		for _, tg := range p.Targets {
+			if in {
+				row.WriteString(tg.Expr + "\n")
+			}
+		}
+	}
+	for _, m := range []string{"offlinebox_delivery_confirmed_within_total", "offlinebox_delivery_confirm_seconds_bucket",
+		"offlinebox_live_push_to_ack_seconds_bucket", "offlinebox_live_pending_pushes", "offlinebox_live_slow_consumer_closes_total",
+		"offlinebox_inbox_backlog_messages"} {
+		if !strings.Contains(row.String(), m) {
+			t.Errorf("the dashboard's Delivery row does not chart %s", m)
+		}
+	}
+	for _, a := range []string{"OfflineboxConfirmedDeliveryRateLow", "OfflineboxPushToAckP99High", "OfflineboxSlowConsumerClosesRising"} {
+		if _, ok := exprs["rule "+a]; !ok {
+			t.Errorf("alerts.yml has no alert %s", a)
 		}
 	}
 }

@@ -16,7 +16,14 @@
 --         a device registered since is counted but its cursor is not read)
 -- ARGV[2] idle cutoff in ms: a last use before it is idle
 -- ARGV[3 .. 2+k] device ids
--- Returns {counted (0: no inbox, or moved), devices, idle (0|1), drift}.
+-- Backlog: per conversation of the inbox index (large groups aside: their
+-- inbox fields are not kept), its last seq C:l minus what the user holds
+-- of it, the highest of the seq they joined at (C:j) and their devices'
+-- cursors of its epoch (C:e): messages in the inbox no device acked. An
+-- index of more than max_fields fields is not read (-1): the census stays
+-- a short script per user.
+-- Returns {counted (0: no inbox, or moved), devices, idle (0|1), drift,
+-- backlog (-1: not measured)}.
 local devices, ib, prof = KEYS[1], KEYS[2], KEYS[3]
 local k_arg, idle_before = ARGV[1], ARGV[2]
 if redis.call('HGET', prof, 'loc') == 'hot' or redis.call('EXISTS', ib) == 0 then
@@ -32,9 +39,7 @@ if last < tonumber(idle_before) then
   idle = 1
 end
 local n = #devs / 2
-if n < 2 then
-  return {1, n, idle, 0}
-end
+local max_fields = 20000
 
 local cursor_of = {}
 for i = 1, tonumber(k_arg) do cursor_of[ARGV[2 + i]] = KEYS[3 + i] end
@@ -52,6 +57,7 @@ for d = 1, #devs, 2 do
   per[#per + 1] = cur
 end
 local drift = 0
+if n < 2 then convs = {} end
 for conv in pairs(convs) do
   local ek = conv .. ':e'
   local top = 0
@@ -71,4 +77,26 @@ for conv in pairs(convs) do
   end
   drift = drift + hi - lo
 end
-return {1, n, idle, drift}
+local backlog = -1
+if redis.call('HLEN', ib) <= max_fields then
+  backlog = 0
+  local f = redis.call('HGETALL', ib)
+  local h = {}
+  for i = 1, #f, 2 do h[f[i]] = f[i + 1] end
+  for field, last in pairs(h) do
+    if string.sub(field, 1, 1) ~= ':' and string.sub(field, -2) == ':l' then
+      local conv = string.sub(field, 1, -3)
+      if h[conv .. ':t'] ~= 'L' then
+        local e = tonumber(h[conv .. ':e'] or '0')
+        local held = tonumber(h[conv .. ':j'] or '0')
+        for _, cur in ipairs(per) do
+          if cur[conv] and tonumber(cur[conv .. ':e'] or '0') == e then
+            held = math.max(held, tonumber(cur[conv]))
+          end
+        end
+        backlog = backlog + math.max(0, tonumber(last) - held)
+      end
+    end
+  end
+end
+return {1, n, idle, drift, backlog}

@@ -2,6 +2,7 @@ package census
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -11,6 +12,8 @@ import (
 // gauges are the census's Prometheus series, set once per complete pass.
 type gauges struct {
 	users, idle, multi, drifted, share, done, threshold prometheus.Gauge
+	backlog                                             *prometheus.GaugeVec
+	unmeasured                                          prometheus.Gauge
 }
 
 func newGauges(reg prometheus.Registerer, threshold uint64) (gauges, error) {
@@ -29,10 +32,15 @@ func newGauges(reg prometheus.Registerer, threshold uint64) (gauges, error) {
 		done: gauge("offlinebox_device_census_completed_timestamp_seconds", "Unix time the last device census completed."),
 		threshold: gauge("offlinebox_device_census_drift_threshold",
 			"The drift threshold N of the census: seqs, summed over conversations, by which a user's devices may differ."),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "offlinebox_inbox_backlog_messages",
+			Help: "Messages in users' inboxes that none of their devices acked (large groups aside), by user hash bucket (as offlinebox_fanout_inbox_writes_total), as of the last complete device census."},
+			[]string{"user_bucket"}),
+		unmeasured: gauge("offlinebox_inbox_backlog_unmeasured_users",
+			"Users whose inbox index was too large for the census to read their backlog, as of the last complete census."),
 	}
 	g.threshold.Set(float64(threshold))
 	if reg != nil {
-		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold} {
+		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold, g.backlog, g.unmeasured} {
 			if err := reg.Register(c); err != nil {
 				return g, fmt.Errorf("census: register metrics: %w", err)
 			}
@@ -53,5 +61,9 @@ func (g gauges) publish(t redisstore.DeviceCensus, unixSeconds float64) {
 		share = float64(t.Drifted) / float64(t.MultiDevice)
 	}
 	g.share.Set(share)
+	for b, n := range t.Backlog {
+		g.backlog.WithLabelValues(strconv.Itoa(b)).Set(float64(n))
+	}
+	g.unmeasured.Set(float64(t.BacklogUnmeasured))
 	g.done.Set(unixSeconds)
 }

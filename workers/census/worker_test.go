@@ -35,7 +35,7 @@ func gaugeValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			if g := m.GetGauge(); g != nil {
-				out[mf.GetName()] = g.GetValue()
+				out[mf.GetName()] += g.GetValue() // summed over labels
 			}
 		}
 	}
@@ -78,6 +78,8 @@ func TestCensusPublishesUsersNotPullingAndDeviceDrift(t *testing.T) {
 		"offlinebox_users_device_drift": 1, "offlinebox_users_device_drift_ratio": 0.5,
 		"offlinebox_device_census_completed_timestamp_seconds": float64(now.Unix()),
 		"offlinebox_device_census_drift_threshold":             DefaultDriftThreshold,
+		// Each inbox holds g up to 1 of an epoch no device acked in.
+		"offlinebox_inbox_backlog_messages": 4,
 	}
 	for name, v := range want {
 		if got[name] != v {
