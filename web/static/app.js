@@ -14,11 +14,9 @@ const state = {
 
 // ---- sign-in ----------------------------------------------------------
 
-function claimsOf(token) {
-  const part = token.split(".")[1] || "";
-  const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
-  return JSON.parse(json);
-}
+// The protocol is the client module's (clients/js, served as
+// /static/offlinebox.js); storage and drawing are the page's.
+const claimsOf = (token) => Offlinebox.claimsOf(token);
 
 function deviceFor(claims) {
   if (claims.dev) return { id: claims.dev, own: false };
@@ -287,14 +285,8 @@ $("composer").addEventListener("submit", async (e) => {
   if (!o || !text) return;
   $("compose").value = "";
   const c = state.convs.get(o.conv_id) || {};
-  const group = c.kind === "group";
-  const mentions = [...text.matchAll(/@([A-Za-z0-9_.-]+)/g)].map((m) => m[1]).filter((u) => u !== "all");
-  const m = {
-    client_msg_id: crypto.randomUUID(), conv_id: o.conv_id, conv_type: group ? "group" : "direct",
-    content_type: "text/plain", body: btoa(String.fromCharCode(...new TextEncoder().encode(text))),
-    ...(mentions.length ? { mentions } : {}), ...(/@all\b/.test(text) && group ? { mention_all: true } : {}),
-  };
-  if (!group) m.recipients = [await peerOf(o.conv_id)];
+  const group = c.kind === "group" || o.conv_id.startsWith("g-");
+  const m = Offlinebox.textMessage({ convId: o.conv_id, convType: group ? "group" : "direct", text, to: group ? "" : await peerOf(o.conv_id) });
   await state.store.keepSending({ ...m, sender: state.me, text, created_ms: Date.now() });
   await renderMessages(true);
   await flush();
@@ -390,18 +382,9 @@ async function updateLoop() {
         await flush();
         const redo = await state.store.unacked();
         if (redo.length) { await state.api.ack(redo); await state.store.markAcked(redo); }
-        let news = false;
-        let after = "";
-        for (let round = 0; round < 50; round++) {
-          const resp = await state.api.sync(await state.store.cursors(), after);
-          const convs = resp.conversations || [];
-          const done = !convs.length && !(resp.summaries || []).length && !resp.omitted && !resp.mentions_more;
-          const r = await state.store.applySync(resp);
-          news = news || r.stored > 0;
-          if (done) break;
-          if (r.acks.length) { await state.api.ack(r.acks); await state.store.markAcked(r.acks); }
-          after = resp.mentions_more ? resp.mentions_next : "";
-        }
+        const { news } = await state.api.catchUp({
+          cursors: () => state.store.cursors(), apply: (resp) => state.store.applySync(resp), acked: (acks) => state.store.markAcked(acks),
+        });
         await loadList();
         setStatus(true);
         state.rejectionDue = await checkRejections();
