@@ -54,4 +54,3 @@ func (s *Server) members(r *http.Request, id auth.Identity) (int, any, error) {
 	}
 	return http.StatusOK, out, nil
 }
-
