@@ -117,6 +117,7 @@ test("against the API: a founded group reaches its members, and a member who may
     return box.find((x) => x.conv_id === conv && x.kind === "member_join");
   });
   assert.deepEqual([...join.recipients].sort(), ["alice", "bob", "carol"]);
+  assert.deepEqual(await alice.members(conv), { conv_id: conv, count: 3, members: ["alice", "bob", "carol"], truncated: false });
   const add = groupFounding({ convId: conv, sender: "bob", members: ["zed"] });
   await bob.send(add); // accepted; sequencing refuses it (bob is a plain member)
   const rej = await eventually("bob's rejections name it", async () =>

@@ -45,6 +45,7 @@ export interface SyncResponse {
 export interface Page { conv_id: string; epoch?: number; conv_type?: ConvType; messages?: Message[]; incomplete?: boolean; first_seq?: number; [k: string]: unknown; }
 export interface SendResponse { client_msg_id?: string; [k: string]: unknown; }
 export interface Receipts { conv_id?: string; seq?: number; members?: number | null; delivered?: number | null; read?: number | null; large?: boolean; [k: string]: unknown; }
+export interface Members { conv_id: string; count: number; members: string[]; truncated: boolean; }
 export interface Rejection { client_msg_id: string; conv_id?: string; reason: string; at_ms: number; [k: string]: unknown; }
 export interface Rejections { rejections?: Rejection[]; [k: string]: unknown; }
 
@@ -84,6 +85,8 @@ export class Api {
   read(receipts: ReadReceipt[]): Promise<unknown>;
   send(m: Outgoing): Promise<SendResponse>;
   receipts(conv: string, seq: number): Promise<Receipts>;
+  /** Who belongs to conv now (at most 500 named; count is the whole). */
+  members(conv: string): Promise<Members>;
   rejections(sinceMs: number): Promise<Rejections>;
   newest(conv: string, limit: number): Promise<Page>;
   before(conv: string, before: number, limit: number): Promise<Page>;

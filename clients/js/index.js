@@ -152,6 +152,7 @@ export class Api {
   read(receipts) { return this.call("POST", "/v1/read", { receipts }); }
   send(m) { return this.call("POST", "/v1/messages", m); }
   receipts(conv, seq) { return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/receipts?seq=${seq}`); }
+  members(conv) { return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/members`); }
   rejections(sinceMs) { return this.call("GET", `/v1/rejections?since_ms=${Math.max(0, Math.floor(sinceMs))}`); }
   newest(conv, limit) { return this.call("GET", `/v1/conversations/${encodeURIComponent(conv)}/messages?limit=${limit}`); }
   before(conv, before, limit) {

@@ -86,6 +86,7 @@ async function loadList(more) {
   const ms = performance.now() - t0;
   if (!more) state.convs.clear();
   for (const c of page.conversations || []) state.convs.set(c.conv_id, c);
+  if (typeof keepStarted === "function") keepStarted();
   state.listNext = page.next || "";
   $("list-timing").textContent = `${state.convs.size} conversations · list in ${ms.toFixed(0)} ms`;
   await state.store.keepConvs(page.conversations || []);
@@ -132,11 +133,12 @@ async function openConv(conv) {
   $("conv-inner").hidden = false;
   $("conv-title").textContent = displayName(c);
   $("conv-sub").textContent = c.kind === "group" ? "group" : "direct";
+  if (typeof showMembers === "function") showMembers(c);
   renderList();
   let shown = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
   const top = shown.length ? shown[shown.length - 1].seq : 0;
   // Pull the newest page only when the device does not hold it already.
-  if (shown.length < 50 && !(shown.length && shown[0].seq <= 1) || top < (c.last_seq || 0)) {
+  if (!c.started && (shown.length < 50 && !(shown.length && shown[0].seq <= 1) || top < (c.last_seq || 0))) {
     try {
       const page = await Api.retry(() => state.api.newest(conv, 50));
       await state.store.storeMessages(page.messages || []);
@@ -294,6 +296,8 @@ $("composer").addEventListener("submit", async (e) => {
 });
 
 async function peerOf(conv) {
+  const c = state.convs.get(conv);
+  if (c && c.peer) return c.peer;
   const msgs = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
   for (const m of msgs) {
     if (m.sender && m.sender !== state.me) return m.sender;
