@@ -197,6 +197,7 @@ func (s *Server) routes() []route {
 		{method: "POST", pattern: "/v1/read", h: s.read},
 		{method: "POST", pattern: "/v1/messages", h: s.sendMessage},
 		{method: "GET", pattern: "/v1/conversations/{conv}/receipts", h: s.receipts},
+		{method: "GET", pattern: "/v1/conversations/{conv}/members", h: s.members},
 		{method: "GET", pattern: "/v1/rejections", h: s.rejections},
 		{method: "POST", pattern: "/v1/devices/revoke", h: s.revokeDevices},
 		{method: "GET", pattern: "/v1/live", raw: s.serveLive},

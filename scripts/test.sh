@@ -8,6 +8,8 @@ scripts/ensure-packages.sh
 # The web client's browser test drives Debian's headless Chromium.
 command -v chromium >/dev/null 2>&1 || scripts/ensure-packages.sh chromium
 export OFFLINEBOX_REQUIRE_BROWSER=1
+# The JavaScript client's tests (clients/js) run under node against the pipeline.
+command -v node >/dev/null 2>&1 || scripts/ensure-packages.sh nodejs
 # The cluster bench's short run puts its API nodes behind Debian's haproxy.
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || scripts/ensure-packages.sh haproxy
 

@@ -1,9 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -20,10 +23,11 @@ func TestHandlerServesThePageItsAssetsAndHandsTheRestToTheAPI(t *testing.T) {
 		status     int
 		csp        bool
 	}{
-		{"/", `<script src="/static/app.js">`, http.StatusOK, true},
+		{"/", `<script type="module" src="/static/boot.js">`, http.StatusOK, true},
 		{"/static/app.js", "updateLoop", http.StatusOK, false},
 		{"/static/store.js", "by_client_msg_id", http.StatusOK, false},
-		{"/static/live.js", "/v1/live", http.StatusOK, false},
+		{"/static/offlinebox.js", "/v1/live", http.StatusOK, false},
+		{"/static/boot.js", "offlinebox.js", http.StatusOK, false},
 		{"/v1/conversations", "api /v1/conversations", http.StatusTeapot, false},
 		{"/healthz", "api /healthz", http.StatusTeapot, false},
 		{"/index.html", "api /index.html", http.StatusTeapot, false},
@@ -74,5 +78,21 @@ func TestEveryPageResponseForbidsFramingSniffingAndOtherHosts(t *testing.T) {
 				t.Errorf("GET %s: %s %q, want %q", path, name, got, want)
 			}
 		}
+	}
+}
+
+// The page serves the JavaScript client from an embedded copy (go:embed
+// cannot reach clients/js): the copy must be the module clients/js ships.
+func TestPageServesTheSameClientModuleClientsJSShips(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "clients", "js", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := static.ReadFile("static/offlinebox.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(src, served) {
+		t.Fatal("web/static/offlinebox.js differs from clients/js/index.js: cp clients/js/index.js web/static/offlinebox.js")
 	}
 }

@@ -14,11 +14,9 @@ const state = {
 
 // ---- sign-in ----------------------------------------------------------
 
-function claimsOf(token) {
-  const part = token.split(".")[1] || "";
-  const json = atob(part.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(part.length / 4) * 4, "="));
-  return JSON.parse(json);
-}
+// The protocol is the client module's (clients/js, served as
+// /static/offlinebox.js); storage and drawing are the page's.
+const claimsOf = (token) => Offlinebox.claimsOf(token);
 
 function deviceFor(claims) {
   if (claims.dev) return { id: claims.dev, own: false };
@@ -98,6 +96,7 @@ async function loadList(more) {
   const ms = performance.now() - t0;
   if (!more) state.convs.clear();
   for (const c of page.conversations || []) state.convs.set(c.conv_id, c);
+  if (typeof keepStarted === "function") keepStarted();
   state.listNext = page.next || "";
   $("list-timing").textContent = `${state.convs.size} conversations · list in ${ms.toFixed(0)} ms`;
   await state.store.keepConvs(page.conversations || []);
@@ -144,11 +143,12 @@ async function openConv(conv) {
   $("conv-inner").hidden = false;
   $("conv-title").textContent = displayName(c);
   $("conv-sub").textContent = c.kind === "group" ? "group" : "direct";
+  if (typeof showMembers === "function") showMembers(c);
   renderList();
   let shown = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
   const top = shown.length ? shown[shown.length - 1].seq : 0;
   // Pull the newest page only when the device does not hold it already.
-  if (shown.length < 50 && !(shown.length && shown[0].seq <= 1) || top < (c.last_seq || 0)) {
+  if (!c.started && (shown.length < 50 && !(shown.length && shown[0].seq <= 1) || top < (c.last_seq || 0))) {
     try {
       const page = await Api.retry(() => state.api.newest(conv, 50));
       await state.store.storeMessages(page.messages || []);
@@ -302,14 +302,8 @@ $("composer").addEventListener("submit", async (e) => {
   if (!o || !text) return;
   $("compose").value = "";
   const c = state.convs.get(o.conv_id) || {};
-  const group = c.kind === "group";
-  const mentions = [...text.matchAll(/@([A-Za-z0-9_.-]+)/g)].map((m) => m[1]).filter((u) => u !== "all");
-  const m = {
-    client_msg_id: crypto.randomUUID(), conv_id: o.conv_id, conv_type: group ? "group" : "direct",
-    content_type: "text/plain", body: btoa(String.fromCharCode(...new TextEncoder().encode(text))),
-    ...(mentions.length ? { mentions } : {}), ...(/@all\b/.test(text) && group ? { mention_all: true } : {}),
-  };
-  if (!group) m.recipients = [await peerOf(o.conv_id)];
+  const group = c.kind === "group" || o.conv_id.startsWith("g-");
+  const m = Offlinebox.textMessage({ convId: o.conv_id, convType: group ? "group" : "direct", text, to: group ? "" : await peerOf(o.conv_id) });
   await state.store.keepSending({ ...m, sender: state.me, text, created_ms: Date.now() });
   await renderMessages(true);
   await flush();
@@ -317,6 +311,8 @@ $("composer").addEventListener("submit", async (e) => {
 });
 
 async function peerOf(conv) {
+  const c = state.convs.get(conv);
+  if (c && c.peer) return c.peer;
   const msgs = await state.store.messages(conv, Number.MAX_SAFE_INTEGER, 50);
   for (const m of msgs) {
     if (m.sender && m.sender !== state.me) return m.sender;
@@ -405,18 +401,9 @@ async function updateLoop() {
         await flush();
         const redo = await state.store.unacked();
         if (redo.length) { await state.api.ack(redo); await state.store.markAcked(redo); }
-        let news = false;
-        let after = "";
-        for (let round = 0; round < 50; round++) {
-          const resp = await state.api.sync(await state.store.cursors(), after);
-          const convs = resp.conversations || [];
-          const done = !convs.length && !(resp.summaries || []).length && !resp.omitted && !resp.mentions_more;
-          const r = await state.store.applySync(resp);
-          news = news || r.stored > 0;
-          if (done) break;
-          if (r.acks.length) { await state.api.ack(r.acks); await state.store.markAcked(r.acks); }
-          after = resp.mentions_more ? resp.mentions_next : "";
-        }
+        const { news } = await state.api.catchUp({
+          cursors: () => state.store.cursors(), apply: (resp) => state.store.applySync(resp), acked: (acks) => state.store.markAcked(acks),
+        });
         await loadList();
         setStatus(true);
         state.rejectionDue = await checkRejections();
