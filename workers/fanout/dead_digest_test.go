@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/seal"
+	"github.com/offlinebox/offlinebox/stream"
 )
 
 // With a key ring, the dead letter of a refused record (a stranger
@@ -78,6 +80,43 @@ func TestADeadLetterKeepsNoPlaintextBodyWhenBodiesAreSealed(t *testing.T) {
 			}
 			if !inClear || string(m.GetBody()) != secret || has {
 				t.Errorf("with sealing off the letter is changed: body %q, digest header %q (%v)", m.GetBody(), digest, has)
+			}
+		})
+	}
+}
+
+// A letter's copy leaves out what it must whatever the record: a value
+// that does not decode is left out whole (with its digest), and a record
+// of nothing but a body is written as an empty value, never as the
+// record (a nil Value would fall back to it).
+func TestADigestedLetterLeavesOutTheBodyOrTheWholeValue(t *testing.T) {
+	onlyBody, err := proto.Marshal(&schemas.Message{Body: []byte("secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	undecodable := append([]byte{0xff, 0xff, 0xff}, "secret"...)
+	cases := []struct {
+		name     string
+		value    []byte
+		digested []byte // what the digest is of
+	}{
+		{"a message", record(msg("d", "x", "c", func(m *schemas.Message) { m.Body = []byte("secret") })).Value, []byte("secret")},
+		{"nothing but a body", onlyBody, []byte("secret")},
+		{"a value that does not decode", undecodable, undecodable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := digestBody(stream.DeadLetter{Record: &kgo.Record{Value: tc.value}, Headers: refusedHeaders(schemas.RefusalInvalid)})
+			if d.Value == nil || bytes.Contains(d.Value, []byte("secret")) {
+				t.Errorf("the copy is %q (nil %v), want one without the body", d.Value, d.Value == nil)
+			}
+			sum := sha256.Sum256(tc.digested)
+			got, _ := header(&kgo.Record{Headers: d.Headers}, schemas.HeaderDeadBodyDigest)
+			if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
+				t.Errorf("digest %q, want %q", got, want)
+			}
+			if code, _ := header(&kgo.Record{Headers: d.Headers}, schemas.HeaderDeadCode); code != schemas.RefusalInvalid {
+				t.Errorf("the letter lost its code: %q", code)
 			}
 		})
 	}
