@@ -27,6 +27,13 @@ const (
 	// refused (no seq): the public code its sender is told
 	// (RefusalCodes), the details staying in HeaderDeadReason.
 	HeaderDeadCode = "dead-code"
+	// HeaderDeadBodyDigest is set by fanout, where bodies are sealed at
+	// rest, on a dead letter of im.messages whose copy leaves the body
+	// out: "sha256:" and the body's hex digest ("sha256:" and the whole
+	// value's, with no value, for a record that does not decode). Such a
+	// letter is not replayed from its copy: its producer sends the record
+	// again (the digest says it is the same body).
+	HeaderDeadBodyDigest = "dead-body-digest"
 )
 
 // HeaderForwardedFrom is set by fanout, to "<partition>/<offset>", on a

@@ -39,4 +39,8 @@ type DeadLetter struct {
 	// on a bare one too): what a reader of the dead-letter topic needs
 	// beside the reason (schemas.HeaderDeadSeq, HeaderDeadCode).
 	Headers []kgo.RecordHeader
+	// Value, when not nil, is written in place of the record's value (a
+	// copy with what must not be kept left out, schemas.HeaderDeadBodyDigest);
+	// an empty, non-nil Value writes none.
+	Value []byte
 }

@@ -200,6 +200,9 @@ func (r *Runner) deadRecord(d DeadLetter, bare bool) *kgo.Record {
 	src := d.Record
 	headers := make([]kgo.RecordHeader, 0, len(src.Headers)+5+len(d.Headers))
 	value := src.Value
+	if d.Value != nil {
+		value = d.Value
+	}
 	if bare {
 		value = nil
 		headers = append(headers, kgo.RecordHeader{Key: schemas.HeaderDeadValueOmitted, Value: []byte(strconv.Itoa(len(src.Value)))})

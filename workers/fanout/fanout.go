@@ -125,6 +125,9 @@ func (f *Fanout) Handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	defer release()
 	dead, err := f.handle(ctx, records)
 	f.restore.check(err)
+	if err == nil && f.store.Config().Sealer != nil {
+		digestBodies(dead)
+	}
 	return dead, err
 }
 

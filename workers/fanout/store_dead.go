@@ -1,10 +1,14 @@
 package fanout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -138,4 +142,36 @@ func itemHeaders(it redisstore.SequencedItem) []kgo.RecordHeader {
 		return refusedHeaders(schemas.RefusalOf(it.Reason))
 	}
 	return refusedHeaders(schemas.RefusalUnavailable)
+}
+
+// digestBodies leaves the bodies out of the dead letters' copies, where
+// bodies are sealed at rest: a letter must not keep in the clear, for the
+// dead-letter topic's retention, what the timelines and im.sequenced
+// keep sealed. Each copy keeps every field but the body (sender, conv_id
+// and client_msg_id still decode, so the push stage tells the sender),
+// with the body's digest in schemas.HeaderDeadBodyDigest; a value that
+// does not decode as a Message is left out whole, with its own digest.
+// Such a letter is not replayed from its copy: its producer sends the
+// record again.
+func digestBodies(dead []stream.DeadLetter) {
+	for i := range dead {
+		dead[i] = digestBody(dead[i])
+	}
+}
+
+func digestBody(d stream.DeadLetter) stream.DeadLetter {
+	var m schemas.Message
+	digested, value := d.Record.Value, []byte{}
+	if err := proto.Unmarshal(d.Record.Value, &m); err == nil {
+		digested = m.GetBody()
+		m.Body = nil
+		if v, err := proto.Marshal(&m); err == nil && v != nil {
+			value = v
+		}
+	}
+	sum := sha256.Sum256(digested)
+	d.Value = value
+	d.Headers = append(slices.Clip(d.Headers), kgo.RecordHeader{Key: schemas.HeaderDeadBodyDigest,
+		Value: []byte("sha256:" + hex.EncodeToString(sum[:]))})
+	return d
 }
