@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/offlinebox/offlinebox/auth"
@@ -77,11 +78,27 @@ func (s *Server) pageHistory(r *http.Request, id auth.Identity) (int, any, error
 	page, more, err := chstore.MemberHistory(r.Context(), s.history, conv, chstore.MemberQuery{
 		Spans: a, Member: a.Member, Current: a.Epoch, Epoch: epoch, Before: before, Limit: limit})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, s.historyError(r, err)
 	}
 	msgs, err := s.encodeMessages(r.Context(), page, fullForm)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, historyJSON{ConvID: conv, Epoch: epoch, HasMore: more, Messages: msgs}, nil
+}
+
+// errHistoryDown answers a read the history store could not serve: a
+// server or one shard of a sharded history is down or too slow.
+var errHistoryDown = &apiError{status: http.StatusServiceUnavailable, code: "history_unavailable",
+	msg: "the history store did not answer; retry later"}
+
+// historyError maps a history read's failure: bad input stays a 4xx,
+// anything else is the store failing, which a retry may cure.
+func (s *Server) historyError(r *http.Request, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) || errors.Is(err, schemas.ErrInvalid) || r.Context().Err() != nil {
+		return err
+	}
+	s.log.Warn("history read failed", "path", r.URL.Path, "err", err)
+	return errHistoryDown
 }

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/offlinebox/offlinebox/schemas"
@@ -62,5 +65,21 @@ func TestHistoryIsReadInTheEpochAskedAndAnotherTimelineOnlyByEarlierMembers(t *t
 		if code, _ := e.call("GET", "/v1/conversations/g/history?"+q, ann, nil); code != http.StatusBadRequest {
 			t.Errorf("history?%s: %d, want 400", q, code)
 		}
+	}
+}
+
+// downHistory is a history store whose server does not answer.
+type downHistory struct{ memHistory }
+
+func (downHistory) History(context.Context, string, uint64, uint64, int) ([]*schemas.Sequenced, bool, error) {
+	return nil, false, errors.New("clickhouse: all connection tries failed")
+}
+
+func TestHistoryReadOfAStoreThatIsDownAnswers503NamingTheHistoryStore(t *testing.T) {
+	e := newEnv(t, envOptions{history: downHistory{}})
+	smallGroup(t, e)
+	code, data := e.call("GET", "/v1/conversations/g/history", e.token("ann", ""), nil)
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(data), `"history_unavailable"`) {
+		t.Fatalf("history with the store down = %d %s, want 503 history_unavailable", code, data)
 	}
 }

@@ -19,6 +19,13 @@ type Config struct {
 	// Migrate creates it. Letters, digits and '_' only: it is written into
 	// DDL unquoted.
 	Database string
+	// Cluster, when set, names a cluster of the servers' remote_servers
+	// configuration whose shards hold the history: Migrate makes the tables
+	// in LocalDatabase() on every shard and, in Database, Distributed tables
+	// over them sharded by cityHash64(conv_id), so every read and insert is
+	// unchanged; retention goes to the local tables of every shard. Letters,
+	// digits and '_' only.
+	Cluster string
 	// Username and Password authenticate (DefaultUsername when empty).
 	Username string
 	Password string
@@ -105,6 +112,9 @@ func (c Config) Validate() error {
 	if !identRE.MatchString(c.Database) {
 		return fmt.Errorf("chstore: Database %q may hold only letters, digits and '_'", c.Database)
 	}
+	if c.Cluster != "" && !identRE.MatchString(c.Cluster) {
+		return fmt.Errorf("chstore: Cluster %q may hold only letters, digits and '_'", c.Cluster)
+	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -139,3 +149,7 @@ func (c Config) addrs() []string {
 	}
 	return out
 }
+
+// LocalDatabase is the database of the shards' own tables when Cluster is
+// set.
+func (c Config) LocalDatabase() string { return c.withDefaults().Database + "_local" }

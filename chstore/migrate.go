@@ -21,9 +21,15 @@ const migrationsTable = "schema_migrations"
 // Running it again, or from several processes at once, is harmless: each
 // statement is CREATE ... IF NOT EXISTS (or otherwise safe to repeat), and a
 // version recorded twice is the same fact twice.
+//
+// With Config.Cluster set it migrates every shard's own tables and makes
+// the Distributed tables over them (see cluster.go).
 func (s *Store) Migrate(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DDLTimeout)
 	defer cancel()
+	if s.cfg.Cluster != "" {
+		return s.migrateCluster(ctx)
+	}
 	migrations, err := schemas.ClickHouseMigrations()
 	if err != nil {
 		return err

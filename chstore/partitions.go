@@ -29,6 +29,9 @@ func (p Partition) End() (time.Time, error) {
 
 // Partitions lists the history table's partitions, oldest first.
 func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
+	if s.cfg.Cluster != "" {
+		return s.shardPartitions(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	rows, err := s.conn.Query(ctx, `SELECT partition_id, min(min_time), max(max_time), sum(rows)
@@ -57,7 +60,19 @@ func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 // cutoff, and returns how many partitions it dropped. A month that ends
 // after cutoff is kept whole, so no row written at or after cutoff is ever
 // dropped: retention keeps a little more than asked, never less.
+//
+// On a sharded history every shard drops its own months, and the count
+// is of months dropped on any shard.
 func (s *Store) DropPartitionsBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	if s.cfg.Cluster != "" {
+		most := 0
+		err := s.onShards(ctx, func(_ string, local *Store) error {
+			n, err := local.DropPartitionsBefore(ctx, cutoff)
+			most = max(most, n)
+			return err
+		})
+		return most, err
+	}
 	parts, err := s.Partitions(ctx)
 	if err != nil {
 		return 0, err

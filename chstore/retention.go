@@ -107,12 +107,14 @@ type RowGroup struct {
 // OldRowGroups lists, after the conversation after (exclusive, "" to
 // start), at most limit conversations' row groups that hold a row written
 // before before, in conversation order.
+// The subquery is GLOBAL so that over a sharded history it runs once,
+// over every shard, and not on each shard against the Distributed table.
 func (s *Store) OldRowGroups(ctx context.Context, before time.Time, after string, limit int) ([]RowGroup, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	rows, err := s.conn.Query(ctx, `SELECT conv_id, toString(conv_type), toString(kind), content_type, min(write_time_ms)
 		FROM `+historyTable+`
-		WHERE write_time_ms < ? AND conv_id IN
+		WHERE write_time_ms < ? AND conv_id GLOBAL IN
 			(SELECT DISTINCT conv_id FROM `+historyTable+` WHERE write_time_ms < ? AND conv_id > ? ORDER BY conv_id LIMIT ?)
 		GROUP BY conv_id, conv_type, kind, content_type
 		ORDER BY conv_id`, before.UnixMilli(), before.UnixMilli(), after, limit)
@@ -139,7 +141,7 @@ func (s *Store) OldRowGroups(ctx context.Context, before time.Time, after string
 	return out, nil
 }
 
-// DeleteRows deletes the rows of the groups written before before, in
+// DeleteRows (on every shard of a sharded history) deletes the rows of the groups written before before, in
 // one mutation (ALTER TABLE ... DELETE, which ClickHouse 18.16 and current
 // releases run in the background). Only Conv, Kind and ContentType of a
 // group count. Mutations rewrite parts, so callers batch many groups and
@@ -147,6 +149,9 @@ func (s *Store) OldRowGroups(ctx context.Context, before time.Time, after string
 func (s *Store) DeleteRows(ctx context.Context, groups []RowGroup, before time.Time) error {
 	if len(groups) == 0 {
 		return nil
+	}
+	if s.cfg.Cluster != "" {
+		return s.onShards(ctx, func(_ string, local *Store) error { return local.DeleteRows(ctx, groups, before) })
 	}
 	var in strings.Builder
 	args := []any{before.UnixMilli()}
@@ -166,8 +171,18 @@ func (s *Store) DeleteRows(ctx context.Context, groups []RowGroup, before time.T
 	return nil
 }
 
-// PendingMutations counts the history table's mutations not yet done.
+// PendingMutations counts the history table's mutations not yet done
+// (on every shard of a sharded history).
 func (s *Store) PendingMutations(ctx context.Context) (int, error) {
+	if s.cfg.Cluster != "" {
+		total := 0
+		err := s.onShards(ctx, func(_ string, local *Store) error {
+			n, err := local.PendingMutations(ctx)
+			total += n
+			return err
+		})
+		return total, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
 	var n uint64

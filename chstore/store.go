@@ -47,7 +47,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // openConn opens a native-protocol pool whose default database is db (the
 // user's default database when db is empty).
 func openConn(cfg Config, db string) (driver.Conn, error) {
+	var settings clickhouse.Settings
+	if cfg.Cluster != "" {
+		settings = clickhouse.Settings{
+			// An insert returns once every shard has its rows, so that an
+			// offset is committed only after they are durable where they live.
+			"insert_distributed_sync": 1,
+		}
+	}
 	return clickhouse.Open(&clickhouse.Options{
+		Settings:     settings,
 		Protocol:     clickhouse.Native,
 		Addr:         cfg.addrs(),
 		Auth:         clickhouse.Auth{Database: db, Username: cfg.Username, Password: cfg.Password},

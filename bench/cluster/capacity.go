@@ -220,14 +220,13 @@ func (s *stack) storedBytes(ctx context.Context, c *capacity) error {
 		}
 	}
 	c.KafkaBytesPerMessage = per
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s.chAddr}, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	var bytes, rows uint64
-	if err := conn.QueryRow(ctx, "SELECT sum(bytes_on_disk), sum(rows) FROM system.parts WHERE active AND database = ?", s.chDB).Scan(&bytes, &rows); err != nil {
-		return fmt.Errorf("clickhouse parts: %w", err)
+	for _, shard := range s.chShards {
+		b, r, err := shardParts(ctx, shard.Addr(), s.chDB+"_local")
+		if err != nil {
+			return err
+		}
+		bytes, rows = bytes+b, rows+r
 	}
 	if rows > 0 {
 		c.ClickHouseBytesPerMessage = float64(bytes) / float64(rows)
@@ -283,4 +282,17 @@ func (s *stack) endMeasure(ctx context.Context, m measure, fr faultResult, c *ca
 	if n := fr.requests + fr.Pushed; n > 0 && ticks > m.apiTicks {
 		c.APICPUUSPerRequestOrPush = float64(ticks-m.apiTicks) * 1e4 / float64(n)
 	}
+}
+
+// shardParts sums the bytes on disk and rows of one shard's own tables.
+func shardParts(ctx context.Context, addr, db string) (bytes, rows uint64, err error) {
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	if err := conn.QueryRow(ctx, "SELECT sum(bytes_on_disk), sum(rows) FROM system.parts WHERE active AND database = ?", db).Scan(&bytes, &rows); err != nil {
+		return 0, 0, fmt.Errorf("clickhouse parts of %s: %w", addr, err)
+	}
+	return bytes, rows, nil
 }

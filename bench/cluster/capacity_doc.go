@@ -91,7 +91,7 @@ func writeCapacity(o options, res result) error {
 	w("# Capacity model")
 	w("")
 	w("Written by `go run ./bench/cluster -capacity docs/capacity.md` (`make capacity`; `-render` writes it again from a saved `-json` result) on %s from what that run measured; do not edit by hand.", time.Now().UTC().Format("2006-01-02"))
-	w("The run: a Redis Cluster of %d masters with a replica each, %d brokers (kfake, one process), %d ClickHouse server(s), %d API nodes behind haproxy, every worker twice over, on one machine of %d cores shared with the load generator.",
+	w("The run: a Redis Cluster of %d masters with a replica each, %d brokers (kfake, one process), %d ClickHouse shards (a server each; the processes read and write Distributed tables over them), %d API nodes behind haproxy, every worker twice over, on one machine of %d cores shared with the load generator.",
 		res.RedisMasters, res.Brokers, res.ClickHouseShards, res.APINodes, cores())
 	w("The measured round is the baseline round (the checker's workload, no fault): %d messages sequenced, %d deliveries to devices (%.1f per message), %d device requests.", c.Messages, c.Deliveries, c.DeliveriesPerMessage, c.Requests)
 	w("")
@@ -217,6 +217,6 @@ func writeLimits(w func(string, ...any)) {
 	w("- A giant group: above the large-group threshold a message writes no per-member inboxes, so Redis cost stays per message, but its deliveries are pushes to every connected member: API and push CPU grow with members online, not with messages, and land on the master holding the group's slot when members page.")
 	w("- The per-message Redis figures come from a short round: its bytes include the round's set-up (the founding of its groups, a 3,000-member one among them, and its users' devices and presence) spread over few messages, and its CPU every read the devices made, so both overstate a long steady state; the sizing's memory column is the upper bound they give.")
 	w("- The per-request API CPU mixes syncs, pages, sends and pushes in the workload's proportions; another mix (say, mostly idle connections with rare pushes) moves it.")
-	w("- Everything ran on one machine, so the figures include contention between the processes and the load generator; Kafka was kfake (in memory, no replication on disk), ClickHouse one server: broker and shard figures are sizes of data, not measured throughput.")
+	w("- Everything ran on one machine, so the figures include contention between the processes and the load generator; Kafka was kfake (in memory, no replication on disk), ClickHouse's shards shared one disk: broker and shard figures are sizes of data, not measured throughput.")
 	w("- The budgets (half a core per Redis master, 8-core API machines at 60%%, 50 MiB/s per broker) are stated assumptions, not measurements.")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/checker"
@@ -159,4 +160,48 @@ func reachedEnds(next, ends map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// historyMissing counts the places devices stored that the history (read
+// through the Distributed tables, as the readers do) does not hold.
+func (s *stack) historyMissing(ctx context.Context, placed map[checker.Place]map[string]bool) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	convSet := map[string]bool{}
+	for p := range placed {
+		convSet[p.Conv] = true
+	}
+	convs := make([]string, 0, len(convSet))
+	for c := range convSet {
+		convs = append(convs, c)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: strings.Split(s.chAddr, ","), Auth: clickhouse.Auth{Database: s.chDB},
+		DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	rows, err := conn.Query(ctx, "SELECT DISTINCT conv_id, epoch, seq FROM history WHERE has(?, conv_id)", convs)
+	if err != nil {
+		return 0, fmt.Errorf("read history: %w", err)
+	}
+	defer rows.Close()
+	held := map[checker.Place]bool{}
+	for rows.Next() {
+		var p checker.Place
+		if err := rows.Scan(&p.Conv, &p.Epoch, &p.Seq); err != nil {
+			return 0, fmt.Errorf("read history: %w", err)
+		}
+		held[p] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read history: %w", err)
+	}
+	missing := 0
+	for p := range placed {
+		if !held[p] {
+			missing++
+		}
+	}
+	return missing, nil
 }

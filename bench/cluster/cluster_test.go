@@ -55,6 +55,8 @@ func TestShortClusterRunLosesNothingThroughAnAPIKillAndAMasterFailover(t *testin
 		{"fanout processes", res.Processes["fanout"], 2},
 		{"redis processes", res.Processes["redis"], 6},
 		{"faults", len(res.Faults), 2},
+		{"clickhouse_shards", res.ClickHouseShards, 2},
+		{"clickhouse processes", res.Processes["clickhouse"], 2},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

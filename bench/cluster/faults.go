@@ -29,7 +29,7 @@ func faultsFor(o options) []fault {
 		return []fault{{"kill-api", killAPI}, {"redis-master-failover", failMaster}}
 	}
 	return []fault{{"kill-api", killAPI}, {"kill-fanout-and-push", killWorkers},
-		{"redis-master-failover", failMaster}, {"broker-down", brokerDown}}
+		{"redis-master-failover", failMaster}, {"broker-down", brokerDown}, {"clickhouse-shard-down", clickhouseShardDown}}
 }
 
 // faultResult is one fault's convergence check.
@@ -44,6 +44,9 @@ type faultResult struct {
 	OutOfOrder int `json:"out_of_order"`
 	Unexpected int `json:"unexpected"`
 	SeqsReused int `json:"seqs_reused"`
+	// HistoryMissing: places devices stored that ClickHouse lacks once
+	// the history sink caught up.
+	HistoryMissing int `json:"history_missing"`
 	// ReceiptsConvergedS: after the fault, how long convindex took to
 	// apply every receipt produced until then; LagZeroS: the same for
 	// every group of the stored path and everything produced until then.
@@ -62,7 +65,7 @@ type faultResult struct {
 
 func (f faultResult) ok() bool {
 	return f.Error == "" && f.Lost == 0 && f.Duplicates == 0 && f.OutOfOrder == 0 && f.Unexpected == 0 &&
-		f.SeqsReused == 0 && f.VerifyOK && f.Expected > 0
+		f.SeqsReused == 0 && f.HistoryMissing == 0 && f.VerifyOK && f.Expected > 0
 }
 
 // workloadConfig: returning users with up to three devices, direct
@@ -90,6 +93,7 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 		fr.Error = err.Error()
 		return fr
 	}
+	s.keyring, s.members = k, memberPairs(w)
 	run, err := checker.Start(ctx, checker.RunConfig{Workload: w, Brokers: s.brokers, APIURL: s.lbURL,
 		Token: func(u, d string) (string, error) { return k.Mint(u, d, time.Hour) }, Duration: o.round, Behaviour: b,
 		Drain: s.drain, LiveURLs: []string{s.lbURL}, Logf: func(f string, a ...any) { logger.Printf(wc.Namespace+f, a...) }})
@@ -122,9 +126,12 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 	if fr.SeqsReused, err = s.seqsReused(ctx, rep.Placed); err != nil && fr.Error == "" {
 		fr.Error = "seqs: " + err.Error()
 	}
+	if fr.HistoryMissing, err = s.historyMissing(ctx, rep.Placed); err != nil && fr.Error == "" {
+		fr.Error = "history: " + err.Error()
+	}
 	fr.VerifyOK, fr.Verify = s.verify(ctx)
-	logger.Printf("%s: expected %d delivered %d lost %d duplicates %d seqs reused %d verify ok %v, receipts %.1fs, lag 0 after %.1fs, %d live sessions (%d dropped)",
-		f.name, fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates, fr.SeqsReused, fr.VerifyOK, fr.ReceiptsConvergedS, fr.LagZeroS, fr.LiveSessions, fr.LiveDrops)
+	logger.Printf("%s: expected %d delivered %d lost %d duplicates %d seqs reused %d history missing %d verify ok %v, receipts %.1fs, lag 0 after %.1fs, %d live sessions (%d dropped)",
+		f.name, fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates, fr.SeqsReused, fr.HistoryMissing, fr.VerifyOK, fr.ReceiptsConvergedS, fr.LagZeroS, fr.LiveSessions, fr.LiveDrops)
 	return fr
 }
 

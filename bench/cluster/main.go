@@ -1,6 +1,6 @@
 // Command cluster runs offlinebox as a cluster on this machine: a Redis
 // Cluster of masters with a replica each (store and live bus), a
-// three-broker Kafka in a process of its own, ClickHouse, API nodes behind
+// three-broker Kafka in a process of its own, two ClickHouse shards, API nodes behind
 // haproxy and every worker twice over, each the production binary
 // configured as docker-compose.yml configures it. It plays the checker's
 // workload through the balancer, breaks one thing after another under

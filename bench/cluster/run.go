@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/offlinebox/offlinebox/auth"
@@ -48,7 +49,7 @@ const partitions = 8
 func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	start := time.Now()
 	res := result{Short: o.short, RedisMasters: o.masters, RedisReplicas: o.masters, Brokers: o.brokers,
-		Partitions: partitions, APINodes: o.apis, Balancer: "haproxy", ClickHouseShards: 1}
+		Partitions: partitions, APINodes: o.apis, Balancer: "haproxy"}
 	// The servers live until interrupted (-serve outlasts -timeout); the
 	// rounds give up after -timeout.
 	serveUntil := ctx
@@ -58,6 +59,7 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	if s != nil {
 		defer s.stop()
 		res.Processes = s.counts()
+		res.ClickHouseShards = len(s.chShards)
 	}
 	if err != nil {
 		return res, err
@@ -168,18 +170,36 @@ func startStack(ctx context.Context, o options, logger *log.Logger) (*stack, err
 	return s, s.startWorkers()
 }
 
-// startClickHouse uses the ClickHouse of OFFLINEBOX_TEST_CLICKHOUSE when
-// set (its own database), else starts one.
+// chShards is how many clickhouse-server processes hold the history, as
+// the shards of the cluster chCluster.
+const (
+	chShards  = 2
+	chCluster = "offlinebox_shards"
+)
+
+// startClickHouse starts the history's shards: servers configured as one
+// cluster, each with the tables of its own conversations, the processes
+// reading and writing through Distributed tables (-clickhouse-cluster).
 func (s *stack) startClickHouse(ctx context.Context) error {
-	if a := os.Getenv("OFFLINEBOX_TEST_CLICKHOUSE"); a != "" {
-		s.chAddr = a
-		return nil
-	}
-	p, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{Dir: filepath.Join(s.dir, "clickhouse")})
+	ports, err := embedded.FreePorts(chShards)
 	if err != nil {
 		return err
 	}
-	s.ch, s.chAddr = p, p.Addr()
+	cfg, err := embedded.WriteClickHouseClusterConfig(filepath.Join(s.dir, "clickhouse-etc"), "", chCluster, ports)
+	if err != nil {
+		return err
+	}
+	var addrs []string
+	for i, port := range ports {
+		p, err := embedded.StartClickHouse(ctx, embedded.ClickHouseOptions{
+			Dir: filepath.Join(s.dir, fmt.Sprint("clickhouse-", i)), TCPPort: port, ConfigFile: cfg, StopGrace: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		s.chShards = append(s.chShards, p)
+		addrs = append(addrs, p.Addr())
+	}
+	s.chAddr, s.chCluster = strings.Join(addrs, ","), chCluster
 	return nil
 }
 
@@ -193,7 +213,11 @@ var workerKinds = []struct {
 func (s *stack) startWorkers() error {
 	for _, w := range workerKinds {
 		for i := range w.n {
-			p, err := s.run(w.kind, fmt.Sprintf("%s-%d", w.kind, i), "-session-timeout", "6s")
+			var args []string
+			if w.kind != "expiry" { // expiry is in no consumer group
+				args = []string{"-session-timeout", "6s"}
+			}
+			p, err := s.run(w.kind, fmt.Sprintf("%s-%d", w.kind, i), args...)
 			if err != nil {
 				return err
 			}
@@ -216,8 +240,10 @@ func (s *stack) counts() map[string]int {
 			c["redis"]++
 		}
 	}
-	if s.ch != nil && s.ch.Pid() != 0 {
-		c["clickhouse"]++
+	for _, p := range s.chShards {
+		if p.Pid() != 0 {
+			c["clickhouse"]++
+		}
 	}
 	return c
 }

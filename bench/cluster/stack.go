@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/embedded"
 )
 
@@ -32,13 +33,18 @@ type stack struct {
 	control    string
 	chAddr     string
 	chDB       string
-	ch         *embedded.Process
-	balancer   *proc
-	lbURL      string
-	apis       []*proc
-	apiAddrs   []string
-	workers    map[string][]*proc
-	all        []*proc
+	chShards   []*embedded.Process
+	chCluster  string
+	// keyring and members (user, conversation) of the round under way,
+	// for faults that read as a user.
+	keyring  *auth.Keyring
+	members  [][2]string
+	balancer *proc
+	lbURL    string
+	apis     []*proc
+	apiAddrs []string
+	workers  map[string][]*proc
+	all      []*proc
 }
 
 // startRedis starts 2*masters redis-server nodes in cluster mode and has
@@ -194,6 +200,7 @@ func (s *stack) common() []string {
 		"OFFLINEBOX_REDIS_CLUSTER=1",
 		"OFFLINEBOX_CLICKHOUSE=" + s.chAddr,
 		"OFFLINEBOX_CLICKHOUSE_DB=" + s.chDB,
+		"OFFLINEBOX_CLICKHOUSE_CLUSTER=" + s.chCluster,
 		"OFFLINEBOX_PREFIX=" + s.prefix,
 		"OFFLINEBOX_JWT_SECRET=" + jwtSecret,
 		"OFFLINEBOX_LOG_FORMAT=json",
@@ -287,7 +294,7 @@ func (s *stack) stop() {
 	for _, n := range s.redis {
 		_ = n.Stop(context.Background())
 	}
-	if s.ch != nil {
-		_ = s.ch.Stop(context.Background())
+	for _, p := range s.chShards {
+		_ = p.Stop(context.Background())
 	}
 }

@@ -15,18 +15,19 @@ import (
 // variable, then from a running demo's env file (envfile.go), then from the
 // built-in default.
 type stackConfig struct {
-	Kafka          string
-	Redis          string
-	RedisCluster   bool
-	HotRedis       string
-	ClickHouse     string
-	ClickHouseDB   string
-	ClickHouseUser string
-	ClickHousePass string
-	Prefix         string
-	Listen         string
-	MetricsListen  string
-	JWTSecret      string
+	Kafka             string
+	Redis             string
+	RedisCluster      bool
+	HotRedis          string
+	ClickHouse        string
+	ClickHouseDB      string
+	ClickHouseUser    string
+	ClickHousePass    string
+	ClickHouseCluster string
+	Prefix            string
+	Listen            string
+	MetricsListen     string
+	JWTSecret         string
 	// Node names an API process on the live bus (random when empty).
 	Node string
 	// KeyFile holds the master keys bodies are sealed with (seal).
@@ -65,6 +66,7 @@ var stackSettings = []stackSetting{
 	{"clickhouse-db", "OFFLINEBOX_CLICKHOUSE_DB"},
 	{"clickhouse-user", "OFFLINEBOX_CLICKHOUSE_USER"},
 	{"clickhouse-password", "OFFLINEBOX_CLICKHOUSE_PASSWORD"},
+	{"clickhouse-cluster", "OFFLINEBOX_CLICKHOUSE_CLUSTER"},
 	{"prefix", "OFFLINEBOX_PREFIX"},
 	{"listen", "OFFLINEBOX_LISTEN"},
 	{"metrics-listen", "OFFLINEBOX_METRICS_LISTEN"},
@@ -87,6 +89,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClickHouseDB, "clickhouse-db", "offlinebox", "ClickHouse database (env OFFLINEBOX_CLICKHOUSE_DB)")
 	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", "default", "ClickHouse user (env OFFLINEBOX_CLICKHOUSE_USER)")
 	fs.StringVar(&c.ClickHousePass, "clickhouse-password", "", "ClickHouse password (env OFFLINEBOX_CLICKHOUSE_PASSWORD; never printed)")
+	fs.StringVar(&c.ClickHouseCluster, "clickhouse-cluster", "", "cluster of the ClickHouse servers' remote_servers whose shards hold the history; empty for one server (env OFFLINEBOX_CLICKHOUSE_CLUSTER)")
 	fs.StringVar(&c.Prefix, "prefix", "ob:", "Redis key prefix (env OFFLINEBOX_PREFIX)")
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "HTTP API address (env OFFLINEBOX_LISTEN)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "Prometheus /metrics address of the process (the API's port does not serve it); empty to disable (env OFFLINEBOX_METRICS_LISTEN)")

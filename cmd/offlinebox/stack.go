@@ -88,7 +88,8 @@ func openStoreAt(ctx context.Context, c *stackConfig, flag, addr string) (*redis
 func openClickHouse(ctx context.Context, c *stackConfig) (*chstore.Store, error) {
 	ch, err := chstore.Open(ctx, chstore.Config{
 		Addr: c.ClickHouse, Database: c.ClickHouseDB, Username: c.ClickHouseUser, Password: c.ClickHousePass,
-		Logger: slog.Default(),
+		Cluster: c.ClickHouseCluster,
+		Logger:  slog.Default(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %s: %w", c.ClickHouse, err)
