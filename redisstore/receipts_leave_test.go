@@ -37,6 +37,10 @@ func TestALeaveTakesTheMemberOutOfTheReceiptSetsInTheSequencingStep(t *testing.T
 				{Conv: "g", Epoch: epoch, Member: "b", Seq: 2}}); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := s.RaiseReceipts(ctx, ReceiptPushed, []ReceiptMark{
+				{Conv: "g", Epoch: epoch, Member: "c", Seq: 2}}); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := s.RaiseReceipts(ctx, ReceiptRead, []ReceiptMark{
 				{Conv: "g", Epoch: epoch, Member: "c", Seq: 2}}); err != nil {
 				t.Fatal(err)
@@ -50,7 +54,7 @@ func TestALeaveTakesTheMemberOutOfTheReceiptSetsInTheSequencingStep(t *testing.T
 			}
 			// no ForgetReceipts: the sets hold current members only
 			for _, u := range tc.leaving {
-				for _, set := range []string{s.keys.Delivered("g"), s.keys.ReadBy("g")} {
+				for _, set := range []string{s.keys.Pushed("g"), s.keys.Delivered("g"), s.keys.ReadBy("g")} {
 					if err := s.rdb.ZScore(ctx, set, u).Err(); err == nil {
 						t.Errorf("%s still in %s after leaving", u, set)
 					}

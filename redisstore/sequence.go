@@ -184,7 +184,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	for i, st := range state {
 		keys = append(keys, dedupeKeys(k, conv, st, digs, i == 0)...)
 	}
-	keys = append(keys, k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
+	keys = append(keys, k.Pushed(conv), k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
 	return keys, nil
 }
 
