@@ -421,7 +421,11 @@ func (c *liveConn) pushLocked(sq *schemas.Sequenced, frame []byte, large bool) q
 		c.hub.metrics.fallbacks.WithLabelValues("pending_full").Inc()
 	}
 	c.hub.metrics.firstPushes.Inc()
-	return c.enqueueLocked(queued{data: frame}, false)
+	w := c.enqueueLocked(queued{data: frame}, false)
+	if !large && !c.known[conv].large && !c.closed && c.hub.pushes != nil {
+		c.hub.pushes.add(conv, epoch, c.user, sq.GetMessage().GetSender(), seq)
+	}
+	return w
 }
 
 // listPendingLocked puts c in the hub's set of connections with pushes

@@ -62,6 +62,7 @@ type liveHub struct {
 
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
+	pushes   *pushedBatcher
 	acks     *ackBatcher
 
 	// catchUps wait for a worker (live_catchup.go); dispatchRuns are
@@ -107,6 +108,7 @@ func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	h.typing = newUserBudgets(h.cfg)
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
+	h.pushes = newPushedBatcher(h)
 	h.acks = &ackBatcher{store: st}
 	return h
 }
@@ -144,6 +146,7 @@ func (h *liveHub) close() {
 	h.sub.Close()
 	<-h.done
 	h.raises.flushNow()
+	h.pushes.flushNow()
 	// The connections unregister (presence, channels) on their own
 	// goroutines; those are waited for, a while.
 	ended := make(chan struct{})
@@ -190,6 +193,7 @@ func (h *liveHub) run() {
 			h.repushDue(now)
 			h.expireTokens(now)
 			h.raises.flushDue(h.ctx)
+			h.pushes.flushDue(h.ctx)
 			h.receipts.flushDue(h.ctx, now)
 			if now.Sub(lastBeat) >= h.cfg.Heartbeat {
 				lastBeat = now

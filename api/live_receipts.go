@@ -145,7 +145,8 @@ func (rc *receiptCoalescer) send(ctx context.Context, ready map[string]*receiptR
 		if n.Epoch != r.epoch {
 			continue
 		}
-		rcpt := live.Receipt{Conv: q.Conv, Epoch: r.epoch, Seq: q.Seq, Delivered: n.Delivered, Read: n.Read, Members: n.Others}
+		rcpt := live.Receipt{Conv: q.Conv, Epoch: r.epoch, Seq: q.Seq, State: stateOf(n), Pushed: n.Pushed,
+			Delivered: n.Delivered, Read: n.Read, Members: n.Others}
 		if _, ok := peers[q.Conv]; ok {
 			rcpt.PeerDeliveredSeq, rcpt.PeerReadSeq = cur[q.Conv].Delivered, cur[q.Conv].Read
 		}

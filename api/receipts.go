@@ -13,9 +13,25 @@ import (
 // Message states as a sender is shown them.
 const (
 	StateStored    = "stored"
+	StatePushed    = "pushed"
 	StateDelivered = "delivered"
 	StateRead      = "read"
 )
+
+// stateOf is the furthest any recipient got: read, delivered (a device
+// stored it), pushed (a live connection was written it, not yet acked),
+// else stored.
+func stateOf(n redisstore.ReceiptCounts) string {
+	switch {
+	case n.Read > 0:
+		return StateRead
+	case n.Delivered > 0:
+		return StateDelivered
+	case n.Pushed > 0:
+		return StatePushed
+	}
+	return StateStored
+}
 
 // receiptsJSON answers GET /v1/conversations/{conv}/receipts?seq=N.
 type receiptsJSON struct {
@@ -24,11 +40,14 @@ type receiptsJSON struct {
 	Seq    uint64 `json:"seq"`
 	Sender string `json:"sender"`
 	Large  bool   `json:"large"`
-	// State is the furthest any recipient got: stored, delivered, read.
+	// State is the furthest any recipient got: stored, pushed,
+	// delivered, read.
 	State string `json:"state"`
-	// Delivered and Read count the members other than the sender who
-	// stored (acked on a device) and read seq; Members counts those
-	// members. Null in a large group, which keeps no per-member cursors.
+	// Pushed, Delivered and Read count the members other than the sender
+	// a live connection of theirs was written seq, who stored it (acked
+	// on a device) and who read it; Members counts those members. Null in
+	// a large group, which keeps no per-member cursors.
+	Pushed    *int `json:"pushed"`
 	Delivered *int `json:"delivered"`
 	Read      *int `json:"read"`
 	Members   *int `json:"members"`
@@ -80,13 +99,8 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out.Delivered, out.Read, out.Members = &n.Delivered, &n.Read, &n.Others
-	switch {
-	case n.Read > 0:
-		out.State = StateRead
-	case n.Delivered > 0:
-		out.State = StateDelivered
-	}
+	out.Pushed, out.Delivered, out.Read, out.Members = &n.Pushed, &n.Delivered, &n.Read, &n.Others
+	out.State = stateOf(n)
 	if a.Type == schemas.ConvType_CONV_TYPE_DIRECT {
 		peer, err := s.peerOf(r.Context(), conv, id.User)
 		if err != nil {

@@ -42,9 +42,14 @@ type Frame struct {
 	Acked          int      `json:"acked,omitempty"`
 	EvictedDevices []string `json:"evicted_devices,omitempty"`
 	// receipt
-	ConvID           string `json:"conv_id,omitempty"`
-	Epoch            uint64 `json:"epoch,omitempty"`
-	Seq              uint64 `json:"seq,omitempty"`
+	ConvID string `json:"conv_id,omitempty"`
+	Epoch  uint64 `json:"epoch,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+	// State is the furthest any recipient got: stored, pushed (written
+	// to a live connection of theirs, not yet acked), delivered or read;
+	// a server before it sends none. Treat an unknown state as stored.
+	State            string `json:"state,omitempty"`
+	Pushed           int    `json:"pushed,omitempty"`
 	Delivered        int    `json:"delivered,omitempty"`
 	Read             int    `json:"read,omitempty"`
 	Members          int    `json:"members,omitempty"`

@@ -26,6 +26,7 @@ func liveFrames() []string {
 		`{"type":"hello","node":"a","conn_id":"c1","device_id":"d","heartbeat_ms":25000,"max_queue_bytes":1048576}`,
 		`{"type":"notice","conversations":[{"conv":"g","epoch":1,"max_seq":4,"device_acked_seq":2,"unread":2,"mentions":0}],"total":{"conversations":1,"unread":2,"mentions":0},"replay":false,"truncated":false,"resync":false}`,
 		`{"type":"receipt","conv_id":"g","epoch":1,"seq":4,"delivered":3,"read":1,"members":9}`,
+		`{"type":"receipt","conv_id":"g","epoch":1,"seq":5,"state":"pushed","pushed":2,"delivered":0,"read":0,"members":9}`,
 		`{"type":"ping"}`, `{"type":"message","attempt":2,"message":null}`, `{"type":"message","message":{"seq":5,"text":"hi"}}`,
 		`{"attempt":1,"type":"message","message":{"conv_id":"g","seq":1,"body":"AAEC"}}`, `null`, `{}`,
 		`{"type":"message","type":"ephemeral","message":{"seq":1}}`, `{"Type":"message","message":{"seq":1}}`,
@@ -63,5 +64,22 @@ func TestAMessageFrameIsReadWithoutEncodingJSON(t *testing.T) {
 	rd.release()
 	if err != nil || f.Type != "message" || f.Message == nil || f.Message.Seq != 100 || f.Attempt != 1 {
 		t.Fatalf("frame %+v, err %v: the reader did not read it itself", f, err)
+	}
+}
+
+func TestAReceiptFrameCarriesItsStateAndPushedCount(t *testing.T) {
+	cases := []struct {
+		frame  string
+		state  string
+		pushed int
+	}{
+		{`{"type":"receipt","conv_id":"g","epoch":1,"seq":5,"state":"pushed","pushed":2,"delivered":0,"read":0,"members":9}`, "pushed", 2},
+		{`{"type":"receipt","conv_id":"g","epoch":1,"seq":4,"delivered":3,"read":1,"members":9}`, "", 0}, // an older server's
+	}
+	for _, tc := range cases {
+		f, err := decodeFrame([]byte(tc.frame))
+		if err != nil || f.State != tc.state || f.Pushed != tc.pushed {
+			t.Errorf("%s: state %q pushed %d (%v), want %q %d", tc.frame, f.State, f.Pushed, err, tc.state, tc.pushed)
+		}
 	}
 }

@@ -60,14 +60,19 @@ type Envelope struct {
 
 // Receipt is what the sender of a conversation's messages is shown of
 // them: for Seq, the sender's newest message the change covers, how many
-// of the other members it was delivered to and read by.
+// of the other members it was pushed to (a live connection of theirs was
+// written it), delivered to and read by, and the furthest state any got.
 type Receipt struct {
-	Conv      string `json:"conv_id"`
-	Epoch     uint64 `json:"epoch"`
-	Seq       uint64 `json:"seq"`
-	Delivered int    `json:"delivered"`
-	Read      int    `json:"read"`
-	Members   int    `json:"members"`
+	Conv   string `json:"conv_id"`
+	Epoch  uint64 `json:"epoch"`
+	Seq    uint64 `json:"seq"`
+	State  string `json:"state,omitempty"` // stored, pushed, delivered or read
+	Pushed int    `json:"pushed"`
+	// Delivered and Read count members whose devices stored (acked) and
+	// who read Seq.
+	Delivered int `json:"delivered"`
+	Read      int `json:"read"`
+	Members   int `json:"members"`
 	// Direct conversations: the peer's cursors (as Telegram's
 	// read_outbox_max_id).
 	PeerDeliveredSeq uint64 `json:"peer_delivered_seq,omitempty"`

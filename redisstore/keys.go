@@ -160,6 +160,10 @@ func (k Keys) RevocationLog() string { return k.Prefix + "{revoked}:log" }
 func (k Keys) Delivered(conv string) string { return k.conv(conv, "rcd") }
 func (k Keys) ReadBy(conv string) string    { return k.conv(conv, "rcr") }
 
+// Pushed is a conversation's pushed cursors: member → the highest seq an
+// API node wrote to a live connection of one of the member's devices.
+func (k Keys) Pushed(conv string) string { return k.conv(conv, "rcp") }
+
 // ReceiptEpoch names the epoch the receipt cursors belong to.
 func (k Keys) ReceiptEpoch(conv string) string { return k.conv(conv, "rce") }
 

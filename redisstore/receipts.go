@@ -22,6 +22,7 @@ var (
 
 // Receipt cursor kinds.
 const (
+	ReceiptPushed    = 'p'
 	ReceiptDelivered = 'd'
 	ReceiptRead      = 'r'
 )
@@ -42,8 +43,8 @@ type RaisedReceipt struct {
 	Prev   uint64
 }
 
-// RaiseReceipts raises members' delivered (kind ReceiptDelivered) or read
-// cursors (see lua/receipts_raise.lua): the conversations whose keys share
+// RaiseReceipts raises members' pushed (kind ReceiptPushed), delivered
+// (ReceiptDelivered) or read cursors (see lua/receipts_raise.lua): the conversations whose keys share
 // a hash slot in one script call (all of them on a standalone server),
 // every call in one pipeline. Marks of a stale epoch change nothing.
 func (s *Store) RaiseReceipts(ctx context.Context, kind byte, marks []ReceiptMark) ([]RaisedReceipt, error) {
@@ -101,12 +102,12 @@ func (s *Store) raiseCalls(kind byte, marks []ReceiptMark) raising {
 		for _, j := range js {
 			n += len(of[j])
 		}
-		keys := make([]string, 0, 5*len(js))
+		keys := make([]string, 0, 6*len(js))
 		args := make([]any, 0, 1+2*len(js)+2*n)
 		args = append(args, string(kind))
 		for _, j := range js {
 			c := order[j].conv
-			keys = append(keys, s.keys.ConvMeta(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c), s.keys.Members(c))
+			keys = append(keys, s.keys.ConvMeta(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c), s.keys.Members(c), s.keys.Pushed(c))
 			args = append(args, order[j].epoch, len(of[j]))
 			for _, i := range of[j] {
 				args = append(args, marks[i].Member, marks[i].Seq)
@@ -224,10 +225,10 @@ func mergeRaised(earlier, next []RaisedReceipt) []RaisedReceipt {
 type ReceiptCounts struct {
 	Epoch  uint64
 	MaxSeq uint64
-	// Delivered and Read count members other than the sender whose
-	// cursors are at or above the seq; Others is how many such members
-	// the conversation has.
-	Delivered, Read, Others int
+	// Pushed, Delivered and Read count members other than the sender
+	// whose cursors are at or above the seq; Others is how many such
+	// members the conversation has.
+	Pushed, Delivered, Read, Others int
 }
 
 // CountReceipts answers "delivered to N of M, read by N of M" for seq,
@@ -235,13 +236,23 @@ type ReceiptCounts struct {
 func (s *Store) CountReceipts(ctx context.Context, conv string, seq uint64, sender string) (ReceiptCounts, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	keys := []string{s.keys.ConvMeta(conv), s.keys.Delivered(conv), s.keys.ReadBy(conv), s.keys.ReceiptEpoch(conv), s.keys.Members(conv)}
+	keys := s.countKeys(conv)
 	vals, err := receiptsCountScript.Run(ctx, s.rdb, keys, seq, sender).Slice()
-	if err != nil || len(vals) < 5 {
+	if err != nil || len(vals) < 6 {
 		return ReceiptCounts{}, fmt.Errorf("count receipts of %s/%d: %w", conv, seq, err)
 	}
+	return countsOf(vals), nil
+}
+
+func (s *Store) countKeys(conv string) []string {
+	return []string{s.keys.ConvMeta(conv), s.keys.Delivered(conv), s.keys.ReadBy(conv), s.keys.ReceiptEpoch(conv),
+		s.keys.Members(conv), s.keys.Pushed(conv)}
+}
+
+func countsOf(vals []any) ReceiptCounts {
 	return ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
-		Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}, nil
+		Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4])),
+		Pushed: int(readReplyUint(vals[5]))}
 }
 
 // MemberReceipts is one member's cursors.
@@ -288,6 +299,7 @@ func (s *Store) ForgetReceipts(ctx context.Context, conv string, members []strin
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZRem(ctx, s.keys.Delivered(conv), ms...)
 		p.ZRem(ctx, s.keys.ReadBy(conv), ms...)
+		p.ZRem(ctx, s.keys.Pushed(conv), ms...)
 		return nil
 	})
 	if err != nil {
@@ -386,8 +398,7 @@ func (s *Store) CountReceiptsMany(ctx context.Context, qs []ReceiptQuery) ([]Rec
 	}
 	calls := make([]scriptCall, len(qs))
 	for i, q := range qs {
-		calls[i] = scriptCall{keys: []string{s.keys.ConvMeta(q.Conv), s.keys.Delivered(q.Conv), s.keys.ReadBy(q.Conv),
-			s.keys.ReceiptEpoch(q.Conv), s.keys.Members(q.Conv)}, args: []any{q.Seq, q.Sender}}
+		calls[i] = scriptCall{keys: s.countKeys(q.Conv), args: []any{q.Seq, q.Sender}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -398,11 +409,10 @@ func (s *Store) CountReceiptsMany(ctx context.Context, qs []ReceiptQuery) ([]Rec
 	out := make([]ReceiptCounts, len(qs))
 	for i, c := range cmds {
 		vals, err := c.Slice()
-		if err != nil || len(vals) < 5 {
+		if err != nil || len(vals) < 6 {
 			return nil, fmt.Errorf("count receipts of %s/%d: %w", qs[i].Conv, qs[i].Seq, err)
 		}
-		out[i] = ReceiptCounts{Epoch: readReplyUint(vals[0]), MaxSeq: readReplyUint(vals[1]),
-			Delivered: int(readReplyUint(vals[2])), Read: int(readReplyUint(vals[3])), Others: int(readReplyUint(vals[4]))}
+		out[i] = countsOf(vals)
 	}
 	return out, nil
 }

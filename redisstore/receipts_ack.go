@@ -48,11 +48,11 @@ func (s *Store) RaiseAckedReceipts(ctx context.Context, user string, items []Ack
 	if len(groups) != 1 {
 		return nil, nil, false, nil
 	}
-	keys := make([]string, 0, 5*len(convs))
+	keys := make([]string, 0, 6*len(convs))
 	args := make([]any, 0, 1+len(convs)+2*len(items))
 	args = append(args, user)
 	for _, c := range convs {
-		keys = append(keys, s.keys.ConvMeta(c), s.keys.Members(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c))
+		keys = append(keys, s.keys.ConvMeta(c), s.keys.Members(c), s.keys.Delivered(c), s.keys.ReadBy(c), s.keys.ReceiptEpoch(c), s.keys.Pushed(c))
 		args = append(args, len(of[c]))
 		for _, i := range of[c] {
 			args = append(args, items[i].Seq, items[i].Epoch)

@@ -164,8 +164,9 @@ func (s *Store) dedupeDays() int64 {
 
 // sequenceKeys lists the conversation's keys: bucket 0 of each dedupe day
 // of the window newest first, then the days' other keys that looking up
-// digs and adding them to today may touch (as the days are now), and last
-// the group's notice seqs.
+// digs and adding them to today may touch (as the days are now), then the
+// receipt cursors (a leave takes the member out of them), and last the
+// group's notice seqs.
 func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string) ([]string, error) {
 	k := s.keys
 	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv),
@@ -183,7 +184,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	for i, st := range state {
 		keys = append(keys, dedupeKeys(k, conv, st, digs, i == 0)...)
 	}
-	keys = append(keys, k.Notices(conv))
+	keys = append(keys, k.Pushed(conv), k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
 	return keys, nil
 }
 

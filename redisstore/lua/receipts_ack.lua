@@ -9,12 +9,13 @@
 -- conversations fit one call). A large group keeps no cursors: it is
 -- checked and not raised. The raises are those of receipts_raise.lua (receipts_lib.lua, prepended).
 --
--- KEYS, 5 per conversation, in the order of the conversations of ARGV:
+-- KEYS, 6 per conversation, in the order of the conversations of ARGV:
 --   the conversation's meta (hash: seq, epoch, large, ...)
 --   its members (hash: user -> join seq)
 --   delivered cursors (zset: member -> seq)
 --   read cursors (zset: member -> seq)
 --   the epoch the sets belong to (string)
+--   pushed cursors (zset: member -> seq; renewed with the others)
 -- ARGV[1] the user
 -- ARGV[2..] per conversation: n, then n pairs: seq, the epoch the device
 --   named ('0': none)
@@ -38,7 +39,7 @@ local call, tonumber = redis.call, tonumber
 -- Every conversation is checked before anything is written.
 local convs = {}
 local a = 2
-for kb = 1, #KEYS, 5 do
+for kb = 1, #KEYS, 6 do
   local n = tonumber(ARGV[a])
   local meta = call('HMGET', KEYS[kb], 'epoch', 'seq', 'large')
   local epoch, max_seq = meta[1], tonumber(meta[2] or '0')
@@ -61,7 +62,7 @@ for _, c in ipairs(convs) do
   local raised = {}
   if not c.large then
     local delivered, read, sets_epoch = KEYS[c.kb + 2], KEYS[c.kb + 3], KEYS[c.kb + 4]
-    rc_renew(delivered, read, sets_epoch, c.epoch, KEYS[c.kb + 1])
+    rc_renew(delivered, read, sets_epoch, c.epoch, KEYS[c.kb + 1], KEYS[c.kb + 5])
     for i = 1, c.n do
       local rose, prev = rc_raise(delivered, user, tonumber(ARGV[c.a + 2 * (i - 1)]))
       raised[i] = {rose and 1 or 0, prev}

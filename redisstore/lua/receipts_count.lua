@@ -1,5 +1,6 @@
 -- Counts, for one seq of a conversation, the current members it was
--- delivered to and read by (cursors at or above it), the sender's own
+-- pushed to (a live connection of theirs was written it), delivered to
+-- and read by (cursors at or above it), the sender's own
 -- cursor left out, and the members other than the sender. Members-only
 -- sets (sets_epoch "epoch:m", see receipts_lib.lua) are counted with two
 -- ZCOUNTs, O(log M); sets written before that rule (sets_epoch the bare
@@ -12,11 +13,12 @@
 -- KEYS[3] read cursors (zset: member -> seq)
 -- KEYS[4] the epoch the sets belong to (string)
 -- KEYS[5] the conversation's members (hash)
+-- KEYS[6] pushed cursors (zset: member -> seq)
 -- ARGV[1] seq
 -- ARGV[2] sender of that seq ('' when unknown)
--- Returns {epoch, max seq, delivered, read, others}.
+-- Returns {epoch, max seq, delivered, read, others, pushed}.
 local meta, delivered, read, sets_epoch = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local mem = KEYS[5]
+local mem, pushed = KEYS[5], KEYS[6]
 local seq, sender = ARGV[1], ARGV[2]
 local m = redis.call('HMGET', meta, 'epoch', 'seq')
 local epoch = m[1] or '0'
@@ -37,13 +39,15 @@ local function count(set)
   return n
 end
 if form ~= epoch and form ~= epoch .. ':m' then
-  return {epoch, m[2] or '0', 0, 0, others}
+  return {epoch, m[2] or '0', 0, 0, others, 0}
 end
-local d, r = count(delivered), count(read)
+local d, r, p = count(delivered), count(read), count(pushed)
 if sender ~= '' and redis.call('HEXISTS', mem, sender) == 1 then
   local sd = tonumber(redis.call('ZSCORE', delivered, sender) or '0')
   if sd >= tonumber(seq) then d = d - 1 end
   local sr = tonumber(redis.call('ZSCORE', read, sender) or '0')
   if sr >= tonumber(seq) then r = r - 1 end
+  local sp = tonumber(redis.call('ZSCORE', pushed, sender) or '0')
+  if sp >= tonumber(seq) then p = p - 1 end
 end
-return {epoch, m[2] or '0', d, r, others}
+return {epoch, m[2] or '0', d, r, others, p}

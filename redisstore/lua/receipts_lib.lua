@@ -13,31 +13,32 @@
 -- followed by ':m' once its sets were cleaned of members who left (sets
 -- written before that rule hold the bare epoch, and may hold them).
 
--- rc_renew makes the delivered and read sets epoch's and members-only:
+-- rc_renew makes the pushed, delivered and read sets epoch's and members-only:
 -- sets of another epoch are dropped; sets of this epoch in the old form
 -- (sets_epoch the bare epoch) lose the entries of users not in the
 -- members hash, once.
-local function rc_renew(delivered, read, sets_epoch, epoch, members)
+local function rc_renew(delivered, read, sets_epoch, epoch, members, pushed)
   local cur = redis.call('GET', sets_epoch)
   if cur == epoch .. ':m' then return end
   if cur == epoch then
-    for _, set in ipairs({delivered, read}) do
+    for _, set in ipairs({delivered, read, pushed}) do
       for _, m in ipairs(redis.call('ZRANGE', set, 0, -1)) do
         if redis.call('HEXISTS', members, m) == 0 then redis.call('ZREM', set, m) end
       end
     end
   else
-    redis.call('DEL', delivered, read)
+    redis.call('DEL', delivered, read, pushed)
   end
   redis.call('SET', sets_epoch, epoch .. ':m')
 end
 
 -- rc_member says whether user is a member now; a former member's entries
 -- are taken out of the sets (they may predate the members-only rule).
-local function rc_member(delivered, read, members, user)
+local function rc_member(delivered, read, members, user, pushed)
   if redis.call('HEXISTS', members, user) == 1 then return true end
   redis.call('ZREM', delivered, user)
   redis.call('ZREM', read, user)
+  redis.call('ZREM', pushed, user)
   return false
 end
 

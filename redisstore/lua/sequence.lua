@@ -38,6 +38,9 @@
 --          then the older days of the dedupe window (new ids go to today),
 --          and after them the days' other keys the batch may touch
 --          (dedupe_lib.lua); OBDEDUPE, nothing changed, when one is missing
+-- KEYS[#KEYS-3] P{c:C}:rcp  KEYS[#KEYS-2] P{c:C}:rcd  KEYS[#KEYS-1] P{c:C}:rcr
+--          the receipt cursors
+--          (zsets: member -> seq): a leave takes the member out of them
 -- KEYS[#KEYS] P{c:C}:ns   the seqs of the group's join and leave notices
 --          (no unread counts them; see the notices block below)
 -- ARGV[1]  write time, ms (the worker's clock; never Redis TIME)
@@ -127,7 +130,10 @@ local days = dd_days(8)
 -- check of their own.
 do
   local want = {[ma] = 'zset', [tl] = 'list', [KEYS[#KEYS]] = 'zset'}
-  local read = {[meta] = true, [held] = true}
+  -- The receipt sets are only ever ZREMed here, by redis.pcall: a set of
+  -- the wrong type fails that command alone, so it needs no TYPE check.
+  local read = {[meta] = true, [held] = true, [KEYS[#KEYS - 3]] = true,
+    [KEYS[#KEYS - 2]] = true, [KEYS[#KEYS - 1]] = true}
   for _, d in ipairs(days) do read[d.key] = true end
   for _, k in ipairs(KEYS) do
     if not read[k] then
@@ -349,6 +355,10 @@ local function members(kind, s, users, sender, rl, auth)
       local j = redis.call('HGET', mem, u)
       if j then
         redis.call('HDEL', mem, u)
+        -- in the same step, so "N of M" never counts a member who left
+        redis.pcall('ZREM', KEYS[#KEYS - 3], u)
+        redis.pcall('ZREM', KEYS[#KEYS - 2], u)
+        redis.pcall('ZREM', KEYS[#KEYS - 1], u)
         nmem = nmem - 1
         keepSpan(u, j, s)
         if redis.call('HGET', role, u) == 'o' then owner = true end

@@ -224,8 +224,10 @@ function messageItem(m, pending) {
 }
 
 // tickOf is the state of one of my messages: sent (it has its seq),
+// pushed (written to a live connection of a recipient, not yet acked),
 // delivered (a device of the peer stored it) or read; in a group, how many
-// of the other members got that far.
+// of the other members got that far. A state the page does not know is
+// shown as sent.
 function tickOf(m) {
   const c = state.convs.get(m.conv_id) || {};
   const r = state.receipts.get(m.conv_id);
@@ -234,11 +236,13 @@ function tickOf(m) {
     const delivered = Math.max(read, c.peer_delivered_seq || 0, (r && r.peer_delivered_seq) || 0);
     if (read >= m.seq) return { text: "✓✓ read", cls: "read" };
     if (delivered >= m.seq) return { text: "✓✓ delivered", cls: "delivered" };
+    if (r && r.seq >= m.seq && r.pushed > 0) return { text: "✓ pushed", cls: "pushed" };
     return { text: "✓ sent", cls: "" };
   }
   if (r && r.seq >= m.seq && r.members > 0) {
     if (r.read > 0) return { text: `✓✓ read by ${r.read} of ${r.members}`, cls: "read" };
     if (r.delivered > 0) return { text: `✓✓ delivered to ${r.delivered} of ${r.members}`, cls: "delivered" };
+    if (r.pushed > 0) return { text: `✓ pushed to ${r.pushed} of ${r.members}`, cls: "pushed" };
   }
   return { text: "✓ sent", cls: "" };
 }
