@@ -13,6 +13,10 @@ package offlinebox_test
 
 import (
 	"bufio"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -158,4 +162,137 @@ func packageDirs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return dirs
+}
+
+var (
+	testName = regexp.MustCompile(`\bTest[A-Z0-9_]\w*`)
+	// runPattern ends the text before a name that is a `go test -run`
+	// pattern, which names every test it is a prefix of.
+	runPattern = regexp.MustCompile(`-run[ =]['"]?\^?$`)
+)
+
+func anyPrefixed(names map[string]bool, prefix string) bool {
+	for n := range names {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// testFuncs lists the top-level funcs named Test* in every _test.go file.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return fmt.Errorf("parsing %s: %w", path, err)
+		}
+		for _, decl := range f.Decls {
+			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				names[fn.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestEveryTestTheDocsNameExists(t *testing.T) {
+	have := testFuncs(t)
+	for _, doc := range []string{"DESIGN.md", "README.md"} {
+		src, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			for _, at := range testName.FindAllStringIndex(line, -1) {
+				name := line[at[0]:at[1]]
+				if runPattern.MatchString(line[:at[0]]) {
+					if !anyPrefixed(have, name) {
+						t.Errorf("%s:%d runs %s, which matches no test of the tree", doc, i+1, name)
+					}
+				} else if !have[name] {
+					t.Errorf("%s:%d names %s, which no _test.go file of the tree declares", doc, i+1, name)
+				}
+			}
+		}
+	}
+}
+
+// ownRowAbove is the size from which a file needs a row of the file map
+// that names it alone among Go files (no glob, no directory, no sharing).
+const ownRowAbove = 300
+
+func TestEveryLargeFileHasARowOfItsOwnInTheDesignFileMap(t *testing.T) {
+	rows, _ := fileMapRows(t)
+	own := map[string]bool{}
+	for _, paths := range rows {
+		var goFiles []string
+		exact := true
+		for j, p := range paths {
+			first := paths[0]
+			if j == 0 {
+				first = ""
+			}
+			glob := strings.ContainsAny(p, "*?[")
+			for _, m := range resolve(first, p) {
+				if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+					exact = false
+				} else if strings.HasSuffix(m, ".go") {
+					goFiles = append(goFiles, m)
+					exact = exact && !glob
+				}
+			}
+		}
+		if exact && len(goFiles) == 1 {
+			own[goFiles[0]] = true
+		}
+	}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if generatedMark.Match(src) {
+			return nil
+		}
+		rel := filepath.ToSlash(path)
+		if n := strings.Count(string(src), "\n"); n > ownRowAbove && !own[rel] {
+			t.Errorf("%s is %d lines: give it a row of its own in DESIGN.md's file map (over %d lines, not a glob or a shared row)", rel, n, ownRowAbove)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -73,32 +73,10 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
 	go pr.run(pctx, 500*time.Millisecond)
-	var streamed time.Duration
 	res.Capacity = &capacity{}
-	memBefore, _ := s.redisSnapshot(ctx)
-	if err := s.measureIdle(ctx, keyring, idleConnections, res.Capacity); err != nil {
+	base, streamed, err := s.rounds(ctx, o, keyring, logger, &res)
+	if err != nil {
 		return res, err
-	}
-	// The baseline round, with no fault, is what the capacity model
-	// measures.
-	m := s.startMeasure(ctx)
-	m.memBefore = memBefore
-	base := s.round(ctx, o, 0, fault{name: "baseline", apply: noFault}, keyring, logger)
-	s.endMeasure(ctx, m, base, res.Capacity)
-	res.Baseline = &base
-	res.Delivered += base.Delivered
-	streamed += o.round
-	for i, f := range faultsFor(o) {
-		if o.baselineOnly {
-			break
-		}
-		fr := s.round(ctx, o, i+1, f, keyring, logger)
-		res.Faults = append(res.Faults, fr)
-		res.Delivered += fr.Delivered
-		streamed += o.round
-		if fr.Error != "" {
-			logger.Printf("%s: %s", f.name, fr.Error)
-		}
 	}
 	pcancel()
 	l := pr.result()
@@ -130,6 +108,37 @@ func run(ctx context.Context, o options, logger *log.Logger) (result, error) {
 		<-serveUntil.Done()
 	}
 	return res, nil
+}
+
+// rounds streams the workload round after round: the baseline, with no
+// fault, which the capacity model measures, then each fault in turn (none
+// with -baseline-only). It answers the baseline and the time streamed.
+func (s *stack) rounds(ctx context.Context, o options, keyring *auth.Keyring, logger *log.Logger,
+	res *result) (base faultResult, streamed time.Duration, err error) {
+	memBefore, _ := s.redisSnapshot(ctx)
+	if err := s.measureIdle(ctx, keyring, idleConnections, res.Capacity); err != nil {
+		return base, 0, err
+	}
+	m := s.startMeasure(ctx)
+	m.memBefore = memBefore
+	base = s.round(ctx, o, 0, fault{name: "baseline", apply: noFault}, keyring, logger)
+	s.endMeasure(ctx, m, base, res.Capacity)
+	res.Baseline = &base
+	res.Delivered += base.Delivered
+	streamed += o.round
+	if o.baselineOnly {
+		return base, streamed, nil
+	}
+	for i, f := range faultsFor(o) {
+		fr := s.round(ctx, o, i+1, f, keyring, logger)
+		res.Faults = append(res.Faults, fr)
+		res.Delivered += fr.Delivered
+		streamed += o.round
+		if fr.Error != "" {
+			logger.Printf("%s: %s", f.name, fr.Error)
+		}
+	}
+	return base, streamed, nil
 }
 
 // startStack brings the cluster up: stores, migrate, API nodes, workers.

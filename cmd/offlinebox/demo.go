@@ -40,24 +40,7 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := embedded.EnsurePackages(ctx, slog.Default()); err != nil {
 		return err
 	}
-	dir, err := filepath.Abs(o.dataDir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("data folder %s: %w", dir, err)
-	}
-	if o.reset {
-		if err := resetDemoData(dir); err != nil {
-			return err
-		}
-	}
-	if o.secret == "" {
-		if o.secret, err = demoSecret(dir); err != nil {
-			return err
-		}
-	}
-	keyFile, err := demoKeyFile(dir)
+	dir, keyFile, err := prepareDemoDir(&o)
 	if err != nil {
 		return err
 	}
@@ -92,24 +75,8 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if !o.once {
-		path, removeEnv, err := writeDemoEnv(dir, base, cfg)
-		defer removeEnv()
-		if err != nil {
+		if err := serveDemo(ctx, d, dir, done); err != nil {
 			return err
-		}
-		tok, _ := keyring.Mint(demoUser, "", 24*time.Hour)
-		link, err := signInLink(keyring, base, demoUser)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\nServing on %s until interrupted.\n  The web client: %s/\n  Signed in as %s: %s\n", base, base, demoUser, link)
-		fmt.Fprintf(stdout, "Addresses and the secret are in %s;\nevery offlinebox subcommand %s reads it:\n"+
-			"  offlinebox token bob -device laptop\n  offlinebox verify\n  offlinebox history sql \"SELECT count() FROM messages\"\n"+
-			"  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", path, whereEnvIsRead(path), tok, base)
-		select {
-		case <-ctx.Done():
-		case err := <-done:
-			return fmt.Errorf("pipeline: %w", err)
 		}
 	}
 	stopPipeline()
@@ -117,6 +84,59 @@ func runDemo(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	return result.broken()
+}
+
+// prepareDemoDir makes the data folder (emptied first with -reset) and
+// the secret and key file kept in it, so that a second run reads what the
+// first one stored.
+func prepareDemoDir(o *demoOptions) (dir, keyFile string, err error) {
+	if dir, err = filepath.Abs(o.dataDir); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("data folder %s: %w", dir, err)
+	}
+	if o.reset {
+		if err := resetDemoData(dir); err != nil {
+			return "", "", err
+		}
+	}
+	if o.secret == "" {
+		if o.secret, err = demoSecret(dir); err != nil {
+			return "", "", err
+		}
+	}
+	if keyFile, err = demoKeyFile(dir); err != nil {
+		return "", "", err
+	}
+	return dir, keyFile, nil
+}
+
+// serveDemo keeps the demo's stack serving after its scenario until ctx
+// ends or the pipeline fails, with the env file that points every
+// subcommand at it written for that long.
+func serveDemo(ctx context.Context, d *demo, dir string, done <-chan error) error {
+	path, removeEnv, err := writeDemoEnv(dir, d.base, d.cfg)
+	defer removeEnv()
+	if err != nil {
+		return err
+	}
+	tok, _ := d.keyring.Mint(demoUser, "", 24*time.Hour)
+	link, err := signInLink(d.keyring, d.base, demoUser)
+	if err != nil {
+		return err
+	}
+	base, stdout := d.base, d.out
+	fmt.Fprintf(stdout, "\nServing on %s until interrupted.\n  The web client: %s/\n  Signed in as %s: %s\n", base, base, demoUser, link)
+	fmt.Fprintf(stdout, "Addresses and the secret are in %s;\nevery offlinebox subcommand %s reads it:\n"+
+		"  offlinebox token bob -device laptop\n  offlinebox verify\n  offlinebox history sql \"SELECT count() FROM messages\"\n"+
+		"  curl -s -H 'Authorization: Bearer %s' %s/v1/conversations\n", path, whereEnvIsRead(path), tok, base)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-done:
+		return fmt.Errorf("pipeline: %w", err)
+	}
 }
 
 func parseDemoOptions(args []string) (demoOptions, error) {

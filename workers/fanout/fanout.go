@@ -152,36 +152,19 @@ func (f *Fanout) handle(ctx context.Context, records []*kgo.Record) ([]stream.De
 	dead := batch.dead
 	var out []*kgo.Record
 	from := map[*kgo.Record]*kgo.Record{} // sequenced record → its source
-	keys := map[string]string{}           // conv → wrapped data key, for sealed records
-	keyFailed := map[string]error{}       // conv → why its wrapped data key can never be read
-	keyless := 0                          // records dead-lettered for it
+	keys := dataKeys{store: f.store}
+	keyless := 0 // records dead-lettered for a data key that can never be read
 	for _, r := range results {
 		dead = append(dead, r.dead...)
 		for i, sq := range r.sequenced {
-			// A sealed record carries its conversation's wrapped data key:
-			// durable in the changelog (and ClickHouse) before the commit,
-			// so losing Redis never loses the key to its bodies.
-			if sq.GetMessage().GetSealedEpoch() != 0 && sq.GetDataKey() == "" {
-				conv := sq.GetMessage().GetConvId()
-				w, ok := keys[conv]
-				if !ok && keyFailed[conv] == nil {
-					var err error
-					w, err = f.store.WrappedDataKey(ctx, conv)
-					switch {
-					case redisstore.Permanent(err):
-						keyFailed[conv] = err
-					case err != nil:
-						return nil, err
-					default:
-						keys[conv] = w
-					}
-				}
-				if err := keyFailed[conv]; err != nil {
-					dead = append(dead, f.keylessLetter(r.sources[i], sq, err))
-					keyless++
-					continue
-				}
-				sq.DataKey = w
+			never, err := keys.attach(ctx, sq)
+			if err != nil {
+				return nil, err
+			}
+			if never != nil {
+				dead = append(dead, f.keylessLetter(r.sources[i], sq, never))
+				keyless++
+				continue
 			}
 			value, err := proto.Marshal(sq)
 			if err != nil {
@@ -329,4 +312,47 @@ func (f *Fanout) split(records []*kgo.Record, partitions int32) splitBatch {
 		b.byConv[conv] = append(b.byConv[conv], pending{rec: r, msg: m})
 	}
 	return b
+}
+
+// dataKeys gives each sealed record its conversation's wrapped data key,
+// read once per conversation a batch: durable in the changelog (and
+// ClickHouse) before the commit, so losing Redis never loses the key to
+// its bodies.
+type dataKeys struct {
+	store  *redisstore.Store
+	keys   map[string]string // conv → wrapped data key
+	failed map[string]error  // conv → why its wrapped data key can never be read
+}
+
+// attach sets sq's data key when it is sealed and has none. never is why
+// the key can never be read (the record is dead-lettered); err is a store
+// to wait for.
+func (k *dataKeys) attach(ctx context.Context, sq *schemas.Sequenced) (never, err error) {
+	if sq.GetMessage().GetSealedEpoch() == 0 || sq.GetDataKey() != "" {
+		return nil, nil
+	}
+	conv := sq.GetMessage().GetConvId()
+	if err := k.failed[conv]; err != nil {
+		return err, nil
+	}
+	w, ok := k.keys[conv]
+	if !ok {
+		w, err = k.store.WrappedDataKey(ctx, conv)
+		switch {
+		case redisstore.Permanent(err):
+			if k.failed == nil {
+				k.failed = map[string]error{}
+			}
+			k.failed[conv] = err
+			return err, nil
+		case err != nil:
+			return nil, err
+		}
+		if k.keys == nil {
+			k.keys = map[string]string{}
+		}
+		k.keys[conv] = w
+	}
+	sq.DataKey = w
+	return nil, nil
 }

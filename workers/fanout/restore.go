@@ -310,53 +310,11 @@ type restoreItem struct {
 // exactly is counted as a conflict and logged, and left alone.
 func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreItem, head redisstore.ConvHead,
 	st *restoreStats) (err error) {
-	first := items[0].sq
-	// The data key first: the bodies re-applied are sealed with it. Every
-	// record carries the same key, wrapped as it was then: the newest
-	// record's wrapping is the likeliest after a rekey.
-	for i := len(items) - 1; i >= 0; i-- {
-		if w := items[i].sq.GetDataKey(); w != "" {
-			if _, err := f.store.PutDataKey(ctx, conv, w); err != nil {
-				return err
-			}
-			break
-		}
+	head, err = f.prepareRestore(ctx, conv, items, head)
+	if err != nil {
+		return err
 	}
-	if !head.Exists {
-		if _, err := f.store.SeedHead(ctx, conv, first.GetEpoch(), first.GetSeq(),
-			first.GetMessage().GetConvType()); err != nil {
-			return err
-		}
-		head = redisstore.ConvHead{Exists: true, Epoch: first.GetEpoch(), Seq: first.GetSeq() - 1}
-	}
-	var keep []restoreItem
-	// stop: why the records from the first not kept on cannot be put
-	// back; what comes before is put back first, then the hold.
-	var stop string
-	last := head.Seq
-	for i, it := range items {
-		e, s := it.sq.GetEpoch(), it.sq.GetSeq()
-		switch {
-		case e < head.Epoch:
-			continue // an older timeline's record
-		case e > head.Epoch:
-			f.cfg.Logger.Error("restore: the changelog holds a newer epoch than redis; rebuild the conversation",
-				"conv", conv, "redis_epoch", head.Epoch, "changelog_epoch", e, "seq", s)
-			stop = fmt.Sprintf("restore: the changelog holds epoch %d, redis %d", e, head.Epoch)
-		case s > last+1:
-			f.cfg.Logger.Error("restore: seqs missing from both redis and the changelog; rebuild the conversation",
-				"conv", conv, "redis_seq", last, "changelog_seq", s)
-			stop = fmt.Sprintf("restore: seqs %d to %d missing from both redis and the changelog", last+1, s-1)
-		}
-		if stop != "" {
-			st.conflict(len(items) - i)
-			break
-		}
-		if s == last+1 {
-			last = s
-		}
-		keep = append(keep, it)
-	}
+	keep, stop := f.restorable(conv, items, head, st)
 	sub := f.chunks.NewSubpool(f.cfg.TasksPerConversation)
 	defer sub.StopAndWait()
 	seen := map[uint64]bool{}
@@ -401,6 +359,65 @@ func (f *Fanout) restoreConv(ctx context.Context, conv string, items []restoreIt
 		return f.hold(ctx, conv, stop)
 	}
 	return nil
+}
+
+// prepareRestore puts back what the re-applied records need before them:
+// the data key their bodies are sealed with (every record carries the
+// same key, wrapped as it was then: the newest record's wrapping is the
+// likeliest after a rekey) and, when Redis lost the conversation, its
+// head seeded just below the first record.
+func (f *Fanout) prepareRestore(ctx context.Context, conv string, items []restoreItem,
+	head redisstore.ConvHead) (redisstore.ConvHead, error) {
+	for i := len(items) - 1; i >= 0; i-- {
+		if w := items[i].sq.GetDataKey(); w != "" {
+			if _, err := f.store.PutDataKey(ctx, conv, w); err != nil {
+				return head, err
+			}
+			break
+		}
+	}
+	if head.Exists {
+		return head, nil
+	}
+	first := items[0].sq
+	if _, err := f.store.SeedHead(ctx, conv, first.GetEpoch(), first.GetSeq(),
+		first.GetMessage().GetConvType()); err != nil {
+		return head, err
+	}
+	return redisstore.ConvHead{Exists: true, Epoch: first.GetEpoch(), Seq: first.GetSeq() - 1}, nil
+}
+
+// restorable picks the records that can be put back on head: those of
+// its epoch, up to the first that is of a newer epoch or leaves a gap.
+// stop says why the records from there on cannot be put back (empty when
+// all can); what comes before is put back first, then the hold.
+func (f *Fanout) restorable(conv string, items []restoreItem, head redisstore.ConvHead,
+	st *restoreStats) (keep []restoreItem, stop string) {
+	last := head.Seq
+	for i, it := range items {
+		e, s := it.sq.GetEpoch(), it.sq.GetSeq()
+		switch {
+		case e < head.Epoch:
+			continue // an older timeline's record
+		case e > head.Epoch:
+			f.cfg.Logger.Error("restore: the changelog holds a newer epoch than redis; rebuild the conversation",
+				"conv", conv, "redis_epoch", head.Epoch, "changelog_epoch", e, "seq", s)
+			stop = fmt.Sprintf("restore: the changelog holds epoch %d, redis %d", e, head.Epoch)
+		case s > last+1:
+			f.cfg.Logger.Error("restore: seqs missing from both redis and the changelog; rebuild the conversation",
+				"conv", conv, "redis_seq", last, "changelog_seq", s)
+			stop = fmt.Sprintf("restore: seqs %d to %d missing from both redis and the changelog", last+1, s-1)
+		}
+		if stop != "" {
+			st.conflict(len(items) - i)
+			return keep, stop
+		}
+		if s == last+1 {
+			last = s
+		}
+		keep = append(keep, it)
+	}
+	return keep, ""
 }
 
 // check compares what re-applying a batch gave with the changelog; it
