@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
 )
 
 // metrics of the API: pull latency and payload sizes per route (a payload
@@ -52,13 +54,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_api_response_decoded_bytes_total", Help: "Bytes of API answers before their content coding, by coding.",
 		}, []string{"coding"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait, m.coded} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.All(reg, m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait, m.coded); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

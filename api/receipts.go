@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -68,8 +67,11 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 	if err := onlyParams(q, "seq"); err != nil {
 		return 0, nil, err
 	}
-	seq, err := strconv.ParseUint(q.Get("seq"), 10, 64)
-	if err != nil || seq == 0 {
+	seq, ok, err := seqParam(q.Get("seq"), "seq")
+	if err != nil {
+		return 0, nil, err
+	}
+	if !ok || seq == 0 {
 		return 0, nil, badRequest("seq", "is required, a number above 0")
 	}
 	items := []seqItem{{field: "seq", conv: conv, seq: seq}}

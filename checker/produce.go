@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/offlinebox/offlinebox/internal/backoff"
+	"github.com/offlinebox/offlinebox/backoff"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 

@@ -162,44 +162,30 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 	var raised []RaisedReceipt
 	err := s.withDeviceSet(ctx, user, -1, func(devs, cursors []string) error {
 		ackKeys, ackArgs := s.ackCall(user, device, items, nowMS, devs, cursors)
-		for attempt := 0; ; attempt++ {
-			var ack *redis.Cmd
-			cmds := make([]*redis.Cmd, len(rc.calls))
-			_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-				ack = ackCursorScript.EvalSha(ctx, p, ackKeys, ackArgs...)
-				for i, c := range rc.calls {
-					cmds[i] = receiptsRaiseScript.EvalSha(ctx, p, c.keys, c.args...)
-				}
-				return nil
-			})
-			if err != nil && attempt == 0 && anyNoScript(append(cmds, ack)) {
-				if err := ackCursorScript.Load(ctx, s.rdb).Err(); err != nil {
-					return fmt.Errorf("load script: %w", err)
-				}
-				if err := receiptsRaiseScript.Load(ctx, s.rdb).Err(); err != nil {
-					return fmt.Errorf("load script: %w", err)
-				}
-				continue
-			}
-			if err := ack.Err(); err != nil {
-				if redis.HasErrorPrefix(err, refusalDevices) {
-					// The raises of this pipeline ran: what they raised is
-					// kept, as the next run finds the cursors raised already.
-					if r, perr := rc.parse(marks, cmds); perr == nil {
-						raised = mergeRaised(raised, r)
-					}
-				}
-				return err // OBDEVICES: withDeviceSet reads the set again
-			}
-			if err != nil {
-				return fmt.Errorf("raise receipts of %d conversations: %w", rc.convs, err)
-			}
-			vals, _ := ack.Slice()
-			res = ackResultOf(vals)
-			r, err := rc.parse(marks, cmds)
-			raised = mergeRaised(raised, r)
-			return err
+		calls := append([]scriptCall{{keys: ackKeys, args: ackArgs, script: ackCursorScript}}, rc.calls...)
+		all, err := s.evalPiped(ctx, receiptsRaiseScript, calls)
+		if anyNoScript(all) && err != nil {
+			return err // the lost scripts could not be loaded again
 		}
+		ack, cmds := all[0], all[1:]
+		if err := ack.Err(); err != nil {
+			if redis.HasErrorPrefix(err, refusalDevices) {
+				// The raises of this pipeline ran: what they raised is
+				// kept, as the next run finds the cursors raised already.
+				if r, perr := rc.parse(marks, cmds); perr == nil {
+					raised = mergeRaised(raised, r)
+				}
+			}
+			return err // OBDEVICES: withDeviceSet reads the set again
+		}
+		if err != nil {
+			return fmt.Errorf("raise receipts of %d conversations: %w", rc.convs, err)
+		}
+		vals, _ := ack.Slice()
+		res = ackResultOf(vals)
+		r, err := rc.parse(marks, cmds)
+		raised = mergeRaised(raised, r)
+		return err
 	})
 	if err != nil {
 		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))

@@ -70,6 +70,17 @@ const (
 type scriptCall struct {
 	keys []string
 	args []any
+	// script, when set, is run instead of the pipeline's, so that calls of
+	// two scripts share one round trip.
+	script *redis.Script
+}
+
+// scriptOf is the script c runs in a pipeline of sc.
+func (c scriptCall) scriptOf(sc *redis.Script) *redis.Script {
+	if c.script != nil {
+		return c.script
+	}
+	return sc
 }
 
 // evalPiped runs one script many times in one pipeline. A Cluster client
@@ -91,8 +102,14 @@ func (s *Store) evalPiped(ctx context.Context, sc *redis.Script, calls []scriptC
 		}
 	}
 	if len(lost) > 0 {
-		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
-			return cmds, fmt.Errorf("load script: %w", err)
+		loaded := map[*redis.Script]bool{}
+		for _, c := range lost {
+			if l := c.scriptOf(sc); !loaded[l] {
+				loaded[l] = true
+				if err := l.Load(ctx, s.rdb).Err(); err != nil {
+					return cmds, fmt.Errorf("load script: %w", err)
+				}
+			}
 		}
 		for k, c := range s.pipelineScript(ctx, sc, lost) {
 			cmds[at[k]] = c
@@ -111,7 +128,7 @@ func (s *Store) pipelineScript(ctx context.Context, sc *redis.Script, calls []sc
 	cmds := make([]*redis.Cmd, len(calls))
 	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range calls {
-			cmds[i] = sc.EvalSha(ctx, p, c.keys, c.args...)
+			cmds[i] = c.scriptOf(sc).EvalSha(ctx, p, c.keys, c.args...)
 		}
 		return nil
 	})

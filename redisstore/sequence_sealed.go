@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/offlinebox/offlinebox/internal/backoff"
+	"github.com/offlinebox/offlinebox/backoff"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )

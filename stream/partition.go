@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/offlinebox/offlinebox/internal/backoff"
+	"github.com/offlinebox/offlinebox/backoff"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/offlinebox/offlinebox/chstore"
-	"github.com/offlinebox/offlinebox/internal/backoff"
+	"github.com/offlinebox/offlinebox/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/topology"

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/promreg"
+
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -39,12 +41,8 @@ func newGauges(reg prometheus.Registerer, threshold uint64) (gauges, error) {
 			"Users whose inbox index was too large for the census to read their backlog, as of the last complete census."),
 	}
 	g.threshold.Set(float64(threshold))
-	if reg != nil {
-		for _, c := range []prometheus.Collector{g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold, g.backlog, g.unmeasured} {
-			if err := reg.Register(c); err != nil {
-				return g, fmt.Errorf("census: register metrics: %w", err)
-			}
-		}
+	if err := promreg.All(reg, g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold, g.backlog, g.unmeasured); err != nil {
+		return g, fmt.Errorf("census: register metrics: %w", err)
 	}
 	return g, nil
 }

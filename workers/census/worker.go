@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offlinebox/offlinebox/internal/backoff"
+	"github.com/offlinebox/offlinebox/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/redisstore"
@@ -203,13 +205,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_convindex_dead_letters_total", Help: "Records given up on as dead letters.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.previews, m.receipts, m.readsRaised, m.dead} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.All(reg, m.previews, m.receipts, m.readsRaised, m.dead); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

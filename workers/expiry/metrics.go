@@ -1,6 +1,10 @@
 package expiry
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
+)
 
 // metrics are the worker's Prometheus series.
 type metrics struct {
@@ -49,12 +53,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions, whatRowGroups} {
 		m.removed.WithLabelValues(w)
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.removed, m.scanned, m.cycles, m.errors, m.malformed} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.All(reg, m.removed, m.scanned, m.cycles, m.errors, m.malformed); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/alitto/pond/v2"
 
+	"github.com/offlinebox/offlinebox/backoff"
 	"github.com/offlinebox/offlinebox/chstore"
-	"github.com/offlinebox/offlinebox/internal/backoff"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"

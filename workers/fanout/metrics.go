@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/promreg"
+
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -106,13 +108,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"partitioner), produced again to the one it does instead of sequenced where they were read.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-			m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves, m.forwarded} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.All(reg, m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
+		m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves, m.forwarded); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

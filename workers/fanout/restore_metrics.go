@@ -1,6 +1,10 @@
 package fanout
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
+)
 
 // restoreMetrics are the restore's series.
 type restoreMetrics struct {
@@ -54,13 +58,9 @@ func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
 			Help: "1 while fanout sequences nothing because a Redis server evicted keys since it was verified (run offlinebox repair-evicted), else 0.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.runs, m.records, m.conflicts, m.held, m.unappliedRecords, m.unappliedUpdates,
-			m.evictionsFound, m.evictionHeld} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.All(reg, m.runs, m.records, m.conflicts, m.held, m.unappliedRecords, m.unappliedUpdates,
+		m.evictionsFound, m.evictionHeld); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,6 +1,10 @@
 package history
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
+)
 
 // metrics are the sink's Prometheus series.
 type metrics struct {
@@ -31,12 +35,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.rows, m.failures, m.duration, m.batchRows} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
+	if err := promreg.All(reg, m.rows, m.failures, m.duration, m.batchRows); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

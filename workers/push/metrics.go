@@ -1,6 +1,10 @@
 package push
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/promreg"
+)
 
 type metrics struct {
 	pushes     *prometheus.CounterVec
@@ -51,13 +55,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "offlinebox_push_rejections_not_kept_total", Help: "Refusals that could not be stored in their sender's list because it can never be written (a key of the wrong type); they were still pushed.",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept, m.rejectionsNotKept} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promreg.All(reg, m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept, m.rejectionsNotKept); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

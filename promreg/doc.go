@@ -1,0 +1,5 @@
+// Package promreg registers a component's Prometheus collectors: every
+// worker, the API and the tools hand their collectors to All, so that a nil
+// registerer (a test, a tool without a metrics listener) and the first
+// failed registration are handled in one place.
+package promreg
