@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"github.com/offlinebox/offlinebox/wire"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,7 +68,7 @@ func clientAnswers(t *testing.T) map[string][]byte {
 	last := uint64(3)
 	list := conversationListJSON{Next: "eyJjIjoiZy0yIn0=", Conversations: []conversationJSON{
 		{ConvID: "g-chat", Kind: "group", Unread: 5, LastSeq: 120, ReadSeq: 115, LastActiveMS: 1_700_000_000_100, Mentions: 1, AckedSeq: 118,
-			Preview: &previewJSON{Seq: 120, Sender: "u2", TS: 1_700_000_000_100, Text: "今天下午三点开会 <b>&</b>"}},
+			Preview: &wire.Preview{Seq: 120, Sender: "u2", TS: 1_700_000_000_100, Text: "今天下午三点开会 <b>&</b>"}},
 		{ConvID: "d-a-b", Kind: "direct", LastSeq: 7, ReadSeq: 7, AckedSeq: 7, PeerDeliveredSeq: &last, PeerReadSeq: &last},
 		{ConvID: "g<1>", Kind: "group", Large: true, Left: true},
 	}}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/base64"
+	"github.com/offlinebox/offlinebox/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,16 +19,16 @@ type conversationListJSON struct {
 }
 
 type conversationJSON struct {
-	ConvID       string       `json:"conv_id"`
-	Kind         string       `json:"kind"`
-	Large        bool         `json:"large"`
-	Unread       uint64       `json:"unread"`
-	LastSeq      uint64       `json:"last_seq"`
-	ReadSeq      uint64       `json:"read_seq"`
-	LastActiveMS int64        `json:"last_active_ms"`
-	Preview      *previewJSON `json:"preview"`
-	Mentions     int          `json:"mentions"`
-	AckedSeq     uint64       `json:"acked_seq"`
+	ConvID       string        `json:"conv_id"`
+	Kind         string        `json:"kind"`
+	Large        bool          `json:"large"`
+	Unread       uint64        `json:"unread"`
+	LastSeq      uint64        `json:"last_seq"`
+	ReadSeq      uint64        `json:"read_seq"`
+	LastActiveMS int64         `json:"last_active_ms"`
+	Preview      *wire.Preview `json:"preview"`
+	Mentions     int           `json:"mentions"`
+	AckedSeq     uint64        `json:"acked_seq"`
 	// Left: the user left this group; what was sent while they were a
 	// member stays readable.
 	Left bool `json:"left"`
@@ -35,13 +36,6 @@ type conversationJSON struct {
 	// the user's messages the peer stored and read).
 	PeerDeliveredSeq *uint64 `json:"peer_delivered_seq,omitempty"`
 	PeerReadSeq      *uint64 `json:"peer_read_seq,omitempty"`
-}
-
-type previewJSON struct {
-	Seq    uint64 `json:"seq"`
-	Sender string `json:"sender"`
-	TS     int64  `json:"ts"`
-	Text   string `json:"text"`
 }
 
 // listConversations answers GET /v1/conversations: one page of the user's
@@ -77,7 +71,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 			if err != nil {
 				return 0, nil, err
 			}
-			c.Preview = &previewJSON{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: text}
+			c.Preview = &wire.Preview{Seq: p.Seq, Sender: p.Sender, TS: p.TS, Text: text}
 		}
 		out.Conversations[i] = c
 	}

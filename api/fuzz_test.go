@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/offlinebox/offlinebox/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -202,7 +203,7 @@ func FuzzSendRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		code, data := fe.do(t, "POST", "/v1/messages", fe.free, body, false)
 		if code == http.StatusAccepted {
-			var r sendResponse
+			var r wire.SendAnswer
 			if err := json.Unmarshal(data, &r); err != nil || r.ClientMsgID == "" || r.ConvID == "" {
 				t.Fatalf("202 answer is not a send answer: %s", data)
 			}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/offlinebox/offlinebox/wire"
 	"net/http"
 	"sort"
 
@@ -11,15 +12,6 @@ import (
 // maxMembersListed bounds the names one answer of GET
 // /v1/conversations/{conv}/members carries; count is always the whole.
 const maxMembersListed = 500
-
-// membersJSON answers GET /v1/conversations/{conv}/members.
-type membersJSON struct {
-	ConvID  string   `json:"conv_id"`
-	Count   int      `json:"count"`
-	Members []string `json:"members"`
-	// Truncated says members holds the first maxMembersListed names only.
-	Truncated bool `json:"truncated"`
-}
 
 // members answers GET /v1/conversations/{conv}/members: who belongs to a
 // conversation now, in byte order, for its members (and those who left,
@@ -44,7 +36,7 @@ func (s *Server) members(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := membersJSON{ConvID: conv, Count: len(held), Members: make([]string, 0, min(len(held), maxMembersListed))}
+	out := wire.Members{ConvID: conv, Count: len(held), Members: make([]string, 0, min(len(held), maxMembersListed))}
 	for u := range held {
 		out.Members = append(out.Members, u)
 	}

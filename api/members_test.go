@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/offlinebox/offlinebox/wire"
 	"net/http"
 	"slices"
 	"testing"
@@ -11,7 +12,7 @@ import (
 func TestMembersNamesAGroupsMembersToAMemberOnly(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	smallGroup(t, e)
-	var m membersJSON
+	var m wire.Members
 	e.callOK(http.StatusOK, "GET", "/v1/conversations/g/members", e.token("ann", ""), nil, &m)
 	if m.ConvID != "g" || m.Count != 2 || !slices.Equal(m.Members, []string{"ann", "bob"}) || m.Truncated {
 		t.Fatalf("members of g: %+v, want ann and bob", m)

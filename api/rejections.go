@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/offlinebox/offlinebox/wire"
 	"math"
 	"net/http"
 
@@ -9,15 +10,7 @@ import (
 
 // rejectionsJSON answers GET /v1/rejections.
 type rejectionsJSON struct {
-	Rejections []rejectionJSON `json:"rejections"`
-}
-
-type rejectionJSON struct {
-	ConvID      string `json:"conv_id"`
-	ClientMsgID string `json:"client_msg_id"`
-	Code        string `json:"code"`
-	Reason      string `json:"reason"`
-	AtMS        int64  `json:"at_ms"`
+	Rejections []wire.Rejection `json:"rejections"`
 }
 
 // rejections answers GET /v1/rejections?since_ms=N: the user's records the
@@ -39,9 +32,9 @@ func (s *Server) rejections(r *http.Request, id auth.Identity) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := rejectionsJSON{Rejections: make([]rejectionJSON, len(list))}
+	out := rejectionsJSON{Rejections: make([]wire.Rejection, len(list))}
 	for i, rj := range list {
-		out.Rejections[i] = rejectionJSON{ConvID: rj.Conv, ClientMsgID: rj.ClientMsgID, Code: rj.Code, Reason: rj.Reason, AtMS: rj.AtMS}
+		out.Rejections[i] = wire.Rejection{ConvID: rj.Conv, ClientMsgID: rj.ClientMsgID, Code: rj.Code, Reason: rj.Reason, AtMS: rj.AtMS}
 	}
 	return http.StatusOK, out, nil
 }

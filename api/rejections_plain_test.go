@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/offlinebox/offlinebox/wire"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestASenderIsToldOnlyOfRecordsThatGotNoSeqAndInPlainWords(t *testing.T) {
 	}
 
 	var list struct {
-		Rejections []rejectionJSON `json:"rejections"`
+		Rejections []wire.Rejection `json:"rejections"`
 	}
 	raw := le.callOK(200, "GET", "/v1/rejections", bobTok, nil, &list)
 	if len(list.Rejections) != len(want) {

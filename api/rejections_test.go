@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"github.com/offlinebox/offlinebox/wire"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -38,7 +39,7 @@ func TestADeviceAwayWhenItsMessageWasRefusedLearnsWhyOnItsNextRun(t *testing.T) 
 	}
 
 	var list struct {
-		Rejections []rejectionJSON `json:"rejections"`
+		Rejections []wire.Rejection `json:"rejections"`
 	}
 	eventually(t, "the refusal is listed", func() (bool, string) {
 		le.callOK(200, "GET", "/v1/rejections", bobTok, nil, &list)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/offlinebox/offlinebox/wire"
 	"net/http"
 	"strings"
 
@@ -34,11 +35,6 @@ type sendRequest struct {
 	// Role a member_join gives (member, admin, owner). There is no
 	// authority field: what the API produces always speaks for its sender.
 	Role string `json:"role"`
-}
-
-type sendResponse struct {
-	ClientMsgID string `json:"client_msg_id"`
-	ConvID      string `json:"conv_id"`
 }
 
 // sendMessage answers POST /v1/messages: the message is validated, checked
@@ -78,7 +74,7 @@ func (s *Server) sendMessage(r *http.Request, id auth.Identity) (int, any, error
 	if err := s.produce(r, []*kgo.Record{rec}); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, sendResponse{ClientMsgID: m.ClientMsgId, ConvID: m.ConvId}, nil
+	return http.StatusAccepted, wire.SendAnswer{ClientMsgID: m.ClientMsgId, ConvID: m.ConvId}, nil
 }
 
 // messageOf builds and validates the Message of a send request.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/offlinebox/offlinebox/wire"
 	"math"
 	"net/http"
 	"strings"
@@ -20,7 +21,7 @@ func TestSentMessagesGoThroughThePipelineAsTheAuthenticatedUser(t *testing.T) {
 	ann, bob, carol := e.token("ann", ""), e.token("bob", "bob-phone"), e.token("carol", "")
 	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
 		"client_msg_id": "create", "conv_id": "team", "conv_type": "group", "kind": "member_join", "recipients": []string{"ann", "bob"}}, nil)
-	var sent sendResponse
+	var sent wire.SendAnswer
 	e.callOK(http.StatusAccepted, "POST", "/v1/messages", ann, map[string]any{
 		"client_msg_id": "hello", "conv_id": "team", "conv_type": "group", "body": []byte("hi @bob"),
 		"content_type": "text/plain", "mentions": []string{"bob"}}, &sent)

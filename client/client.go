@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/offlinebox/offlinebox/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -119,12 +120,7 @@ type SyncResponse struct {
 }
 
 // Preview is the last message of a conversation as the list shows it.
-type Preview struct {
-	Seq    uint64 `json:"seq"`
-	Sender string `json:"sender"`
-	TS     int64  `json:"ts"`
-	Text   string `json:"text"`
-}
+type Preview = wire.Preview
 
 // ConvItem is one conversation of the list.
 type ConvItem struct {

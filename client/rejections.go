@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/offlinebox/offlinebox/wire"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,15 +14,7 @@ import (
 // Rejection is a message of the user's that the pipeline refused for
 // good (GET /v1/rejections, or the live channel's rejected frame): it
 // never gets a seq.
-type Rejection struct {
-	ConvID      string `json:"conv_id"`
-	ClientMsgID string `json:"client_msg_id"`
-	// Code is why, from the server's small public vocabulary (the
-	// Refusal* constants); Reason is its one sentence, for a person.
-	Code   string `json:"code"`
-	Reason string `json:"reason"`
-	AtMS   int64  `json:"at_ms"`
-}
+type Rejection = wire.Rejection
 
 // The codes a refusal is named by (Rejection.Code, Rejected.Code). A
 // server older than codes sends none: Code is then empty.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
 )

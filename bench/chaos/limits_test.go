@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 

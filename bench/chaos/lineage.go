@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/chstore"
 )
 

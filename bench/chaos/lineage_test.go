@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/chstore"
 )
 

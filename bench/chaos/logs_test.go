@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 )
 
 // syncBuffer is a log sink safe for the stages' goroutines.

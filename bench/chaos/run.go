@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 )
 
 // result is one scenario's line of the JSON.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"

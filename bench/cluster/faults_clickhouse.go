@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/offlinebox/offlinebox/checker"
+	"github.com/offlinebox/offlinebox/bench/checker"
 )
 
 // chDownFor is how long clickhouseShardDown keeps a shard down.
