@@ -25,7 +25,6 @@ type errorDetail = wire.ErrorDetail
 var (
 	badRequest    = edge.BadRequest
 	forbidden     = edge.Forbidden
-	conflict      = edge.Conflict
 	epochMismatch = edge.EpochMismatch
 	invalidField  = edge.InvalidField
 	joinField     = edge.JoinField
