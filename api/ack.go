@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
-	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // ackRequest is the body of POST /v1/ack: what one device stored.
@@ -19,31 +19,13 @@ type ackRequest struct {
 }
 
 // seqItemJSON is one item of an ack or read batch.
-type seqItemJSON struct {
-	ConvID string `json:"conv_id"`
-	Seq    uint64 `json:"seq"`
-	// Epoch, when given, must be the conversation's (409 otherwise).
-	Epoch uint64 `json:"epoch"`
-}
+type seqItemJSON = wire.AckItem
 
-type ackResponse struct {
-	DeviceID string `json:"device_id"`
-	Acked    int    `json:"acked"`
-	// Resync: this device had been evicted (more than the allowed devices
-	// were in use); its cursors were lost and it must sync in full.
-	Resync bool `json:"resync"`
-	// EvictedDevices were pushed out by this ack (least recently used).
-	EvictedDevices []string `json:"evicted_devices"`
-}
+type ackResponse = wire.AckResponse
 
 // seqItem is a (conversation, seq, epoch) of a batch request, checked
 // against the conversation before anything is written.
-type seqItem struct {
-	field string
-	conv  string
-	seq   uint64
-	epoch uint64
-}
+type seqItem = edge.SeqItem
 
 // parseSeqItems decodes a batch of (conv_id, seq[, epoch]) objects.
 func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem, error) {
@@ -59,32 +41,10 @@ func (s *Server) parseSeqItems(raws []json.RawMessage, field string) ([]seqItem,
 	return s.checkedSeqItems(decoded, field)
 }
 
-// checkedSeqItems checks decoded (conv_id, seq[, epoch]) objects.
+// checkedSeqItems checks decoded (conv_id, seq[, epoch]) objects, at most
+// Config.MaxCursors of them.
 func (s *Server) checkedSeqItems(decoded []seqItemJSON, field string) ([]seqItem, error) {
-	if len(decoded) == 0 {
-		return nil, badRequest(field, "is empty")
-	}
-	if len(decoded) > s.cfg.MaxCursors {
-		return nil, badRequest(field, "holds %d items, more than %d", len(decoded), s.cfg.MaxCursors)
-	}
-	items := make([]seqItem, len(decoded))
-	for i, it := range decoded {
-		f := field + "[" + strconv.Itoa(i) + "]"
-		if verr := schemas.ValidID("conv_id", it.ConvID); verr != nil {
-			return nil, invalidField(f, verr)
-		}
-		if it.Seq == 0 {
-			return nil, badRequest(f+".seq", "is required and above 0")
-		}
-		if err := seqInRange(f+".seq", it.Seq); err != nil {
-			return nil, err
-		}
-		if err := seqInRange(f+".epoch", it.Epoch); err != nil {
-			return nil, err
-		}
-		items[i] = seqItem{field: f, conv: it.ConvID, seq: it.Seq, epoch: it.Epoch}
-	}
-	return items, nil
+	return edge.CheckedSeqItems(decoded, field, s.cfg.MaxCursors)
 }
 
 // checkSeqItems refuses the whole batch unless the user is a member of
@@ -94,23 +54,23 @@ func (s *Server) checkedSeqItems(decoded []seqItemJSON, field string) ([]seqItem
 func (s *Server) checkSeqItems(ctx context.Context, user string, items []seqItem) (map[string]redisstore.ConvAccess, error) {
 	convs := make([]string, 0, len(items))
 	for _, it := range items {
-		convs = append(convs, it.conv)
+		convs = append(convs, it.Conv)
 	}
 	access, err := s.router.Main().ConversationBounds(ctx, user, convs)
 	if err != nil {
 		return nil, err
 	}
 	for _, it := range items {
-		a := access[it.conv]
+		a := access[it.Conv]
 		switch {
 		case !a.Member && !a.Left:
-			return nil, forbidden("not a member of conversation %q", it.conv)
-		case it.epoch != 0 && it.epoch != a.Epoch:
-			return nil, epochMismatch(it.field+".epoch", it.epoch, a.Epoch)
-		case it.seq > a.Seq:
-			return nil, badRequest(it.field+".seq", "%d is beyond the conversation's max seq %d", it.seq, a.Seq)
-		case a.Left && it.seq > a.LastReadable():
-			return nil, badRequest(it.field+".seq", "%d is beyond seq %d, the last before you left", it.seq, a.LastReadable())
+			return nil, forbidden("not a member of conversation %q", it.Conv)
+		case it.Epoch != 0 && it.Epoch != a.Epoch:
+			return nil, epochMismatch(it.Field+".epoch", it.Epoch, a.Epoch)
+		case it.Seq > a.Seq:
+			return nil, badRequest(it.Field+".seq", "%d is beyond the conversation's max seq %d", it.Seq, a.Seq)
+		case a.Left && it.Seq > a.LastReadable():
+			return nil, badRequest(it.Field+".seq", "%d is beyond seq %d, the last before you left", it.Seq, a.LastReadable())
 		}
 	}
 	return access, nil
@@ -172,7 +132,7 @@ func (s *Server) applyAcks(ctx context.Context, user, dev string, items []seqIte
 	}
 	acks := make([]redisstore.AckItem, len(items))
 	for i, it := range items {
-		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: access[it.conv].Epoch}
+		acks[i] = redisstore.AckItem{Conv: it.Conv, Seq: it.Seq, Epoch: access[it.Conv].Epoch}
 	}
 	marks := receiptMarks(user, acks, access)
 	var res redisstore.AckResult
@@ -220,7 +180,7 @@ func ackAnswer(dev string, n int, res redisstore.AckResult) ackResponse {
 func (s *Server) applyCheckedAcks(ctx context.Context, user, dev string, items []seqItem) (ackResponse, bool, error) {
 	acks := make([]redisstore.AckItem, len(items))
 	for i, it := range items {
-		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: it.epoch}
+		acks[i] = redisstore.AckItem{Conv: it.Conv, Seq: it.Seq, Epoch: it.Epoch}
 	}
 	convs, raised, done, err := s.router.Main().RaiseAckedReceipts(ctx, user, acks)
 	if err != nil || !done {

@@ -48,7 +48,7 @@ func TestAckBodyReaderTakesWhatDecodeJSONReadsTheSameAndLeavesTheRest(t *testing
 			}
 			var body ackRequest
 			if err := decodeJSON([]byte(tc.body), &body, ""); err != nil {
-				t.Fatalf("parseAckBody took %q, which decodeJSON refuses: %v", tc.body, err.msg)
+				t.Fatalf("parseAckBody took %q, which decodeJSON refuses: %v", tc.body, err.Msg)
 			}
 			if dev != body.DeviceID {
 				t.Fatalf("device %q, decodeJSON reads %q", dev, body.DeviceID)
@@ -74,7 +74,7 @@ func FuzzAckBodyReaderAgreesWithDecodeJSON(f *testing.F) {
 		}
 		var body ackRequest
 		if err := decodeJSON(data, &body, ""); err != nil {
-			t.Fatalf("parseAckBody took %q, which decodeJSON refuses: %v", data, err.msg)
+			t.Fatalf("parseAckBody took %q, which decodeJSON refuses: %v", data, err.Msg)
 		}
 		got, gotErr := s.checkedSeqItems(items, "acks")
 		want, wantErr := s.parseSeqItems(body.Acks, "acks")

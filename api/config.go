@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -34,8 +35,8 @@ const (
 
 	DefaultPageLimit = 50
 	MaxPageLimit     = 200
-	DefaultListLimit = 50
-	MaxListLimit     = 200
+	DefaultListLimit = edge.DefaultListLimit
+	MaxListLimit     = edge.MaxListLimit
 )
 
 // Config tunes the server. Zero values take the defaults.

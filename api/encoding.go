@@ -179,8 +179,8 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 	accepted := parseAcceptEncoding(r.Header.Values("Accept-Encoding"))
 	coding := accepted.choose(len(data))
 	if coding == "" {
-		return s.writeError(w, &apiError{status: http.StatusNotAcceptable, code: "not_acceptable", field: "Accept-Encoding",
-			msg: "accepts none of zstd, gzip, identity"})
+		return s.writeError(w, &apiError{Status: http.StatusNotAcceptable, Code: "not_acceptable", Field: "Accept-Encoding",
+			Msg: "accepts none of zstd, gzip, identity"})
 	}
 	if coding != codingIdentity {
 		coded, ok := s.coders.encode(r.Context(), coding, data)
@@ -190,7 +190,7 @@ func (s *Server) writeAnswer(w http.ResponseWriter, r *http.Request, status int,
 			return writeRaw(w, status, coded)
 		}
 		if accepted.identity == 0 {
-			return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "no encoder was free in time; retry later"})
+			return s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "no encoder was free in time; retry later"})
 		}
 	}
 	s.metrics.coded.WithLabelValues(codingIdentity).Add(float64(len(data)))

@@ -4,91 +4,38 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strings"
 
-	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/edge"
+	"github.com/offlinebox/offlinebox/wire"
 )
 
-// apiError is an error answered to the client as JSON:
-// {"error": {"code", "field", "message"}}.
-type apiError struct {
-	status int
-	code   string
-	field  string
-	msg    string
-}
-
-func (e *apiError) Error() string {
-	if e.field != "" {
-		return e.field + ": " + e.msg
-	}
-	return e.msg
-}
+// apiError is an error answered to the client (edge.Error): as JSON
+// {"error": {"code", "field", "message"}} over HTTP.
+type apiError = edge.Error
 
 // errorBody is the JSON of every error answer.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
+type errorBody = wire.ErrorBody
 
-type errorDetail struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-func badRequest(field, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusBadRequest, code: "bad_request", field: field, msg: fmt.Sprintf(format, args...)}
-}
-
-func forbidden(format string, args ...any) *apiError {
-	return &apiError{status: http.StatusForbidden, code: "forbidden", msg: fmt.Sprintf(format, args...)}
-}
-
-func conflict(field, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusConflict, code: "conflict", field: field, msg: fmt.Sprintf(format, args...)}
-}
-
-// epochMismatch answers an epoch that is not the conversation's. Epochs
-// only grow, so one above the current was never issued: bad input (400).
-// One below is of an older timeline, or made up (the server keeps no list
-// of past epochs): 409, and sync rebases whichever it was. Both name the
-// current epoch.
-func epochMismatch(field string, asked, current uint64) *apiError {
-	if asked > current {
-		return badRequest(field, "%d was never the conversation's epoch: it is at epoch %d", asked, current)
-	}
-	return conflict(field, "%d is not the conversation's current epoch %d; sync again to rebase", asked, current)
-}
+type errorDetail = wire.ErrorDetail
 
 var (
-	errUnauthorized = &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: "a valid bearer token is required"}
-	errOverloaded   = &apiError{status: http.StatusServiceUnavailable, code: "overloaded", msg: "too many requests in flight; retry later"}
-	errUserBusy     = &apiError{status: http.StatusTooManyRequests, code: "too_many_requests", msg: "this user has too many requests under way; retry later"}
-	errNoHistory    = &apiError{status: http.StatusNotImplemented, code: "not_implemented", msg: "history is not configured on this server"}
+	badRequest    = edge.BadRequest
+	forbidden     = edge.Forbidden
+	epochMismatch = edge.EpochMismatch
+	invalidField  = edge.InvalidField
+	joinField     = edge.JoinField
 )
 
-// invalidField turns a schemas validation error into a 400 under prefix.
-func invalidField(prefix string, err error) *apiError {
-	var ie *schemas.InvalidError
-	if errors.As(err, &ie) {
-		return badRequest(joinField(prefix, ie.Field), "%s", ie.Reason)
-	}
-	return badRequest(prefix, "%v", err)
-}
-
-func joinField(prefix, field string) string {
-	switch {
-	case prefix == "":
-		return field
-	case field == "":
-		return prefix
-	}
-	return prefix + "." + field
-}
+var (
+	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Msg: "a valid bearer token is required"}
+	errOverloaded   = &apiError{Status: http.StatusServiceUnavailable, Code: "overloaded", Msg: "too many requests in flight; retry later"}
+	errUserBusy     = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests", Msg: "this user has too many requests under way; retry later"}
+	errNoHistory    = &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Msg: "history is not configured on this server"}
+)
 
 // decodeJSON decodes one JSON object strictly: invalid UTF-8, keys given
 // twice, unknown fields (names match exactly: case counts), trailing data

@@ -89,8 +89,8 @@ func (s *Server) pageHistory(r *http.Request, id auth.Identity) (int, any, error
 
 // errHistoryDown answers a read the history store could not serve: a
 // server or one shard of a sharded history is down or too slow.
-var errHistoryDown = &apiError{status: http.StatusServiceUnavailable, code: "history_unavailable",
-	msg: "the history store did not answer; retry later"}
+var errHistoryDown = &apiError{Status: http.StatusServiceUnavailable, Code: "history_unavailable",
+	Msg: "the history store did not answer; retry later"}
 
 // historyError maps a history read's failure: bad input stays a 4xx,
 // anything else is the store failing, which a retry may cure.

@@ -62,7 +62,7 @@ func assertSameAsDecodeJSON(t *testing.T, data []byte, got clientFrame) {
 	t.Helper()
 	var want clientFrame
 	if err := decodeJSON(data, &want, ""); err != nil {
-		t.Fatalf("parseAckFrame took %q, which decodeJSON refuses: %v", data, err.msg)
+		t.Fatalf("parseAckFrame took %q, which decodeJSON refuses: %v", data, err.Msg)
 	}
 	if len(want.Acks) == 0 && len(got.Acks) == 0 {
 		want.Acks, got.Acks = nil, nil // [] and absent are both "empty" to checkedSeqItems

@@ -491,11 +491,11 @@ func (c *liveConn) knownAccess(items []seqItem) map[string]redisstore.ConvAccess
 	defer c.mu.Unlock()
 	out := make(map[string]redisstore.ConvAccess, len(items))
 	for _, it := range items {
-		k, ok := c.known[it.conv]
-		if !ok || it.seq > k.seq || (it.epoch != 0 && it.epoch != k.epoch) {
+		k, ok := c.known[it.Conv]
+		if !ok || it.Seq > k.seq || (it.Epoch != 0 && it.Epoch != k.epoch) {
 			return nil
 		}
-		out[it.conv] = redisstore.ConvAccess{Conv: it.conv, Exists: true, Member: true, Seq: k.seq, Epoch: k.epoch, Large: k.large}
+		out[it.Conv] = redisstore.ConvAccess{Conv: it.Conv, Exists: true, Member: true, Seq: k.seq, Epoch: k.epoch, Large: k.large}
 	}
 	return out
 }

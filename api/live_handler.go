@@ -182,7 +182,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	if !ok {
 		f = clientFrame{}
 		if aerr := decodeJSON(data, &f, ""); aerr != nil {
-			c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.code, Field: aerr.field, Detail: aerr.msg}), false)
+			c.send(jsonFrame(errorFrame{Type: "error", Code: aerr.Code, Field: aerr.Field, Detail: aerr.Msg}), false)
 			return
 		}
 	}
@@ -212,7 +212,7 @@ func (s *Server) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 	}
 	if err != nil {
 		ae := s.classify(liveRequest, err)
-		c.send(jsonFrame(errorFrame{Type: "error", Code: ae.code, Field: ae.field, Detail: ae.msg}), false)
+		c.send(jsonFrame(errorFrame{Type: "error", Code: ae.Code, Field: ae.Field, Detail: ae.Msg}), false)
 	}
 }
 

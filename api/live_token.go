@@ -116,7 +116,7 @@ func (s *Server) reauth(ctx context.Context, c *liveConn, tok string) error {
 	}
 	if err != nil {
 		s.live.metrics.reauths.WithLabelValues("refused").Inc()
-		return &apiError{status: http.StatusUnauthorized, code: "unauthorized", field: "token", msg: "is not a valid token"}
+		return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Field: "token", Msg: "is not a valid token"}
 	}
 	if dev, err := deviceOf(id, c.device, "device_id", true); err != nil || id.User != c.user || dev != c.device {
 		s.live.metrics.reauths.WithLabelValues("refused").Inc()

@@ -17,14 +17,14 @@ import (
 // frame), the connection's place in the node's bounds (live_admission.go),
 // then the connection's life (live_handler.go).
 
-var errLiveUserFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_connections",
-	msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
+var errLiveUserFull = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_connections",
+	Msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
 
-var errLiveFull = &apiError{status: http.StatusServiceUnavailable, code: "live_full",
-	msg: "this node holds as many live connections as it may; retry another node or later"}
+var errLiveFull = &apiError{Status: http.StatusServiceUnavailable, Code: "live_full",
+	Msg: "this node holds as many live connections as it may; retry another node or later"}
 
-var errLiveAddressFull = &apiError{status: http.StatusTooManyRequests, code: "too_many_unauthenticated",
-	msg: "this address holds as many live connections waiting for their auth frame as it may; authenticate those first"}
+var errLiveAddressFull = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_unauthenticated",
+	Msg: "this address holds as many live connections waiting for their auth frame as it may; authenticate those first"}
 
 // serveLive answers GET /v1/live: it upgrades to a WebSocket, registers the
 // device's presence, sends hello and the pull-before notice, then reads
@@ -47,7 +47,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		if id, err = s.verifyToken(r.Context(), tok); err != nil {
 			s.live.refused(refusalOf(err))
 			e := tokenRefusal(err)
-			if e.status == http.StatusUnauthorized {
+			if e.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
 			}
 			return s.writeError(w, e)
@@ -58,7 +58,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		if err = s.deviceRevoked(r.Context(), id, dev); err != nil {
 			s.live.refused(refusalOf(err))
 			e := tokenRefusal(err)
-			if e.status == http.StatusUnauthorized {
+			if e.Status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
 			}
 			return s.writeError(w, e)
@@ -75,7 +75,7 @@ func (s *Server) serveLive(w http.ResponseWriter, r *http.Request) (int, int) {
 		t.release()
 		s.live.refused(refusedStoreDown)
 		s.log.Warn("live channel cannot subscribe", "err", err)
-		return s.writeError(w, &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the live bus is down; retry later"})
+		return s.writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the live bus is down; retry later"})
 	}
 	bw := &smallBuffers{ResponseWriter: w, writeTimeout: s.cfg.Live.WriteTimeout}
 	ws, err := websocket.Accept(bw, r, &websocket.AcceptOptions{Subprotocols: []string{LiveSubprotocol},

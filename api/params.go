@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/edge"
 )
 
 // onlyParams refuses query parameters the route does not know, so that a
@@ -68,11 +68,5 @@ func seqParam(v, name string) (seq uint64, ok bool, err error) {
 	return n, true, nil
 }
 
-// seqInRange refuses a seq or epoch above schemas.MaxSeq: none can exist,
-// and arithmetic on it (the next seq) would wrap.
-func seqInRange(field string, n uint64) error {
-	if n > schemas.MaxSeq {
-		return badRequest(field, "%d is above the largest seq or epoch there can be (%d)", n, uint64(schemas.MaxSeq))
-	}
-	return nil
-}
+// seqInRange refuses a seq or epoch above schemas.MaxSeq.
+var seqInRange = edge.SeqInRange

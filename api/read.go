@@ -50,7 +50,7 @@ func (s *Server) read(r *http.Request, id auth.Identity) (int, any, error) {
 	now := s.cfg.Clock().UnixMilli()
 	recs := make([]*kgo.Record, len(items))
 	for i, it := range items {
-		v, err := proto.Marshal(&schemas.Receipt{UserId: id.User, DeviceId: dev, ConvId: it.conv, Seq: it.seq,
+		v, err := proto.Marshal(&schemas.Receipt{UserId: id.User, DeviceId: dev, ConvId: it.Conv, Seq: it.Seq,
 			Kind: schemas.ReceiptKind_RECEIPT_KIND_READ, TimeMs: now})
 		if err != nil {
 			return 0, nil, fmt.Errorf("encode receipt: %w", err)
@@ -74,7 +74,7 @@ func (s *Server) produce(r *http.Request, recs []*kgo.Record) error {
 	defer cancel()
 	if err := s.producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		s.log.Warn("produce failed", "topic", recs[0].Topic, "records", len(recs), "err", err)
-		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the broker did not take the records; retry"}
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the broker did not take the records; retry"}
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 	if !ok || seq == 0 {
 		return 0, nil, badRequest("seq", "is required, a number above 0")
 	}
-	items := []seqItem{{field: "seq", conv: conv, seq: seq}}
+	items := []seqItem{{Field: "seq", Conv: conv, Seq: seq}}
 	access, err := s.checkSeqItems(r.Context(), id.User, items)
 	if err != nil {
 		return 0, nil, err
@@ -171,7 +171,7 @@ func (s *Server) ackedOnConn(user, dev string, acks []redisstore.AckItem) map[st
 func (s *Server) afterReads(ctx context.Context, user string, items []seqItem, access map[string]redisstore.ConvAccess) error {
 	acks := make([]redisstore.AckItem, len(items))
 	for i, it := range items {
-		acks[i] = redisstore.AckItem{Conv: it.conv, Seq: it.seq, Epoch: access[it.conv].Epoch}
+		acks[i] = redisstore.AckItem{Conv: it.Conv, Seq: it.Seq, Epoch: access[it.Conv].Epoch}
 	}
 	raised, err := s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptRead, receiptMarks(user, acks, access))
 	if err != nil {

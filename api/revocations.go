@@ -294,5 +294,5 @@ func tokenRefusal(err error) *apiError {
 	if !errors.Is(err, errRevocationsUnread) {
 		return errUnauthorized
 	}
-	return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the token's revocations could not be read; retry later"}
+	return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the token's revocations could not be read; retry later"}
 }

@@ -145,11 +145,11 @@ func (s *Server) unrouted(mux *http.ServeMux) http.Handler {
 		if slices.Contains(allowed, http.MethodGet) {
 			allowed = append(allowed, http.MethodHead) // the mux serves HEAD with GET
 		}
-		e := &apiError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("no such path %q", r.URL.Path)}
+		e := &apiError{Status: http.StatusNotFound, Code: "not_found", Msg: fmt.Sprintf("no such path %q", r.URL.Path)}
 		if len(allowed) > 0 {
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			e = &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
-				msg: fmt.Sprintf("%s is not allowed here; use %s", r.Method, strings.Join(allowed, " or "))}
+			e = &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+				Msg: fmt.Sprintf("%s is not allowed here; use %s", r.Method, strings.Join(allowed, " or "))}
 		}
 		status, _ := s.writeError(w, e)
 		s.metrics.requests.WithLabelValues("unrouted", strconv.Itoa(status)).Inc()
@@ -279,7 +279,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rt route) (int, i
 // challenge header of a 401.
 func (s *Server) refuseToken(w http.ResponseWriter, err error) *apiError {
 	e := tokenRefusal(err)
-	if e.status == http.StatusUnauthorized {
+	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="offlinebox"`)
 	}
 	return e
@@ -339,8 +339,8 @@ func (s *Server) readRequestBody(w http.ResponseWriter, r *http.Request) *apiErr
 		return badRequest("body", "is larger than %d bytes", tooBig.Limit)
 	case errors.As(err, &netErr) && netErr.Timeout():
 		w.Header().Set("Connection", "close")
-		return &apiError{status: http.StatusRequestTimeout, code: "body_timeout", field: "body",
-			msg: fmt.Sprintf("was not received within %s", s.cfg.BodyTimeout)}
+		return &apiError{Status: http.StatusRequestTimeout, Code: "body_timeout", Field: "body",
+			Msg: fmt.Sprintf("was not received within %s", s.cfg.BodyTimeout)}
 	case err != nil:
 		return badRequest("body", "could not be read: %v", err)
 	}
@@ -396,20 +396,20 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	case errors.Is(err, redisstore.ErrUserMoved):
 		// The router routed again and was still refused: the move to the hot
 		// store is under way. Nothing was written; the retry will land.
-		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "this user's data is being moved; retry shortly"}
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "this user's data is being moved; retry shortly"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		s.log.Warn("api request timed out", "path", r.URL.Path, "err", err)
-		return &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the store did not answer in time; retry later"}
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the store did not answer in time; retry later"}
 	}
 	s.log.Error("api request failed", "path", r.URL.Path, "err", err)
-	return &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error"}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Msg: "internal error"}
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *apiError) (int, int) {
-	if (e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
+	if (e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
 	}
-	return writeJSON(w, e.status, errorBody{Error: errorDetail{Code: e.code, Field: e.field, Message: e.msg}})
+	return writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Field: e.Field, Message: e.Msg}})
 }
 
 // writeJSON answers status with body (pre-encoded when a []byte), as it

@@ -44,8 +44,8 @@ func TestDecodeJSONRefusesWhatEncodingJSONWouldRewriteOrGuess(t *testing.T) {
 			case tc.field == "":
 			case err == nil:
 				t.Fatalf("accepted; want 400 naming %q", tc.field)
-			case err.status != http.StatusBadRequest || err.field != tc.field:
-				t.Fatalf("%d naming %q (%s); want 400 naming %q", err.status, err.field, err.msg, tc.field)
+			case err.Status != http.StatusBadRequest || err.Field != tc.field:
+				t.Fatalf("%d naming %q (%s); want 400 naming %q", err.Status, err.Field, err.Msg, tc.field)
 			}
 		})
 	}
@@ -54,7 +54,7 @@ func TestDecodeJSONRefusesWhatEncodingJSONWouldRewriteOrGuess(t *testing.T) {
 func TestDecodeJSONNamesNestedFieldsUnderThePrefix(t *testing.T) {
 	var c cursorJSON
 	err := decodeJSON([]byte(`{"SEQ":1}`), &c, "cursors.g")
-	if err == nil || err.field != "cursors.g.SEQ" {
+	if err == nil || err.Field != "cursors.g.SEQ" {
 		t.Fatalf("got %v, want an error naming cursors.g.SEQ", err)
 	}
 }
