@@ -194,7 +194,7 @@ func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, erro
 		byConv[it.conv] = append(byConv[it.conv], it)
 	}
 	now := p.cfg.Clock()
-	var batches []redisstore.ChannelBatch
+	var batches []live.ChannelBatch
 	var batched [][]*item
 	p.mu.Lock()
 	for _, c := range convs {
@@ -213,7 +213,7 @@ func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, erro
 			p.mu.Unlock()
 			return nil, err
 		}
-		batches = append(batches, redisstore.ChannelBatch{Conv: c,
+		batches = append(batches, live.ChannelBatch{Conv: c,
 			Audience: redisstore.PushAudience{Large: e.large, Version: e.version}, Data: data})
 		batched = append(batched, its)
 	}
@@ -221,7 +221,7 @@ func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, erro
 	if len(batches) == 0 {
 		return rest, nil
 	}
-	sent, err := p.store.PublishUnchanged(ctx, p.bus.Sharded(ctx), batches)
+	sent, err := p.bus.PublishUnchanged(ctx, p.store.Keys(), batches)
 	if err := p.storeRefused(err, func(i int) []*item { return batched[i] }); err != nil {
 		return nil, err
 	}
