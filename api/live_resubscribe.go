@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/offlinebox/offlinebox/redisstore"
 )
@@ -68,14 +67,7 @@ func (h *liveHub) recatchListeners(conv string) {
 
 // convOfChannel is the conversation whose channel this is.
 func (h *liveHub) convOfChannel(channel string) (string, bool) {
-	keys := h.store.Keys()
-	head := strings.TrimSuffix(keys.ConvChannel(""), "}")
-	rest, ok := strings.CutPrefix(channel, head)
-	if !ok {
-		return "", false
-	}
-	conv := strings.TrimSuffix(rest, "}")
-	return conv, keys.ConvChannel(conv) == channel
+	return h.store.Keys().ConvOfChannel(channel)
 }
 
 // noticeResubscribedFull ends the catch-ups that found the workers'

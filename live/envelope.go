@@ -97,8 +97,13 @@ type Batch struct {
 	Envelopes []Envelope `json:"e"`
 }
 
-// Encode renders a batch for the wire.
+// Encode renders a batch for the wire, in its binary form.
 func Encode(b Batch) ([]byte, error) {
+	return encodeBinary(b), nil
+}
+
+// encodeJSON is the form publishers sent before the binary one.
+func encodeJSON(b Batch) ([]byte, error) {
 	data, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("encode live batch: %w", err)
@@ -106,10 +111,18 @@ func Encode(b Batch) ([]byte, error) {
 	return data, nil
 }
 
-// Decode reads a batch off the wire.
+// Decode reads a batch off the wire, binary or (from a publisher not
+// upgraded yet) JSON. A binary batch's records alias data.
 func Decode(data []byte) (Batch, error) {
-	var b Batch
-	if err := json.Unmarshal(data, &b); err != nil {
+	if len(data) > 0 && data[0] == '{' {
+		var b Batch
+		if err := json.Unmarshal(data, &b); err != nil {
+			return Batch{}, fmt.Errorf("decode live batch (JSON): %w", err)
+		}
+		return b, nil
+	}
+	b, err := decodeBinary(data)
+	if err != nil {
 		return Batch{}, fmt.Errorf("decode live batch: %w", err)
 	}
 	return b, nil

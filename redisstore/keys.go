@@ -175,6 +175,20 @@ func (k Keys) NodeChannel(node string) string { return k.Prefix + "live:{n:" + n
 // per message, whatever the member count, to the nodes that hold members.
 func (k Keys) ConvChannel(conv string) string { return k.Prefix + "live:{c:" + conv + "}" }
 
+// ConvOfChannel is the conversation whose channel (ConvChannel) this is;
+// ok is false for any other name (a node's channel, another prefix's).
+func (k Keys) ConvOfChannel(channel string) (conv string, ok bool) {
+	rest, ok := strings.CutPrefix(channel, k.Prefix+"live:{c:")
+	if !ok {
+		return "", false
+	}
+	conv, ok = strings.CutSuffix(rest, "}")
+	if !ok || k.ConvChannel(conv) != channel {
+		return "", false
+	}
+	return conv, true
+}
+
 // Applied is one copy of the changelog fence: im.sequenced partition →
 // the offset below which every record's effects are held by the server
 // that holds this key (fanout writes it, a restore starts from it). A

@@ -88,7 +88,6 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 		"receipts_ack.lua": {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
 		"rebuild_commit.lua": {"STATUS_DONE": commitStatusDone, "STATUS_RACED": commitStatusRaced,
 			"STATUS_SHORTENED": commitStatusShortened},
-		"push_publish.lua": {"STATUS_PUBLISHED": pushStatusPublished, "STATUS_CHANGED": pushStatusChanged},
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
 		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed,

@@ -296,8 +296,6 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	_, err = s.AddRejections(ctx, []Rejection{{Sender: "ann", Conv: "g", ClientMsgID: "m1", Reason: "no", AtMS: ms}}, now)
 	must("keep a rejection", err)
 	must("revoke a device", s.Revoke(ctx, "ann", "phone", now, time.Hour))
-	_, err = s.PublishUnchanged(ctx, true, []ChannelBatch{{Conv: "g", Data: []byte("batch")}})
-	must("publish on a conversation's channel", err)
 	gEpoch, err := rdb.HGet(ctx, s.keys.ConvMeta("g"), "epoch").Uint64()
 	must("epoch of g", err)
 	_, err = s.RaiseReceipts(ctx, ReceiptRead, []ReceiptMark{{Conv: "g", Epoch: gEpoch, Member: "bob", Seq: 3}})

@@ -1,38 +1,51 @@
-package redisstore
+package live
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestPublishUnchangedPublishesOnlyOnTheAudienceItWasResolvedFor(t *testing.T) {
 	t.Run("standalone, sharded", func(t *testing.T) {
 		rdb, prefix := testenv.Redis(t)
-		checkPublishUnchanged(t, rdb, prefix, true)
+		checkPublishUnchanged(t, rdb, prefix, nil)
 	})
 	t.Run("standalone, classic", func(t *testing.T) {
 		rdb, prefix := testenv.Redis(t)
-		checkPublishUnchanged(t, rdb, prefix, false)
+		checkPublishUnchanged(t, rdb, prefix, classic)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		rdb, prefix := testenv.RedisCluster(t)
-		checkPublishUnchanged(t, rdb, prefix, true)
+		checkPublishUnchanged(t, rdb, prefix, nil)
 	})
 }
 
-func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix string, sharded bool) {
-	s, err := New(rdb, Config{Prefix: prefix})
+// classic makes a bus that publishes without sharding, as it does on a
+// server without sharded pub/sub.
+func classic(b *Bus) { b.once.Do(func() {}); b.sharded = false }
+
+func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix string, setup func(*Bus)) {
+	s, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	bus := NewBus(rdb, 5*time.Second)
+	if setup != nil {
+		setup(bus)
+	}
+	sharded := bus.Sharded(ctx)
+	keys := s.Keys()
 	for conv, meta := range map[string][]any{"small": {"mver", 4}, "big": {"mver", 9, "large", 1}} {
-		if err := rdb.HSet(ctx, s.keys.ConvMeta(conv), meta...).Err(); err != nil {
+		if err := rdb.HSet(ctx, keys.ConvMeta(conv), meta...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,10 +61,10 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 		{"as read", ChannelBatch{Conv: "small", Audience: read["small"]}, true},
 		{"a large group as read", ChannelBatch{Conv: "big", Audience: read["big"]}, true},
 		{"a conversation with no meta, as read", ChannelBatch{Conv: "new", Audience: read["new"]}, true},
-		{"an older membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 3}}, false},
-		{"a newer membership", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 5}}, false},
-		{"grown large since", ChannelBatch{Conv: "big", Audience: PushAudience{Version: 9}}, false},
-		{"read as large, is not", ChannelBatch{Conv: "small", Audience: PushAudience{Version: 4, Large: true}}, false},
+		{"an older membership", ChannelBatch{Conv: "small", Audience: redisstore.PushAudience{Version: 3}}, false},
+		{"a newer membership", ChannelBatch{Conv: "small", Audience: redisstore.PushAudience{Version: 5}}, false},
+		{"grown large since", ChannelBatch{Conv: "big", Audience: redisstore.PushAudience{Version: 9}}, false},
+		{"read as large, is not", ChannelBatch{Conv: "small", Audience: redisstore.PushAudience{Version: 4, Large: true}}, false},
 	}
 	batches := make([]ChannelBatch, len(cases))
 	for i, tc := range cases {
@@ -63,9 +76,9 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 	for _, conv := range []string{"small", "big", "new"} {
 		var ps *redis.PubSub
 		if sharded {
-			ps = rdb.SSubscribe(ctx, s.keys.ConvChannel(conv))
+			ps = rdb.SSubscribe(ctx, keys.ConvChannel(conv))
 		} else {
-			ps = rdb.Subscribe(ctx, s.keys.ConvChannel(conv))
+			ps = rdb.Subscribe(ctx, keys.ConvChannel(conv))
 		}
 		t.Cleanup(func() { _ = ps.Close() })
 		if _, err := ps.Receive(ctx); err != nil { // the confirmation
@@ -77,7 +90,7 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 			}
 		}()
 	}
-	sent, err := s.PublishUnchanged(ctx, sharded, batches)
+	sent, err := bus.PublishUnchanged(ctx, keys, batches)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +108,13 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 		if sent[i] != tc.wantSent || received[tc.name] != tc.wantSent {
 			t.Errorf("%s: reported published %v, received %v; want %v", tc.name, sent[i], received[tc.name], tc.wantSent)
 		}
+	}
+}
+
+func TestPushPublishScriptAnswersTheStatusesGoReads(t *testing.T) {
+	want := map[string]int{"STATUS_PUBLISHED": pushStatusPublished, "STATUS_CHANGED": pushStatusChanged}
+	line := "local STATUS_PUBLISHED, STATUS_CHANGED = " + strconv.Itoa(want["STATUS_PUBLISHED"]) + ", " + strconv.Itoa(want["STATUS_CHANGED"])
+	if !strings.Contains(pushPublishLua, line) {
+		t.Fatalf("push_publish.lua does not declare %q", line)
 	}
 }
