@@ -17,6 +17,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/workers/fanout"
@@ -86,7 +87,10 @@ func startFanout(st *harness.Stack, group string, store redisstore.Config) (*chi
 	if f.prod, err = stream.NewProducer(st.Brokers); err != nil {
 		return nil, err
 	}
-	cfg := fanout.Config{Store: store, Brokers: st.Brokers, Logger: harness.QuietLogger()}
+	// A changelog of its own: a fanout process restores from its topic
+	// when it starts, and the other tree's records are not its store's.
+	cfg := fanout.Config{Store: store, Brokers: st.Brokers, SequencedTopic: sequencedTopic(group),
+		Logger: harness.QuietLogger()}
 	if f.worker, err = fanout.New(cfg, f.rdb, f.prod); err != nil {
 		return nil, fmt.Errorf("fanout worker: %w", err)
 	}
@@ -105,6 +109,9 @@ func (f *childFanout) Stop() {
 	f.prod.Close()
 	_ = f.rdb.Close()
 }
+
+// sequencedTopic is the changelog topic of a consumer group's fanout.
+func sequencedTopic(group string) string { return schemas.TopicSequenced + "." + group }
 
 func selfCPU() time.Duration {
 	var ru syscall.Rusage

@@ -27,8 +27,11 @@ type phaseResult struct {
 	RedisAllUSPerMessage float64 `json:"redis_all_us_per_message"`
 	// Scripts splits the script time by script (from the slowlog);
 	// ScriptsComplete is false when the slowlog overflowed.
-	Scripts               map[string]scriptCost `json:"scripts"`
-	ScriptsComplete       bool                  `json:"scripts_complete"`
+	Scripts         map[string]scriptCost `json:"scripts"`
+	ScriptsComplete bool                  `json:"scripts_complete"`
+	// Commands: every command Redis ran (the scripts' own commands
+	// among them), per message: where a script's time goes.
+	Commands              map[string]scriptCost `json:"redis_commands"`
 	FanoutCPUMSPerMessage float64               `json:"fanout_cpu_ms_per_message"`
 	FailedHandleCalls     int64                 `json:"failed_handle_calls"`
 	// BadSeqs: conversations whose seq is not one per record.
@@ -71,6 +74,14 @@ func phaseOf(p *phase, cr childResult, before, after map[string][2]float64, spli
 		Scripts: map[string]scriptCost{}, ScriptsComplete: complete,
 		FanoutCPUMSPerMessage: harness.Round(cr.CPUMS/n, 4), FailedHandleCalls: cr.Failed, BadSeqs: bad,
 		cpuMS: cr.CPUMS, scripts: scripts}
+	pr.Commands = map[string]scriptCost{}
+	for name, a := range after {
+		calls, us := a[0]-before[name][0], a[1]-before[name][1]
+		if calls > 0 {
+			pr.Commands[name] = scriptCost{CallsPerMessage: harness.Round(calls/n, 3), USPerMessage: harness.Round(us/n, 2),
+				USPerCall: harness.Round(us/calls, 2)}
+		}
+	}
 	for name, v := range split {
 		pr.Scripts[name] = scriptCost{CallsPerMessage: harness.Round(v[0]/n, 3), USPerMessage: harness.Round(v[1]/n, 2),
 			USPerCall: harness.Round(harness.Ratio(v[1], v[0]), 1)}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
@@ -53,6 +56,11 @@ func run(ctx context.Context, f *harness.Flags, o options) (*result, error) {
 		return nil, err
 	}
 	defer prod.Close()
+	for _, s := range sides {
+		if err := createTopic(ctx, prod, sequencedTopic(groupOf(s)), int32(o.partitions)); err != nil {
+			return nil, err
+		}
+	}
 	w := makeWorkload(harness.NewBodies(f.Seed), o.messages)
 	total := map[string]int{}
 	for i, p := range []*phase{w.joins, w.direct, w.group, w.large} {
@@ -101,7 +109,7 @@ func drainPhase(ctx context.Context, st *harness.Stack, s *side, p *phase, want 
 	if err != nil {
 		return err
 	}
-	cr, err := drain(ctx, s.exe, st, "bench-write-"+s.name, s.prefix, len(p.msgs))
+	cr, err := drain(ctx, s.exe, st, groupOf(s), s.prefix, len(p.msgs))
 	if err != nil {
 		return err
 	}
@@ -127,6 +135,21 @@ func drainPhase(ctx context.Context, st *harness.Stack, s *side, p *phase, want 
 	log.Printf("%s: %s %.0f messages/s, Redis %.1f µs/message in scripts, fanout CPU %.3f ms/message",
 		p.name, s.name, pr.MessagesPerSec, pr.RedisScriptUSPerMessage, pr.FanoutCPUMSPerMessage)
 	s.out.Phases = append(s.out.Phases, pr)
+	return nil
+}
+
+// groupOf is the consumer group of a side's fanout.
+func groupOf(s *side) string { return "bench-write-" + s.name }
+
+// createTopic creates a side's changelog topic.
+func createTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
 	return nil
 }
 
