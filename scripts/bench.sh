@@ -8,11 +8,13 @@
 #   scripts/bench.sh                 # full scale: the founding numbers
 #   SCALE=small scripts/bench.sh     # a quick run
 #   BENCHES="vip fanout" scripts/bench.sh
+#   WRITE_BASELINE=8ac8aeb scripts/bench.sh   # the commit bench/write runs beside today's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scale="${SCALE:-full}"
-benches="${BENCHES:-vip fanout storm history live chaos}"
+benches="${BENCHES:-vip fanout write storm history live chaos}"
+write_baseline="${WRITE_BASELINE:-8ac8aeb}"
 out=bench/results
 mkdir -p "$out"
 
@@ -23,7 +25,11 @@ status=0
 for b in $benches; do
 	echo "== bench/$b (scale $scale)" >&2
 	tmp="$(mktemp)"
-	if go run "./bench/$b" --scale "$scale" --json >"$tmp" 2> >(tee "$out/$b.txt" >&2); then
+	args=()
+	if [ "$b" = write ] && [ -n "$write_baseline" ]; then
+		args=(-baseline-commit "$write_baseline")
+	fi
+	if go run "./bench/$b" --scale "$scale" --json "${args[@]}" >"$tmp" 2> >(tee "$out/$b.txt" >&2); then
 		tail -n 1 "$tmp" >"$out/$b.json"
 	else
 		echo "bench/$b failed" >&2

@@ -22,6 +22,7 @@ import (
 var benchmarks = []struct{ name, what string }{
 	{"vip", "the founding scenario: a VIP back after 5 days, through Kafka, fanout, Redis and the API, next to the old flat inbox"},
 	{"fanout", "the write path for groups of 50, 500 and 5,000 members, next to one round trip per message per recipient"},
+	{"write", "the write path alone for a DM-heavy mix (70 % direct, 25 % groups of 3-50, 5 % groups of 500): Redis script time per message by kind and script, fanout CPU, beside a baseline commit in the same run"},
 	{"storm", "100, 500 and 1,000 users reconnecting at once, each with 10,000+ pending messages"},
 	{"history", "the ClickHouse sink and roaming pages, next to one INSERT per message"},
 	{"live", "the live channel: devices online over two API processes receive a steady stream pushed through the pipeline and ack it, next to the same devices polling POST /v1/sync every second"},
