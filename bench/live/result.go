@@ -75,7 +75,12 @@ type result struct {
 	// publishes per channel kind show that a large group costs one
 	// publish per message and no per-member lookup.
 	PushStage map[string]float64 `json:"push_stage"`
-	Table     []harness.Row      `json:"table"`
+	// Ramp holds each step of -rates; MaxDeliveriesPerSecP99100MS is the
+	// highest step's deliveries/s whose p99 was at most 100 ms with
+	// nothing missing (0 without a ramp or when no step was).
+	Ramp                        []rampStep    `json:"ramp,omitempty"`
+	MaxDeliveriesPerSecP99100MS float64       `json:"max_deliveries_per_sec_p99_100ms"`
+	Table                       []harness.Row `json:"table"`
 }
 
 func (r *result) finish() {
@@ -121,6 +126,13 @@ func printTable(r *result) []harness.Row {
 		harness.Info("re-pushes / duplicates", fmt.Sprintf("%d / %d", r.Repushes, r.Duplicates), ""),
 		harness.Info("delivered of expected", fmt.Sprintf("%d / %d", r.Push.Deliveries, r.Push.Expected),
 			fmt.Sprintf("poll %d / %d", r.Poll.Deliveries, r.Poll.Expected)),
+	}
+	for _, s := range r.Ramp {
+		rows = append(rows, harness.Info(fmt.Sprintf("ramp %g publications/s: deliveries/s, p50 / p99 (ms), CPU ms per delivery, missing", s.PublicationsPerSec),
+			fmt.Sprintf("%.0f, %v / %v, %v, %d", s.DeliveriesPerSec, s.P50MS, s.P99MS, s.CPUMSPerDelivery, s.Missing), ""))
+	}
+	if len(r.Ramp) > 0 {
+		rows = append(rows, harness.Info("highest deliveries/s at p99 ≤ 100 ms, nothing missing", fmt.Sprint(r.MaxDeliveriesPerSecP99100MS), ""))
 	}
 	harness.PrintTable("live channel vs polling", rows)
 	return rows
