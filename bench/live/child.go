@@ -41,11 +41,14 @@ type childConfig struct {
 	Node      string
 	Push      bool
 	Threshold int
+	// WriteDelay is the node's LiveConfig.WriteDelay (0: the default).
+	WriteDelay time.Duration
 }
 
 func (c childConfig) env() []string {
 	return []string{childEnv + "=1", "OBL_REDIS=" + c.Redis, "OBL_BROKERS=" + c.Brokers, "OBL_PREFIX=" + c.Prefix,
-		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold)}
+		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold),
+		"OBL_WRITE_DELAY=" + c.WriteDelay.String()}
 }
 
 func startChild(ctx context.Context, c childConfig) (*harness.Child, error) {
@@ -64,6 +67,7 @@ func runChild() error {
 	c := childConfig{Redis: os.Getenv("OBL_REDIS"), Brokers: os.Getenv("OBL_BROKERS"), Prefix: os.Getenv("OBL_PREFIX"),
 		Node: os.Getenv("OBL_NODE"), Push: os.Getenv("OBL_PUSH") == "true"}
 	c.Threshold, _ = strconv.Atoi(os.Getenv("OBL_THRESHOLD"))
+	c.WriteDelay, _ = time.ParseDuration(os.Getenv("OBL_WRITE_DELAY"))
 	if err := harness.CheckLoopback("redis", c.Redis); err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func runChild() error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	srv, err := api.New(api.Config{MaxInFlight: 4096, Live: api.LiveConfig{Node: c.Node}},
+	srv, err := api.New(api.Config{MaxInFlight: 4096, Live: api.LiveConfig{Node: c.Node, WriteDelay: c.WriteDelay}},
 		api.Deps{Router: redisstore.NewInboxRouter(st, nil, 0), Keyring: kr, Producer: prod, Logger: harness.QuietLogger(), Metrics: reg})
 	if err != nil {
 		return err
