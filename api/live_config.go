@@ -34,6 +34,10 @@ type LiveConfig struct {
 	MaxQueueBytes int
 	// WriteTimeout bounds writing one frame.
 	WriteTimeout time.Duration
+	// WriteDelay is the most a pushed frame waits for others to share its
+	// connection's write (live_writer.go): 0 is DefaultLiveWriteDelay, a
+	// negative delay writes each bus batch's frames at once.
+	WriteDelay time.Duration
 	// Heartbeat is how often the server pings each connection and extends
 	// its presence lease; HeartbeatTimeout closes a connection the client
 	// sent nothing on for that long (CloseHeartbeat).
@@ -88,6 +92,7 @@ const (
 	DefaultLiveMaxUnauthPerAddr = 32
 	DefaultLiveMaxQueueBytes    = 256 << 10
 	DefaultLiveWriteTimeout     = 10 * time.Second
+	DefaultLiveWriteDelay       = time.Millisecond
 	DefaultLiveHeartbeat        = 20 * time.Second
 	DefaultLiveOfflineThreshold = 30 * time.Second
 	DefaultLiveReplayMax        = 20
@@ -130,6 +135,9 @@ func (c LiveConfig) withDefaults() LiveConfig {
 	}
 	if c.MaxQueueBytes == 0 {
 		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
+	}
+	if c.WriteDelay == 0 {
+		c.WriteDelay = DefaultLiveWriteDelay
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultLiveWriteTimeout
@@ -209,6 +217,8 @@ func (c LiveConfig) Validate() error {
 		return fmt.Errorf("api: Live.MaxUnauthenticatedPerAddr %d is below 1", c.MaxUnauthenticatedPerAddr)
 	case c.MaxQueueBytes < 4096:
 		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
+	case c.WriteDelay > maxLiveWriteDelay:
+		return fmt.Errorf("api: Live.WriteDelay %s is above %s (it adds to every push's latency)", c.WriteDelay, maxLiveWriteDelay)
 	case c.Heartbeat < 10*time.Millisecond:
 		return fmt.Errorf("api: Live.Heartbeat %s is below 10ms", c.Heartbeat)
 	case c.HeartbeatTimeout <= c.Heartbeat:

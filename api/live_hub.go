@@ -171,6 +171,8 @@ func (h *liveHub) run() {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	lastBeat := time.Now()
+	wd := newWriteDelay(h)
+	defer wd.stop()
 	for {
 		select {
 		case <-h.ctx.Done():
@@ -182,11 +184,13 @@ func (h *liveHub) run() {
 			h.deferWrites()
 			h.dispatch(data)
 			h.dispatchWaiting()
-			h.writeDeferred()
+			wd.dispatched()
 		case f := <-h.dispatchRuns:
 			h.deferWrites()
 			f()
-			h.writeDeferred()
+			wd.dispatched()
+		case <-wd.C():
+			wd.expired()
 		case <-h.resubscribedSignal:
 			h.noticeResubscribedFull()
 		case now := <-t.C:

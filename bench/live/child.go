@@ -41,11 +41,14 @@ type childConfig struct {
 	Node      string
 	Push      bool
 	Threshold int
+	// WriteDelay is the node's LiveConfig.WriteDelay (0: the default).
+	WriteDelay time.Duration
 }
 
 func (c childConfig) env() []string {
 	return []string{childEnv + "=1", "OBL_REDIS=" + c.Redis, "OBL_BROKERS=" + c.Brokers, "OBL_PREFIX=" + c.Prefix,
-		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold)}
+		"OBL_NODE=" + c.Node, "OBL_PUSH=" + strconv.FormatBool(c.Push), "OBL_THRESHOLD=" + strconv.Itoa(c.Threshold),
+		"OBL_WRITE_DELAY=" + c.WriteDelay.String()}
 }
 
 func startChild(ctx context.Context, c childConfig) (*harness.Child, error) {
@@ -64,6 +67,7 @@ func runChild() error {
 	c := childConfig{Redis: os.Getenv("OBL_REDIS"), Brokers: os.Getenv("OBL_BROKERS"), Prefix: os.Getenv("OBL_PREFIX"),
 		Node: os.Getenv("OBL_NODE"), Push: os.Getenv("OBL_PUSH") == "true"}
 	c.Threshold, _ = strconv.Atoi(os.Getenv("OBL_THRESHOLD"))
+	c.WriteDelay, _ = time.ParseDuration(os.Getenv("OBL_WRITE_DELAY"))
 	if err := harness.CheckLoopback("redis", c.Redis); err != nil {
 		return err
 	}
@@ -86,24 +90,18 @@ func runChild() error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	srv, err := api.New(api.Config{MaxInFlight: 4096, Live: api.LiveConfig{Node: c.Node}},
+	srv, err := api.New(api.Config{MaxInFlight: 4096, Live: api.LiveConfig{Node: c.Node, WriteDelay: c.WriteDelay}},
 		api.Deps{Router: redisstore.NewInboxRouter(st, nil, 0), Keyring: kr, Producer: prod, Logger: harness.QuietLogger(), Metrics: reg})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	if c.Push {
-		p, err := push.New(push.Config{Store: storeCfg, Logger: harness.QuietLogger(), Metrics: reg}, rdb)
+		stop, err := startPushStages(storeCfg, reg, rdb, brokers)
 		if err != nil {
 			return err
 		}
-		for _, s := range topology.PushStages() {
-			stage, err := harness.StartStage(s.RunnerConfig(brokers), p)
-			if err != nil {
-				return err
-			}
-			defer stage.Stop()
-		}
+		defer stop()
 	}
 	if path := os.Getenv("OBL_CPUPROFILE"); path != "" {
 		stop, err := harness.StartCPUProfile(path + "." + c.Node)
@@ -116,6 +114,36 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
+	return harness.ServeChild(ln, childMux(reg, srv.Handler()), srv.Close)
+}
+
+// startPushStages runs the push stage's runners in this process; stop
+// ends them.
+func startPushStages(storeCfg redisstore.Config, reg *prometheus.Registry, rdb *redis.Client, brokers []string) (stop func(), err error) {
+	p, err := push.New(push.Config{Store: storeCfg, Logger: harness.QuietLogger(), Metrics: reg}, rdb)
+	if err != nil {
+		return nil, err
+	}
+	var stages []*harness.Stage
+	stop = func() {
+		for i := len(stages) - 1; i >= 0; i-- {
+			stages[i].Stop()
+		}
+	}
+	for _, s := range topology.PushStages() {
+		stage, err := harness.StartStage(s.RunnerConfig(brokers), p)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		stages = append(stages, stage)
+	}
+	return stop, nil
+}
+
+// childMux serves the API beside the benchmark's own routes: metrics,
+// memory and profiles.
+func childMux(reg *prometheus.Registry, api http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// The benchmark asks for a collection before it reads the resident
@@ -136,8 +164,8 @@ func runChild() error {
 	// A phase's profile: go tool pprof http://ADDR/debug/pprof/profile?seconds=10
 	mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
 	mux.Handle("GET /debug/pprof/allocs", httppprof.Handler("allocs"))
-	mux.Handle("/", srv.Handler())
-	return harness.ServeChild(ln, mux, srv.Close)
+	mux.Handle("/", api)
+	return mux
 }
 
 // procCPU is the user+system CPU a process used so far (0 when it

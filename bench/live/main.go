@@ -54,6 +54,8 @@ type options struct {
 	skipPolling bool
 	pipeline    bool
 	profileDir  string
+	rates       []float64
+	writeDelay  time.Duration
 }
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 		return
 	}
 	var o options
+	var rates string
 	f := harness.Parse("live", harness.ScaleFull, func(fs *flag.FlagSet) {
 		fs.IntVar(&o.devices, "devices", 2000, "online devices (one per user), spread over two API processes")
 		fs.IntVar(&o.groups, "groups", 20, "groups")
@@ -81,7 +84,14 @@ func main() {
 		fs.BoolVar(&o.skipPolling, "skip-polling", false, "measure the live channel only")
 		fs.BoolVar(&o.pipeline, "pipeline-phase", true, "first measure the servers' CPU for the same stream with no device online")
 		fs.StringVar(&o.profileDir, "profile-dir", "", "write each API process's CPU and allocation profiles of each measured phase here (PHASE-NODE.cpu.pprof, PHASE-NODE.allocs.pprof)")
+		fs.DurationVar(&o.writeDelay, "write-delay", 0, "the API nodes' live write delay (0: the default, negative: none)")
+		fs.StringVar(&rates, "rates", "", "after the push phase, a ramp: publications per second of each step, comma-separated (e.g. 50,200,1000,2000), 80 % direct and 20 % to the groups, none to the large group")
 	})
+	var err error
+	if o.rates, err = parseRates(rates); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	o.devices = f.Scaled(o.devices, 20)
 	o.groupRate, o.directRate = o.groupRate*f.Scale, o.directRate*f.Scale
 	o.groups = max(1, min(o.groups, o.devices/max(o.groupSize, 1)))
@@ -129,7 +139,7 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	b.fan = fan
 	for i, node := range []string{"node-a", "node-b"} {
 		c, err := startChild(ctx, childConfig{Redis: st.RedisAddr, Brokers: strings.Join(st.Brokers, ","), Prefix: f.Prefix,
-			Node: node, Push: i == 0, Threshold: o.threshold})
+			Node: node, Push: i == 0, Threshold: o.threshold, WriteDelay: o.writeDelay})
 		if err != nil {
 			return err
 		}

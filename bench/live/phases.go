@@ -45,61 +45,48 @@ func (b *bench) measurePipeline(ctx context.Context, res *result) error {
 	return nil
 }
 
-// measurePush connects every device, measures idle memory, then streams.
+// measurePush connects every device, measures idle memory, streams at
+// the configured rates, then (with -rates) at each step of the ramp.
 func (b *bench) measurePush(ctx context.Context, res *result) error {
-	var cur atomic.Pointer[stats]
-	cur.Store(&stats{})
-	getStats := func() *stats { return cur.Load() }
-	devs := make([]*liveDevice, len(b.users))
-	for i := range b.users {
-		cl, err := b.clientOf(i)
-		if err != nil {
-			return err
-		}
-		devs[i] = newLiveDevice(cl)
+	fl, err := b.openFleet(ctx)
+	if err != nil {
+		return err
 	}
-	defer func() {
-		for _, d := range devs {
-			if d.live != nil {
-				_ = d.live.CloseNow()
-			}
-		}
-	}()
-	actx, stopAcks := context.WithCancel(ctx)
-	defer stopAcks()
-	// Every device acks what it stored once per ackEvery, each on its own
-	// phase of the cycle (devices are independent: a fleet does not ack
-	// in the same millisecond), a hundredth of them every hundredth.
-	go func() {
-		const slots = 100
-		t := time.NewTicker(max(b.o.ackEvery/slots, time.Millisecond))
-		defer t.Stop()
-		for slot := 0; ; slot = (slot + 1) % slots {
-			select {
-			case <-actx.Done():
-				return
-			case <-t.C:
-			}
-			for i := slot; i < len(devs); i += slots {
-				if d := devs[i]; d.live != nil {
-					d.flushAcks(actx)
-				}
-			}
-		}
-	}()
-	// Memory per idle connection is the slope between half and all of
-	// the devices connected and idle: what pools and buffers the
-	// processes grow once is not a connection's.
-	half := len(devs) / 2
-	if err := b.connect(ctx, devs[:half], getStats); err != nil {
+	defer fl.close()
+	if err := b.measureIdle(ctx, fl, res); err != nil {
+		return err
+	}
+	p, st, err := b.measureStream(ctx, fl, "push")
+	if err != nil {
+		return err
+	}
+	res.Push = p
+	res.ServerRSSAfterBytes = b.rss()
+	res.Repushes = st.repushes.Load()
+	res.Duplicates = st.dups.Load()
+	if m, err := scrape(b.servers[0].URL); err == nil {
+		res.PushStage = m
+	}
+	b.log.Printf("push: %d of %d deliveries in %.1f s, p50 %.1f ms, p99 %.1f ms, %.4f ms CPU per delivery",
+		p.Deliveries, p.Expected, p.Seconds, p.P50MS, p.P99MS, p.CPUMSPerDelivery)
+	return b.measureRamp(ctx, fl, res)
+}
+
+// measureIdle connects the fleet in two halves: memory per idle
+// connection is the slope between half and all of the devices connected
+// and idle, so what pools and buffers the processes grow once is not a
+// connection's.
+func (b *bench) measureIdle(ctx context.Context, fl *fleet, res *result) error {
+	half := len(fl.devs) / 2
+	if err := b.connect(ctx, fl.devs[:half], fl.stats); err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second)
 	rssHalf := b.rss()
-	if err := b.connect(ctx, devs[half:], getStats); err != nil {
+	if err := b.connect(ctx, fl.devs[half:], fl.stats); err != nil {
 		return err
 	}
-	b.log.Printf("push: %d devices connected over %d API processes; idle 3 s", len(devs), len(b.servers))
+	b.log.Printf("push: %d devices connected over %d API processes; idle 3 s", len(fl.devs), len(b.servers))
 	time.Sleep(3 * time.Second)
 	rssAfter := b.rss()
 	if path := os.Getenv("OBL_HEAPPROFILE"); path != "" {
@@ -109,38 +96,35 @@ func (b *bench) measurePush(ctx context.Context, res *result) error {
 			_ = os.WriteFile(path, data, 0o644)
 		}
 	}
-	res.IdleConnBytes = (rssAfter - rssHalf) / int64(len(devs)-half)
+	res.IdleConnBytes = (rssAfter - rssHalf) / int64(len(fl.devs)-half)
 	res.ServerRSSBytes = rssAfter
+	return nil
+}
 
+// measureStream streams for a phase at the options' rates to the
+// connected fleet and waits for the deliveries it means.
+func (b *bench) measureStream(ctx context.Context, fl *fleet, tag string) (phase, *stats, error) {
 	st := &stats{}
-	cur.Store(st)
+	fl.cur.Store(st)
 	resetCommandStats(ctx, b.st.Redis)
 	cpu0, t0, parts0 := b.cpu(), time.Now(), b.cpuParts()
 	length := time.Duration(b.o.seconds * float64(time.Second))
-	profiled := b.profilePhase(ctx, "push", length)
-	expected, err := b.stream(ctx, length, "push")
+	profiled := b.profilePhase(ctx, tag, length)
+	expected, err := b.stream(ctx, length, tag)
 	if err != nil {
-		return err
+		profiled()
+		return phase{}, nil, err
 	}
 	end := drain(ctx, st, expected, 10*time.Second)
 	cpu := b.cpu() - cpu0
 	profiled()
-	dur := end.Sub(t0)
-	res.Push = phaseOf(st, expected, dur, cpu)
-	res.Push.CPUByProcess = map[string]float64{}
+	p := phaseOf(st, expected, end.Sub(t0), cpu)
+	p.CPUByProcess = map[string]float64{}
 	for k, v := range b.cpuParts() {
-		res.Push.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
+		p.CPUByProcess[k] = harness.Round((v - parts0[k]).Seconds(), 2)
 	}
-	res.Push.RedisCommands = commandStats(ctx, b.st.Redis, 12)
-	res.ServerRSSAfterBytes = b.rss()
-	res.Repushes = st.repushes.Load()
-	res.Duplicates = st.dups.Load()
-	if m, err := scrape(b.servers[0].URL); err == nil {
-		res.PushStage = m
-	}
-	b.log.Printf("push: %d of %d deliveries in %s, p50 %.1f ms, p99 %.1f ms, %.4f ms CPU per delivery",
-		res.Push.Deliveries, expected, dur.Round(time.Millisecond), res.Push.P50MS, res.Push.P99MS, res.Push.CPUMSPerDelivery)
-	return nil
+	p.RedisCommands = commandStats(ctx, b.st.Redis, 12)
+	return p, st, nil
 }
 
 // connect opens the devices' live connections, 32 at a time.

@@ -75,7 +75,12 @@ type result struct {
 	// publishes per channel kind show that a large group costs one
 	// publish per message and no per-member lookup.
 	PushStage map[string]float64 `json:"push_stage"`
-	Table     []harness.Row      `json:"table"`
+	// Ramp holds each step of -rates; MaxDeliveriesPerSecP99100MS is the
+	// highest step's deliveries/s whose p99 was at most 100 ms with
+	// nothing missing (0 without a ramp or when no step was).
+	Ramp                        []rampStep    `json:"ramp,omitempty"`
+	MaxDeliveriesPerSecP99100MS float64       `json:"max_deliveries_per_sec_p99_100ms"`
+	Table                       []harness.Row `json:"table"`
 }
 
 func (r *result) finish() {
@@ -122,6 +127,13 @@ func printTable(r *result) []harness.Row {
 		harness.Info("delivered of expected", fmt.Sprintf("%d / %d", r.Push.Deliveries, r.Push.Expected),
 			fmt.Sprintf("poll %d / %d", r.Poll.Deliveries, r.Poll.Expected)),
 	}
+	for _, s := range r.Ramp {
+		rows = append(rows, harness.Info(fmt.Sprintf("ramp %g publications/s: deliveries/s, p50 / p99 (ms), CPU ms per delivery, missing", s.PublicationsPerSec),
+			fmt.Sprintf("%.0f, %v / %v, %v, %d", s.DeliveriesPerSec, s.P50MS, s.P99MS, s.CPUMSPerDelivery, s.Missing), ""))
+	}
+	if len(r.Ramp) > 0 {
+		rows = append(rows, harness.Info("highest deliveries/s at p99 ≤ 100 ms, nothing missing", fmt.Sprint(r.MaxDeliveriesPerSecP99100MS), ""))
+	}
 	harness.PrintTable("live channel vs polling", rows)
 	return rows
 }
@@ -136,6 +148,7 @@ func notes() []string {
 		"pipeline: the same stream first runs with no device online; its server CPU (fanout's scripts in redis-server, the push stage's consumer) per message meant, times what each phase's stream meant, is what 'over the stream with nobody online' leaves out",
 		"own: the phase's server CPU less fanout's scripts alone (the pipeline phase's redis-server CPU per message meant, times what the phase's stream meant), per delivery; the push stage's consumer and the API processes stay in: what the live channel itself costs, as a server without a store is measured (the push stage's own few Redis reads with nobody online go out with fanout's, a few percent of redis-server's time there); the headline server CPU per delivery keeps everything",
 		"devices ack what they stored once per ack-every, each on a phase of its own (a hundredth of them every hundredth of the cycle); after_store: from the message's write time in the store (fanout's clock, ms) to the device",
+		"ramp (-rates): each step streams its publications per second (80 % direct, 20 % to the groups, none to the large group) for seconds_per_phase to the same connected devices; cpu_ms_per_delivery_by_process is each process's CPU over the step per delivery; max_deliveries_per_sec_p99_100ms is the highest step's deliveries/s with p99 ≤ 100 ms and nothing missing",
 		"redis_commands: INFO commandstats of the phase (reset at its start); commands run by scripts count under their own names as well as in evalsha",
 	}
 }
