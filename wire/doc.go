@@ -3,4 +3,5 @@
 // decode: one definition per shape, so that a field renamed on one side
 // cannot drift from the other. It imports the standard library only, as
 // the SDK (package client) must not pull in the server's dependencies.
+// Its shapes follow api/openapi.yaml.
 package wire

@@ -1,7 +1,3 @@
-// Package wire holds the JSON shapes of offlinebox's public HTTP contract
-// (api/openapi.yaml) that the API writes and the Go SDK, the checker and
-// the benchmarks read, so that a field is named in one place. It imports
-// only the standard library: the SDK depends on it and stays light.
 package wire
 
 // Preview is the last message of a conversation as the list shows it.

@@ -1,0 +1,87 @@
+package live
+
+import (
+	"reflect"
+	"testing"
+)
+
+func sampleBatch() Batch {
+	return Batch{Envelopes: []Envelope{
+		{Kind: KindPush, Conv: "crew", Large: true, Record: []byte("\x0a\x03abc"), SentMS: 1700000000123,
+			Targets: []Target{{User: "ann", Device: "phone", Conn: "c1", Joined: 7}, {User: "bob", Device: "pc", Conn: "c2"}}},
+		{Kind: KindReceipt, Receipt: &Receipt{Conv: "crew", Epoch: 2, Seq: 9, State: "read", Pushed: 3, Delivered: 2,
+			Read: 1, Members: 4, PeerDeliveredSeq: 8, PeerReadSeq: 7}},
+		{Kind: KindRejected, Rejected: &Rejected{Conv: "crew", ClientMsgID: "m1", Code: "too_large", Reason: "no", AtMS: 5}},
+		{Kind: KindKick, Targets: []Target{{User: "ann", Device: "phone", Conn: "c0"}}},
+	}}
+}
+
+func TestEnvelopesDecodeAsTheyWereSentInEitherForm(t *testing.T) {
+	want := sampleBatch()
+	bin, err := Encode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := encodeJSON(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"binary, what publishers send", bin},
+		{"JSON, what a publisher not upgraded yet sends", old},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode(tc.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("decoded %+v, want %+v", got, want)
+			}
+		})
+	}
+	if len(bin) == 0 || bin[0] == '{' {
+		t.Fatalf("a binary batch starts with %q: Decode would read it as JSON", bin[:1])
+	}
+}
+
+func TestMalformedBinaryBatchIsRefused(t *testing.T) {
+	bin, _ := Encode(sampleBatch())
+	if _, err := Decode(bin[:len(bin)-3]); err == nil {
+		t.Fatal("a cut batch decoded")
+	}
+}
+
+func BenchmarkEnvelope(b *testing.B) {
+	batch := sampleBatch()
+	bin, _ := Encode(batch)
+	old, _ := encodeJSON(batch)
+	b.Run("encode/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = encodeJSON(batch)
+		}
+	})
+	b.Run("encode/binary", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = Encode(batch)
+		}
+	})
+	b.Run("decode/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = Decode(old)
+		}
+	})
+	b.Run("decode/binary", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			_, _ = Decode(bin)
+		}
+	})
+}
