@@ -19,8 +19,8 @@ import (
 
 	"github.com/offlinebox/offlinebox/api"
 	"github.com/offlinebox/offlinebox/auth"
-	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/redisstore"

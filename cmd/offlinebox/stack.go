@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/backoff"
+	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/stream"
 	"github.com/offlinebox/offlinebox/topology"
