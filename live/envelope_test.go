@@ -105,3 +105,28 @@ func BenchmarkEnvelope(b *testing.B) {
 		}
 	})
 }
+
+func TestDecodedStringsOutliveThePayloadAndRecordsAliasIt(t *testing.T) {
+	want := sampleBatch()
+	data, _ := Encode(want)
+	got, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(data)
+	for i := range want.Envelopes {
+		w, g := want.Envelopes[i], got.Envelopes[i]
+		w.Record, g.Record = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("envelope %d changed with the payload: %+v, want %+v", i, g, w)
+		}
+	}
+	if r := got.Envelopes[0].Record; len(r) == 0 || r[0] != 0 {
+		t.Fatalf("the record %q does not alias the payload", r)
+	}
+	// An append to one envelope's targets must not reach another's.
+	got.Envelopes[0].Targets = append(got.Envelopes[0].Targets, Target{User: "eve"})
+	if u := got.Envelopes[3].Targets[0].User; u != "ann" {
+		t.Fatalf("an append to envelope 0's targets overwrote envelope 3's: %q", u)
+	}
+}
