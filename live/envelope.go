@@ -112,7 +112,15 @@ func encodeJSON(b Batch) ([]byte, error) {
 }
 
 // Decode reads a batch off the wire, binary or (from a publisher not
-// upgraded yet) JSON. A binary batch's records alias data.
+// upgraded yet) JSON.
+//
+// Ownership: a binary batch's records are slices of data, not copies, so
+// data must stay unchanged while they are used; the subscriber hands
+// Decode a payload of its own (go-redis's message, copied into the
+// slice), never a buffer it reuses. Strings are copies: the strings of one
+// target, and those of one rejection, share one allocation, and the
+// targets of all envelopes one array (each envelope's slice capped at its
+// own), so keeping one of them keeps those alive, not data.
 func Decode(data []byte) (Batch, error) {
 	if len(data) > 0 && data[0] == '{' {
 		var b Batch

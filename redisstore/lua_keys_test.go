@@ -22,7 +22,8 @@ import (
 // keysGuard is a go-redis hook that runs every script of this package with
 // testdata/keys_guard.lua in front of it: the script then fails as soon as
 // it touches a key that is not one of its KEYS. It records which scripts
-// ran, so a test can tell that it reached all of them.
+// ran, so a test can tell that it reached all of them. The scripts of
+// live/lua run behind the same guard in live's tests (lua_test.go).
 type keysGuard struct {
 	prelude string
 	// names maps a script's SHA-1 to its file (scripts that prepend a

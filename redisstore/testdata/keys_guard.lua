@@ -1,7 +1,8 @@
--- keys_guard.lua, for tests only: prepended to a script of this package, it
--- makes the script fail the moment it calls Redis on a key that is not one
--- of its KEYS (on Redis Cluster such a key may live on another node, and
--- nothing else would notice while every key shares the hash tag).
+-- keys_guard.lua, for tests only: prepended to a script of this package (or
+-- of live/lua, whose tests read it from here), it makes the script fail the
+-- moment it calls Redis on a key that is not one of its KEYS (on Redis
+-- Cluster such a key may live on another node, and nothing else would
+-- notice while every key shares the hash tag).
 -- A command it does not know fails too, so that the table below is
 -- completed rather than the check skipped.
 local guard_keys = {}
