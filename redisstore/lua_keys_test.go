@@ -201,7 +201,7 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	seq("x", text("x", dm, "x-1", "ann"), text("x", dm, "x-2", "ann"))
 	seq("x", text("x", dm, "x-2", "ann"))
 	s.digest = dedupeDigest
-	_, err = s.restoreDedupe(ctx, "g", []dedupeRestore{{day: DayOf(ms), cmid: "g-0-1", seq: 3}, {day: DayOf(ms) - 1, cmid: "old", seq: 1}})
+	_, err = s.RestoreDedupe(ctx, "g", []DedupeRestore{{Day: DayOf(ms), Cmid: "g-0-1", Seq: 3}, {Day: DayOf(ms) - 1, Cmid: "old", Seq: 1}})
 	must("restore dedupe", err)
 
 	// A large group with @all references.

@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // runHelp runs args in-process and returns what -h wrote and the error
@@ -110,11 +110,11 @@ func TestTokenRefusesATTLThatIsNotPositive(t *testing.T) {
 }
 
 func TestRebuildSummaryNeverReadsAsALossOfMembers(t *testing.T) {
-	kept := describeRebuild(redisstore.RebuildResult{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: redisstore.MembersKept})
+	kept := describeRebuild(rebuild.RebuildResult{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: rebuild.MembersKept})
 	if strings.Contains(kept, "(0)") || !strings.Contains(kept, "member list left as Redis holds it") {
 		t.Errorf("kept: %q", kept)
 	}
-	restored := describeRebuild(redisstore.RebuildResult{Conv: "g", Members: redisstore.MembersRestored, MemberCount: 4})
+	restored := describeRebuild(rebuild.RebuildResult{Conv: "g", Members: rebuild.MembersRestored, MemberCount: 4})
 	if !strings.Contains(restored, "4 members restored") {
 		t.Errorf("restored: %q", restored)
 	}

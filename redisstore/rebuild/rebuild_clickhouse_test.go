@@ -1,4 +1,4 @@
-package redisstore_test
+package rebuild_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
@@ -106,7 +106,7 @@ type memberReplay struct {
 
 // replayMembers rebuilds a conversation's member set from its history, or
 // returns nil when the history cannot tell it whole.
-func (s *Store) replayMembers(ctx context.Context, src HistorySource, conv string, p *rebuildPlan) (*memberReplay, error) {
+func (s *Rebuilder) replayMembers(ctx context.Context, src HistorySource, conv string, p *rebuildPlan) (*memberReplay, error) {
 	r := &memberReplay{members: map[string]uint64{}, roles: map[string]string{}, past: map[string][]string{}}
 	if p.ctype == schemas.ConvType_CONV_TYPE_DIRECT {
 		// Participants are set by the first message and never change.

@@ -1,4 +1,4 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const rebuildListPage = 1000
 // written meanwhile, the history holds nothing of it) is reported and
 // passed over; any other error stops the run and is returned. It returns
 // how many conversations were rebuilt.
-func (s *Store) RebuildAll(ctx context.Context, list ConversationLister, src HistorySource, opt RebuildOptions, report func(RebuildResult, error)) (int, error) {
+func (s *Rebuilder) RebuildAll(ctx context.Context, list ConversationLister, src HistorySource, opt RebuildOptions, report func(RebuildResult, error)) (int, error) {
 	if err := opt.validate(); err != nil {
 		return 0, err
 	}

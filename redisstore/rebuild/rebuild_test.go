@@ -1,9 +1,10 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"maps"
 	"slices"
 	"sort"
@@ -192,7 +193,7 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 			ctx := context.Background()
 			h := rbSeed(t, s, "g1", expNow)
 			// Expiry ran: the 40- and 35-day-old records left the timeline.
-			if _, err := s.ExpireConversation(ctx, "g1", expNow, Retention{}, 100); err != nil {
+			if _, err := s.ExpireConversation(ctx, "g1", expNow, redisstore.Retention{}, 100); err != nil {
 				t.Fatal(err)
 			}
 			before := rbSnap(t, s, "g1")

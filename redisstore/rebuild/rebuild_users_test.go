@@ -1,7 +1,8 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"testing"
 )
 
@@ -24,9 +25,9 @@ func TestReindexUsersRebuildsTheListIndexesAnEvictionLeftApart(t *testing.T) {
 			s := expStore(t)
 			ctx := context.Background()
 			ups := []InboxUpdate{
-				{User: "u", Conv: "c1", Form: InboxGroup, Events: []InboxEvent{{InboxMentioned, 6, 2000}}},
-				{User: "u", Conv: "c2", Form: InboxGroup, Events: []InboxEvent{{InboxMentioned, 4, 2000}}},
-				{User: "u", Conv: "c3", Form: InboxGroup, Events: []InboxEvent{{InboxConvertLarge, 9, 2000}}},
+				{User: "u", Conv: "c1", Form: redisstore.InboxGroup, Events: []InboxEvent{{InboxMentioned, 6, 2000}}},
+				{User: "u", Conv: "c2", Form: redisstore.InboxGroup, Events: []InboxEvent{{InboxMentioned, 4, 2000}}},
+				{User: "u", Conv: "c3", Form: redisstore.InboxGroup, Events: []InboxEvent{{InboxConvertLarge, 9, 2000}}},
 			}
 			_, errs := s.ApplyInboxes(ctx, ups)
 			for _, err := range errs {

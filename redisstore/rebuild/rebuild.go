@@ -1,10 +1,11 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Status codes of rebuild_commit.lua's reply, named as locals at the
+// script's top without the prefix (STATUS_DONE for commitStatusDone).
+const (
+	commitStatusDone      = 1
+	commitStatusRaced     = 0
+	commitStatusShortened = -1
 )
 
 var (
@@ -62,7 +71,7 @@ const (
 type RebuildOptions struct {
 	// Retention decides where the rebuilt timeline starts (as expiry
 	// would have left it).
-	Retention Retention
+	Retention redisstore.Retention
 	// Now is the time retention is measured against (time.Now when zero).
 	Now time.Time
 	// Force rebuilds even when the history is behind the store's counter.
@@ -147,7 +156,7 @@ type rebuildMeta struct {
 // the counter the clients saw is unknown (the history may lag behind what
 // was lost), so a new epoch is set, above every earlier one, and recorded
 // in the history as starting from the epoch read at the rebuilt counter.
-func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
+func (s *Rebuilder) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
 	res := RebuildResult{Conv: conv}
 	if err := schemas.ValidID("conv_id", conv); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
@@ -191,7 +200,7 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 			p.note(e)
 		}
 	}
-	if t := convTypeOfCode(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
+	if t := redisstore.ConvTypeOfCode(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 		p.ctype = t
 	}
 	res.Seq, res.First, res.Hole, res.Epoch = top, p.first, p.hole, curEpoch
@@ -246,7 +255,7 @@ func rebuildSource(ctx context.Context, src HistorySource, conv string, curEpoch
 }
 
 // rebuildApply stages the timeline and members and commits them.
-func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string, opt RebuildOptions,
+func (s *Rebuilder) rebuildApply(ctx context.Context, src HistorySource, conv string, opt RebuildOptions,
 	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res RebuildResult) (RebuildResult, error) {
 	lgs, _ := strconv.ParseUint(cur.lgs, 10, 64)
 	switch {
@@ -263,14 +272,14 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 		return res, err
 	}
 	res.Entries, res.Dedupe = st.entries, st.dedupe
-	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, typeCode(p.ctype), st.entries}
+	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, redisstore.TypeCode(p.ctype), st.entries}
 	if mr != nil {
 		args = append(args, "1", len(mr.members), mr.mver, mr.lgs)
 	} else {
 		args = append(args, "0", 0, 0, 0)
 	}
 	if n := p.newest; n != nil {
-		preview, err := s.sealedPreviewText(ctx, n)
+		preview, err := s.st.SealedPreviewText(ctx, n)
 		if err != nil {
 			return res, err
 		}
@@ -305,13 +314,13 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	return res, s.restoreTag(ctx, src, conv)
 }
 
-func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {
+func (s *Rebuilder) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var fields *redis.SliceCmd
 	var members, roles, held *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLargeFrom)
+		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), redisstore.MetaSeq, redisstore.MetaEpoch, redisstore.MetaFirst, redisstore.MetaType, redisstore.MetaLargeFrom)
 		members = p.Exists(ctx, s.keys.Members(conv))
 		roles = p.Exists(ctx, s.keys.Roles(conv))
 		held = p.Exists(ctx, s.keys.Held(conv))
