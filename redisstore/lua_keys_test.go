@@ -280,12 +280,6 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	_, err = s.SwapDataKey(ctx, "g", "m1:old", "m2:new")
 	must("swap data key", err)
 
-	// A rebuild from history.
-	h := rbSeed(t, s, "rb", now)
-	must("lose rb", rdb.Del(ctx, s.keys.Timeline("rb"), s.keys.ConvMeta("rb")).Err())
-	_, err = s.RebuildConversation(ctx, h, "rb", RebuildOptions{Now: now})
-	must("rebuild", err)
-
 	// The live channel: presence leases and receipt cursors.
 	lease := PresenceLease{Node: "a", Conn: "c1", TTL: time.Minute, Keep: time.Minute}
 	_, _, err = s.SetPresence(ctx, "ann", "phone", lease, now)

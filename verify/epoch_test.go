@@ -47,7 +47,7 @@ func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis loses the conversation
 		t.Fatal(err)
 	}
-	res, err := rebuild.New(w.s).RebuildConversation(ctx, ch, "g", rebuild.RebuildOptions{Now: w.now})
+	res, err := rebuild.New(w.s).Rebuild(ctx, ch, "g", rebuild.Options{Now: w.now})
 	if err != nil || res.Seq != 40 || !res.NewEpoch || res.Members != rebuild.MembersRestored {
 		t.Fatalf("rebuild = %+v, %v; want a new epoch at 40 with the members", res, err)
 	}

@@ -87,7 +87,7 @@ func TestARebuildFromClickHouseGivesTheGroupItsAdminsBack(t *testing.T) {
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is emptied
 		t.Fatal(err)
 	}
-	n, err := rebuild.New(w.s).RebuildAll(ctx, ch, ch, rebuild.RebuildOptions{Now: w.now}, func(r rebuild.RebuildResult, err error) {
+	n, err := rebuild.New(w.s).RebuildAll(ctx, ch, ch, rebuild.Options{Now: w.now}, func(r rebuild.Result, err error) {
 		if err != nil || r.Members != rebuild.MembersRestored {
 			t.Errorf("rebuild %s: %+v, %v; want its members restored", r.Conv, r, err)
 		}

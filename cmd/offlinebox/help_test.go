@@ -110,11 +110,11 @@ func TestTokenRefusesATTLThatIsNotPositive(t *testing.T) {
 }
 
 func TestRebuildSummaryNeverReadsAsALossOfMembers(t *testing.T) {
-	kept := describeRebuild(rebuild.RebuildResult{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: rebuild.MembersKept})
+	kept := describeRebuild(rebuild.Result{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: rebuild.MembersKept})
 	if strings.Contains(kept, "(0)") || !strings.Contains(kept, "member list left as Redis holds it") {
 		t.Errorf("kept: %q", kept)
 	}
-	restored := describeRebuild(rebuild.RebuildResult{Conv: "g", Members: rebuild.MembersRestored, MemberCount: 4})
+	restored := describeRebuild(rebuild.Result{Conv: "g", Members: rebuild.MembersRestored, MemberCount: 4})
 	if !strings.Contains(restored, "4 members restored") {
 		t.Errorf("restored: %q", restored)
 	}

@@ -66,7 +66,7 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 			fmt.Fprintf(stdout, "held: %s\n", why)
 		}
 	}
-	opt := rebuild.RebuildOptions{}
+	opt := rebuild.Options{}
 	if policies != nil {
 		opt.Retention = policies.Current().LongestInboxWindows()
 	}
@@ -100,7 +100,7 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 // rebuildEveryConversation rebuilds every conversation ClickHouse knows,
 // then again those it was behind on, until none is left or patience ran
 // out.
-func rebuildEveryConversation(ctx context.Context, p *processes, opt rebuild.RebuildOptions, patience time.Duration, stdout io.Writer) error {
+func rebuildEveryConversation(ctx context.Context, p *processes, opt rebuild.Options, patience time.Duration, stdout io.Writer) error {
 	var behind []string
 	var inboxes int
 	var inboxErr error
@@ -111,7 +111,7 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt rebuild.Reb
 			inboxErr = err
 		}
 	}
-	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.RebuildResult, err error) {
+	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.Result, err error) {
 		if err != nil {
 			behind = append(behind, res.Conv)
 		} else {
@@ -130,12 +130,12 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt rebuild.Reb
 		}
 		var still []string
 		for _, conv := range behind {
-			_, err := rebuild.New(p.store).RebuildConversation(ctx, p.ch, conv, opt)
+			_, err := rebuild.New(p.store).Rebuild(ctx, p.ch, conv, opt)
 			switch {
 			case err == nil:
 				n++
 				restore(conv)
-			case errors.Is(err, rebuild.ErrHistoryBehind), errors.Is(err, rebuild.ErrRebuildRaced), errors.Is(err, rebuild.ErrNoHistory):
+			case errors.Is(err, rebuild.ErrHistoryBehind), errors.Is(err, rebuild.ErrRaced), errors.Is(err, rebuild.ErrNoHistory):
 				still = append(still, conv)
 			default:
 				return err

@@ -174,14 +174,14 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer p.close()
-	opt := rebuild.RebuildOptions{Force: force}
+	opt := rebuild.Options{Force: force}
 	if policies != nil {
 		// The longest windows a policy can give: expiry trims each
 		// conversation to its own on its next sweep.
 		opt.Retention = policies.Current().LongestInboxWindows()
 	}
 	if conv != "" {
-		res, err := rebuild.New(p.store).RebuildConversation(ctx, p.ch, conv, opt)
+		res, err := rebuild.New(p.store).Rebuild(ctx, p.ch, conv, opt)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	failed := 0
-	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.RebuildResult, err error) {
+	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.Result, err error) {
 		if err != nil {
 			failed++
 			fmt.Fprintf(stdout, "%s: %v\n", res.Conv, err)
@@ -207,7 +207,7 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func describeRebuild(r rebuild.RebuildResult) string {
+func describeRebuild(r rebuild.Result) string {
 	s := fmt.Sprintf("%s: seq %d, timeline %d..%d (%d entries), epoch %d", r.Conv, r.Seq, r.First, r.Seq, r.Entries, r.Epoch)
 	if r.NewEpoch {
 		s += " (new: clients rebase)"

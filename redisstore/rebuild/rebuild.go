@@ -52,23 +52,23 @@ var (
 	// history sink has not caught up): rebuilding now would lower the
 	// counter. Wait for the sink, or force it (a new epoch is set).
 	ErrHistoryBehind = errors.New("history is behind the store's counter")
-	// ErrRebuildRaced: the conversation was sequenced while it was being
+	// ErrRaced: the conversation was sequenced while it was being
 	// rebuilt; nothing was replaced. Stop its writers and run again.
-	ErrRebuildRaced = errors.New("conversation changed while it was rebuilt")
+	ErrRaced = errors.New("conversation changed while it was rebuilt")
 )
 
 // Rebuild bounds.
 const (
-	DefaultRebuildPageSize = 1000
-	// MaxRebuildPageSize is the widest span one history read may ask for.
-	MaxRebuildPageSize = 10000
+	DefaultPageSize = 1000
+	// MaxPageSize is the widest span one history read may ask for.
+	MaxPageSize = 10000
 	// rebuildStagingTTL removes the staging keys of a rebuild that died; it
 	// is renewed with every page written.
 	rebuildStagingTTL = time.Hour
 )
 
-// RebuildOptions tune RebuildConversation.
-type RebuildOptions struct {
+// Options tune Rebuild.
+type Options struct {
 	// Retention decides where the rebuilt timeline starts (as expiry
 	// would have left it).
 	Retention redisstore.Retention
@@ -76,26 +76,26 @@ type RebuildOptions struct {
 	Now time.Time
 	// Force rebuilds even when the history is behind the store's counter.
 	Force bool
-	// PageSize: seqs per history read (DefaultRebuildPageSize when zero).
+	// PageSize: seqs per history read (DefaultPageSize when zero).
 	PageSize int
 }
 
-func (o RebuildOptions) validate() error {
+func (o Options) validate() error {
 	if err := o.Retention.Validate(); err != nil {
 		return err
 	}
-	if o.PageSize < 0 || o.PageSize > MaxRebuildPageSize {
-		return fmt.Errorf("rebuild: PageSize %d is outside 0..%d", o.PageSize, MaxRebuildPageSize)
+	if o.PageSize < 0 || o.PageSize > MaxPageSize {
+		return fmt.Errorf("rebuild: PageSize %d is outside 0..%d", o.PageSize, MaxPageSize)
 	}
 	return nil
 }
 
-func (o RebuildOptions) withDefaults() RebuildOptions {
+func (o Options) withDefaults() Options {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if o.PageSize == 0 {
-		o.PageSize = DefaultRebuildPageSize
+		o.PageSize = DefaultPageSize
 	}
 	return o
 }
@@ -115,8 +115,8 @@ const (
 	MembersUnknown
 )
 
-// RebuildResult says what RebuildConversation put in place.
-type RebuildResult struct {
+// Result says what Rebuild put in place.
+type Result struct {
 	Conv string
 	// Seq is the counter, First the timeline's floor, Epoch its epoch.
 	Seq, First, Epoch uint64
@@ -142,7 +142,7 @@ type rebuildMeta struct {
 	held                          bool // Keys.Held is set
 }
 
-// RebuildConversation restores a conversation's Redis state from its
+// Rebuild restores a conversation's Redis state from its
 // history, for recovery after a Redis loss: the counter, the timeline
 // within the retention window (entries byte for byte as sequencing wrote
 // them), the epoch, the dedupe ids of the dedupe window, large groups' @all
@@ -156,8 +156,8 @@ type rebuildMeta struct {
 // the counter the clients saw is unknown (the history may lag behind what
 // was lost), so a new epoch is set, above every earlier one, and recorded
 // in the history as starting from the epoch read at the rebuilt counter.
-func (s *Rebuilder) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
-	res := RebuildResult{Conv: conv}
+func (s *Rebuilder) Rebuild(ctx context.Context, src HistorySource, conv string, opt Options) (Result, error) {
+	res := Result{Conv: conv}
 	if err := schemas.ValidID("conv_id", conv); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
@@ -255,8 +255,8 @@ func rebuildSource(ctx context.Context, src HistorySource, conv string, curEpoch
 }
 
 // rebuildApply stages the timeline and members and commits them.
-func (s *Rebuilder) rebuildApply(ctx context.Context, src HistorySource, conv string, opt RebuildOptions,
-	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res RebuildResult) (RebuildResult, error) {
+func (s *Rebuilder) rebuildApply(ctx context.Context, src HistorySource, conv string, opt Options,
+	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res Result) (Result, error) {
 	lgs, _ := strconv.ParseUint(cur.lgs, 10, 64)
 	switch {
 	case mr != nil:
@@ -307,7 +307,7 @@ func (s *Rebuilder) rebuildApply(ctx context.Context, src HistorySource, conv st
 	case err != nil:
 		return res, fmt.Errorf("rebuild %s: commit: %w", conv, err)
 	case done == commitStatusRaced:
-		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRebuildRaced)
+		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRaced)
 	case done == commitStatusShortened:
 		return res, fmt.Errorf("rebuild %s: the staged timeline lost entries (staging expired); run again", conv)
 	}

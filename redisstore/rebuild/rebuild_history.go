@@ -29,7 +29,7 @@ type rebuildPlan struct {
 // it: at the oldest record still within its window, found by reading back
 // until records older than the longest window (nothing older can be kept).
 // A seq the history lacks stops the walk: the timeline must be contiguous.
-func planFirst(ctx context.Context, src HistorySource, conv string, epoch, top, keepFrom uint64, opt RebuildOptions) (*rebuildPlan, error) {
+func planFirst(ctx context.Context, src HistorySource, conv string, epoch, top, keepFrom uint64, opt Options) (*rebuildPlan, error) {
 	p := &rebuildPlan{epoch: epoch, top: top, first: top + 1}
 	oldest := opt.Now.Add(-opt.Retention.LongestWindow()).UnixMilli()
 	page := uint64(opt.PageSize)

@@ -12,7 +12,7 @@ import (
 func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *testing.T) {
 	groups := []struct {
 		name       string
-		store      func(*testing.T) *Store
+		store      func(*testing.T) *rig
 		last, form string
 	}{
 		{"small group", expStore, "7", "g"},
@@ -23,7 +23,7 @@ func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *
 	}
 }
 
-func restoreInboxEntries(t *testing.T, s *Store, last, form string) {
+func restoreInboxEntries(t *testing.T, s *rig, last, form string) {
 	ctx := context.Background()
 	rbSeed(t, s, "g1", expNow)
 	kept := map[string]string{redisstore.InboxField("g1", redisstore.FieldLast): "5", redisstore.InboxField("g1", redisstore.FieldRead): "2"}

@@ -28,7 +28,7 @@ type stagedTimeline struct {
 // appends each record, encoded as sequencing encodes it, to the staging
 // list; it also restores the dedupe ids still within the dedupe window.
 // The live timeline is not touched.
-func (s *Rebuilder) stageTimeline(ctx context.Context, src HistorySource, conv string, p *rebuildPlan, lgs uint64, opt RebuildOptions) (stagedTimeline, error) {
+func (s *Rebuilder) stageTimeline(ctx context.Context, src HistorySource, conv string, p *rebuildPlan, lgs uint64, opt Options) (stagedTimeline, error) {
 	var out stagedTimeline
 	staging := s.keys.RebuildTimeline(conv)
 	if err := s.rebuildCall(ctx, func(ctx context.Context) error { return s.rdb.Del(ctx, staging).Err() }); err != nil {
