@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 )
 
 // runHelp runs args in-process and returns what -h wrote and the error
