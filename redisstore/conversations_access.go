@@ -143,7 +143,7 @@ func convAccessOf(conv string, v []any) ConvAccess {
 	if a.First == 0 {
 		a.First = a.Seq + 1
 	}
-	a.Type = convTypeOfCode(readReplyString(v[3]))
+	a.Type = ConvTypeOfCode(readReplyString(v[3]))
 	a.Large = readReplyUint(v[4]) == 1
 	return a
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,21 +38,6 @@ func forgetListIndexes(t *testing.T, s *Store, user string) {
 	}
 	if err := s.rdb.HDel(ctx, s.keys.Inbox(user), InboxLargeGroups, InboxIndexed, ":ixh", ":ixz").Err(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// listLarge adds conv to user's InboxLargeGroups, as the inbox script does.
-func listLarge(t *testing.T, s *Store, user, conv string) {
-	t.Helper()
-	ctx := context.Background()
-	v, _ := s.rdb.HGet(ctx, s.keys.Inbox(user), InboxLargeGroups).Result()
-	if v == "" {
-		v = "\n"
-	}
-	if !strings.Contains(v, "\n"+conv+"\n") {
-		if err := s.rdb.HSet(ctx, s.keys.Inbox(user), InboxLargeGroups, v+conv+"\n").Err(); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

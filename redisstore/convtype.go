@@ -15,16 +15,16 @@ const (
 
 // typeCode is the meta's spelling of t; a conversation of no known type is
 // stored as a group, as the sequencing script creates it.
-func typeCode(t schemas.ConvType) string {
+func TypeCode(t schemas.ConvType) string {
 	if t == schemas.ConvType_CONV_TYPE_DIRECT {
 		return string(rune(typeCodeDirect))
 	}
 	return string(rune(typeCodeGroup))
 }
 
-// convTypeOfCode reads the meta's `type` field (UNSPECIFIED when absent or
+// ConvTypeOfCode reads the meta's `type` field (UNSPECIFIED when absent or
 // unknown).
-func convTypeOfCode(v string) schemas.ConvType {
+func ConvTypeOfCode(v string) schemas.ConvType {
 	switch v {
 	case string(rune(typeCodeDirect)):
 		return schemas.ConvType_CONV_TYPE_DIRECT

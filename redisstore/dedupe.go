@@ -36,7 +36,7 @@ func dedupeDigest(cmid string) string {
 
 // dedupeExpireAt is when every dedupe key of a day expires (unix seconds):
 // once the dedupe window, in whole days, has passed after the day ended.
-func (s *Store) dedupeExpireAt(day int64) int64 { return (day + 1 + s.dedupeDays()) * 86_400 }
+func (s *Store) dedupeExpireAt(day int64) int64 { return (day + 1 + s.DedupeDays()) * 86_400 }
 
 // Linear hashing of the dedupe buckets, as lua/dedupe_lib.lua does it.
 const (
@@ -135,16 +135,16 @@ func dedupeAddr(h, n int) int {
 	return h % lo
 }
 
-// dedupeRestore is one client_msg_id to put back in its day's buckets.
-type dedupeRestore struct {
-	day  int64
-	cmid string
-	seq  uint64
+// DedupeRestore is one client_msg_id to put back in its day's buckets.
+type DedupeRestore struct {
+	Day  int64
+	Cmid string
+	Seq  uint64
 }
 
-// restoreDedupe puts ids back in their days' buckets without overwriting
+// RestoreDedupe puts ids back in their days' buckets without overwriting
 // what is there (see lua/dedupe_restore.lua); it returns how many it added.
-func (s *Store) restoreDedupe(ctx context.Context, conv string, ids []dedupeRestore) (int, error) {
+func (s *Store) RestoreDedupe(ctx context.Context, conv string, ids []DedupeRestore) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -153,18 +153,18 @@ func (s *Store) restoreDedupe(ctx context.Context, conv string, ids []dedupeRest
 	var at []any
 	digs := map[int64][]string{}
 	for _, d := range ids {
-		if _, ok := index[d.day]; !ok {
-			index[d.day] = len(days) + 1
-			days = append(days, d.day)
-			at = append(at, s.dedupeExpireAt(d.day))
+		if _, ok := index[d.Day]; !ok {
+			index[d.Day] = len(days) + 1
+			days = append(days, d.Day)
+			at = append(at, s.dedupeExpireAt(d.Day))
 		}
-		digs[d.day] = append(digs[d.day], s.digest(d.cmid))
+		digs[d.Day] = append(digs[d.Day], s.digest(d.Cmid))
 	}
 	args := make([]any, 0, 1+len(at)+4*len(ids))
 	args = append(args, len(days))
 	args = append(args, at...)
 	for _, d := range ids {
-		args = append(args, index[d.day], s.digest(d.cmid), d.cmid, d.seq)
+		args = append(args, index[d.Day], s.digest(d.Cmid), d.Cmid, d.Seq)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()

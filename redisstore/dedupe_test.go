@@ -137,34 +137,35 @@ func TestSequenceDedupeBucketsSplitAsTheDayFillsAndStayListpacks(t *testing.T) {
 	}
 }
 
-func TestRebuildRestoresIdsSharingADigest(t *testing.T) {
+// The restore a rebuild runs for each page of the history puts back ids
+// whose digests collide, each with its own seq.
+func TestRestoreDedupeRestoresIdsSharingADigest(t *testing.T) {
 	s := seqTestStore(t, 0)
 	s.digest = collidingDigest("a", "b")
 	ctx := context.Background()
-	now := time.UnixMilli(seqTestNow)
-	h := &rbHistory{recs: map[string]map[uint64]*schemas.Sequenced{}}
+	var ids []DedupeRestore
 	msgs := []*schemas.Message{groupMsg("g", "a", "u1"), groupMsg("g", "b", "u1"), groupMsg("g", "c", "u1")}
 	res, err := s.Sequence(ctx, "g", msgs, nil, seqTestNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, it := range res.Items {
-		h.add(it.Sequenced)
+		e := it.Sequenced
+		ids = append(ids, DedupeRestore{Day: DayOf(e.GetWriteTimeMs()), Cmid: e.GetMessage().GetClientMsgId(), Seq: e.GetSeq()})
 	}
-	keys, _ := s.rdb.Keys(ctx, s.keys.Prefix+"*").Result()
-	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
-		t.Fatal(err)
+	if keys := dedupeKeysOf(t, s, "g", DayOf(seqTestNow)); len(keys) == 0 || s.rdb.Del(ctx, keys...).Err() != nil {
+		t.Fatalf("could not drop the dedupe keys %v", keys)
 	}
-	rb, err := s.RebuildConversation(ctx, h, "g", RebuildOptions{Now: now})
-	if err != nil || rb.Dedupe != 3 {
-		t.Fatalf("rebuild restored %d dedupe ids (err %v), want 3", rb.Dedupe, err)
+	n, err := s.RestoreDedupe(ctx, "g", ids)
+	if err != nil || n != 3 {
+		t.Fatalf("restored %d dedupe ids (err %v), want 3", n, err)
 	}
 	res, err = s.Sequence(ctx, "g", []*schemas.Message{msgs[1], msgs[0], msgs[2], groupMsg("g", "d", "u1")}, nil, seqTestNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := seqs(res.Items), []string{"dup 2", "dup 1", "dup 3", "new 4"}; !slices.Equal(got, want) {
-		t.Fatalf("resends after the rebuild: %q, want %q", got, want)
+		t.Fatalf("resends after the restore: %q, want %q", got, want)
 	}
 }
 

@@ -8,5 +8,12 @@
 // twice changes nothing the second time. Every script touches keys of one
 // hash slot only, so the store runs unchanged on Redis Cluster.
 //
+// The core stays here: every key name, the entry encoding, sequencing and
+// dedupe, the inboxes and their indexes, reads, acks, receipts, expiry and
+// the checks verify runs. What a stage built on the store needs of it is
+// exported (Keys, Client, EncodeEntry, RestoreDedupe, TypeCode, …) so
+// that the rebuild from history lives in its own package,
+// redisstore/rebuild, over this core.
+//
 // The package knows nothing of Kafka or HTTP.
 package redisstore

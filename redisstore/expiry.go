@@ -78,7 +78,7 @@ func (s *Store) ExpireConversationFor(ctx context.Context, conv string, now time
 	}
 	vals := fields.Val()
 	epoch, first := hashString(vals[0]), hashString(vals[1])
-	ctype := convTypeOfCode(hashString(vals[2]))
+	ctype := ConvTypeOfCode(hashString(vals[2]))
 	r := pick(ConvRetention{Conv: conv, Type: ctype, Tag: hashString(vals[3])})
 	if len(head.Val()) == 1 {
 		latest := now.Add(-r.shortestWindow(ctype)).UnixMilli()
@@ -143,7 +143,7 @@ func (s *Store) popExpired(ctx context.Context, conv, epoch, first string, ctype
 // whose expiry was lost go too. It reports whether bucket 0 went; the
 // other keys are found through it.
 func (s *Store) ExpireDedupe(ctx context.Context, conv string, day int64, now time.Time) (bool, error) {
-	if day+1+s.dedupeDays() > DayOf(now.UnixMilli()) {
+	if day+1+s.DedupeDays() > DayOf(now.UnixMilli()) {
 		return false, nil
 	}
 	keys, err := s.dedupeDayKeys(ctx, conv, day)

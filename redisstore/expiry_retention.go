@@ -171,6 +171,6 @@ func (s *Store) ConvRetentionInfo(ctx context.Context, conv string) (info ConvRe
 	if err != nil {
 		return info, false, fmt.Errorf("read retention fields of %s: %w", conv, err)
 	}
-	info = ConvRetention{Conv: conv, Type: convTypeOfCode(hashString(vals[1])), Tag: hashString(vals[2])}
+	info = ConvRetention{Conv: conv, Type: ConvTypeOfCode(hashString(vals[1])), Tag: hashString(vals[2])}
 	return info, hashString(vals[0]) != "", nil
 }

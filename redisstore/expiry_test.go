@@ -273,7 +273,7 @@ func TestExpireDedupeDropsBucketsWhenSequencingStopsConsultingThem(t *testing.T)
 		t.Fatal(err)
 	}
 	day := DayOf(written.UnixMilli())
-	endOfWindow := time.UnixMilli((day + 1 + s.dedupeDays()) * 86_400_000)
+	endOfWindow := time.UnixMilli((day + 1 + s.DedupeDays()) * 86_400_000)
 	cases := []struct {
 		now  time.Time
 		gone bool

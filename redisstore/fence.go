@@ -304,7 +304,7 @@ func keySlot(tag string) int {
 // changelog no longer holds the conversation's start). It reports whether
 // it wrote; an existing meta is left alone.
 func (s *Store) SeedHead(ctx context.Context, conv string, epoch, first uint64, t schemas.ConvType) (bool, error) {
-	typ := typeCode(t)
+	typ := TypeCode(t)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	n, err := restoreSeedScript.Run(ctx, s.rdb, []string{s.keys.ConvMeta(conv)}, epoch, first, typ, s.fenceArg()).Int()

@@ -100,8 +100,6 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 		"apply_inboxes.lua": {"STATUS_REPLAYED": inboxStatusReplayed, "STATUS_APPLIED": inboxStatusApplied,
 			"STATUS_RECEIVE_ONLY": inboxStatusReceiveOnly, "STATUS_MOVED": inboxStatusMoved},
 		"receipts_ack.lua": {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
-		"rebuild_commit.lua": {"STATUS_DONE": commitStatusDone, "STATUS_RACED": commitStatusRaced,
-			"STATUS_SHORTENED": commitStatusShortened},
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
 		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed,

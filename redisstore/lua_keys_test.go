@@ -202,7 +202,7 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	seq("x", text("x", dm, "x-1", "ann"), text("x", dm, "x-2", "ann"))
 	seq("x", text("x", dm, "x-2", "ann"))
 	s.digest = dedupeDigest
-	_, err = s.restoreDedupe(ctx, "g", []dedupeRestore{{day: DayOf(ms), cmid: "g-0-1", seq: 3}, {day: DayOf(ms) - 1, cmid: "old", seq: 1}})
+	_, err = s.RestoreDedupe(ctx, "g", []DedupeRestore{{Day: DayOf(ms), Cmid: "g-0-1", Seq: 3}, {Day: DayOf(ms) - 1, Cmid: "old", Seq: 1}})
 	must("restore dedupe", err)
 
 	// A large group with @all references.
@@ -280,12 +280,6 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	must("put data key", err)
 	_, err = s.SwapDataKey(ctx, "g", "m1:old", "m2:new")
 	must("swap data key", err)
-
-	// A rebuild from history.
-	h := rbSeed(t, s, "rb", now)
-	must("lose rb", rdb.Del(ctx, s.keys.Timeline("rb"), s.keys.ConvMeta("rb")).Err())
-	_, err = s.RebuildConversation(ctx, h, "rb", RebuildOptions{Now: now})
-	must("rebuild", err)
 
 	// The live channel: presence leases and receipt cursors.
 	lease := PresenceLease{Node: "a", Conn: "c1", TTL: time.Minute, Keep: time.Minute}

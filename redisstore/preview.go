@@ -35,7 +35,7 @@ type Preview struct {
 // conversations read the same.
 func (s *Store) PreviewOf(ctx context.Context, sq *schemas.Sequenced) (Preview, error) {
 	m := sq.GetMessage()
-	text, err := s.sealedPreviewText(ctx, sq)
+	text, err := s.SealedPreviewText(ctx, sq)
 	if err != nil {
 		return Preview{}, err
 	}

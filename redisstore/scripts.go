@@ -59,11 +59,6 @@ const (
 	// receipts_ack.lua.
 	receiptsAckStatusRefused = 0
 	receiptsAckStatusRaised  = 1
-
-	// rebuild_commit.lua.
-	commitStatusDone      = 1
-	commitStatusRaced     = 0
-	commitStatusShortened = -1
 )
 
 // scriptCall is one run of a script within a pipeline.

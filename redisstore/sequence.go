@@ -158,7 +158,7 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 	return res, nil
 }
 
-func (s *Store) dedupeDays() int64 {
+func (s *Store) DedupeDays() int64 {
 	return int64((s.cfg.DedupeWindow + 24*time.Hour - 1) / (24 * time.Hour))
 }
 
@@ -173,7 +173,7 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 		k.Held(conv)}
 	today := DayOf(writeMS)
 	var days []int64
-	for d := today; d >= today-s.dedupeDays(); d-- {
+	for d := today; d >= today-s.DedupeDays(); d-- {
 		keys = append(keys, k.Dedupe(conv, d))
 		days = append(days, d)
 	}
@@ -208,7 +208,7 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", m.GetClientMsgId(), err)
 		}
-		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), typeCode(m.GetConvType()), kindCode(m.GetKind()),
+		args = append(args, m.GetClientMsgId(), s.digest(m.GetClientMsgId()), TypeCode(m.GetConvType()), kindCode(m.GetKind()),
 			boolCode(m.GetMentionAll()), m.GetSender(), strings.Join(m.GetRecipients(), "\n"),
 			preview, body, roleCode(m.GetRole()), authorityCode(m.GetAuthority()))
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/offlinebox/offlinebox/schemas"
@@ -262,43 +261,4 @@ func timelineLen(t *testing.T, s *Store, conv string) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func TestRebuildReplaysRolesAndSpansAsTheScriptKeepsThem(t *testing.T) {
-	s := seqTestStore(t, 0)
-	ctx := context.Background()
-	steps := founded(
-		authStep{withRole(joinOf("make-admin", "alice", "carol"), schemas.Role_ROLE_ADMIN), "new 2"},
-		authStep{leaveOf("bye-bob", "bob", "bob"), "new 3"},
-		authStep{joinOf("back-bob", "carol", "bob"), "new 4"},
-		authStep{leaveOf("bye-alice", "alice", "alice"), "new 5"},
-		authStep{leaveOf("drop-bob", "carol", "bob"), "new 6"},
-		authStep{joinOf("add-dave", "carol", "dave"), "new 7"},
-		authStep{leaveOf("bye-carol", "carol", "carol"), "new 8"},
-	)
-	r := &memberReplay{members: map[string]uint64{}, roles: map[string]string{}, past: map[string][]string{}}
-	for i, st := range steps {
-		res, err := s.Sequence(ctx, "g", []*schemas.Message{st.m}, nil, seqTestNow+int64(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := seqs(res.Items)[0]; got != st.want {
-			t.Fatalf("step %d: got %q, want %q", i, got, st.want)
-		}
-		r.apply(res.Items[0].Sequenced, 100)
-	}
-	roles, _ := s.rdb.HGetAll(ctx, s.keys.Roles("g")).Result()
-	past, _ := s.rdb.HGetAll(ctx, s.keys.PastMembers("g")).Result()
-	replayed := map[string]string{}
-	for u, sp := range r.past {
-		replayed[u] = strings.Join(sp, ",")
-	}
-	// carol (the admin) took over from alice, then left: dave, who joined
-	// last but is the only member, owns the group.
-	if fmt.Sprint(roles) != "map[dave:o]" || fmt.Sprint(r.roles) != fmt.Sprint(roles) || !maps.Equal(replayed, past) {
-		t.Fatalf("script roles %v spans %v; replay roles %v spans %v", roles, past, r.roles, replayed)
-	}
-	if got := past["bob"]; got != "0-3,4-6" {
-		t.Fatalf("bob's spans %q, want 0-3,4-6", got)
-	}
 }

@@ -39,9 +39,9 @@ func (s *Store) WrappedDataKey(ctx context.Context, conv string) (string, error)
 	return w, nil
 }
 
-// sealedInRecordEpoch is seal.SealedInRecordEpoch: the body was sealed
+// SealedInRecordEpoch is seal.SealedInRecordEpoch: the body was sealed
 // in the epoch of the record holding it.
-const sealedInRecordEpoch = 1
+const SealedInRecordEpoch = 1
 
 // sealedPreviewMark starts a sealed preview (seal.SealedPreviewMark).
 const sealedPreviewMark = "\x01s1:"
@@ -198,7 +198,7 @@ func (s *Store) restoredPreview(ctx context.Context, conv string, epoch, seq uin
 		return "", nil // a mispredicted place: the script stops before it
 	}
 	sealedIn := m.GetSealedEpoch()
-	if sealedIn == sealedInRecordEpoch {
+	if sealedIn == SealedInRecordEpoch {
 		sealedIn = epoch
 	}
 	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, seq, sequencePreview(open))
@@ -230,9 +230,9 @@ func (s *Store) predict(ctx context.Context, conv string, writeMS int64, fresh b
 	return p, nil
 }
 
-// sealedPreviewText is the preview of a stored (sealed) message: opened,
+// SealedPreviewText is the preview of a stored (sealed) message: opened,
 // cut, and sealed again under the preview key.
-func (s *Store) sealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (string, error) {
+func (s *Store) SealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (string, error) {
 	m := sq.GetMessage()
 	if s.cfg.Sealer == nil || m.GetSealedEpoch() == 0 {
 		return sequencePreview(m), nil
@@ -243,7 +243,7 @@ func (s *Store) sealedPreviewText(ctx context.Context, sq *schemas.Sequenced) (s
 		return "", fmt.Errorf("preview of %s/%d: %w", conv, sq.GetSeq(), err)
 	}
 	sealedIn := m.GetSealedEpoch()
-	if sealedIn == sealedInRecordEpoch {
+	if sealedIn == SealedInRecordEpoch {
 		sealedIn = sq.GetEpoch()
 	}
 	return s.cfg.Sealer.SealPreview(ctx, conv, sealedIn, sq.GetSeq(), sequencePreview(open))

@@ -286,7 +286,7 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 			h.first = h.seq + 1
 		}
 		h.lts = int64(readReplyUint(m[3]))
-		h.ctype = convTypeOfCode(readReplyString(m[4]))
+		h.ctype = ConvTypeOfCode(readReplyString(m[4]))
 		if notices[i] != nil {
 			h.notices, h.noticesAbove = uint64(notices[i].Val()), reads[i]
 		} else if small[i] != nil {

@@ -125,7 +125,7 @@ func (s *Store) ConvHeads(ctx context.Context, convs []string) (map[string]ConvH
 			continue
 		}
 		v := metas[i].Val()
-		h := ConvHead{Exists: v[0] != nil, Type: convTypeOfCode(hashString(v[3])), Members: mems[i].Val()}
+		h := ConvHead{Exists: v[0] != nil, Type: ConvTypeOfCode(hashString(v[3])), Members: mems[i].Val()}
 		h.Seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
 		h.First, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
 		h.Epoch, _ = strconv.ParseUint(hashString(v[2]), 10, 64)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"slices"
 	"testing"
 	"time"
@@ -46,8 +47,8 @@ func TestARebuildToANewEpochDeliversItsNewSeqsAndVerifiesClean(t *testing.T) {
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis loses the conversation
 		t.Fatal(err)
 	}
-	res, err := w.s.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: w.now})
-	if err != nil || res.Seq != 40 || !res.NewEpoch || res.Members != redisstore.MembersRestored {
+	res, err := rebuild.New(w.s).Rebuild(ctx, ch, "g", rebuild.Options{Now: w.now})
+	if err != nil || res.Seq != 40 || !res.NewEpoch || res.Members != rebuild.MembersRestored {
 		t.Fatalf("rebuild = %+v, %v; want a new epoch at 40 with the members", res, err)
 	}
 	if w.send("g", g, "bob", []string{"alice"}) != 41 { // bob's @alice at the new 41

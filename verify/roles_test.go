@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"io"
 	"log/slog"
 	"maps"
@@ -86,8 +87,8 @@ func TestARebuildFromClickHouseGivesTheGroupItsAdminsBack(t *testing.T) {
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is emptied
 		t.Fatal(err)
 	}
-	n, err := w.s.RebuildAll(ctx, ch, ch, redisstore.RebuildOptions{Now: w.now}, func(r redisstore.RebuildResult, err error) {
-		if err != nil || r.Members != redisstore.MembersRestored {
+	n, err := rebuild.New(w.s).RebuildAll(ctx, ch, ch, rebuild.Options{Now: w.now}, func(r rebuild.Result, err error) {
+		if err != nil || r.Members != rebuild.MembersRestored {
 			t.Errorf("rebuild %s: %+v, %v; want its members restored", r.Conv, r, err)
 		}
 	})

@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // runHelp runs args in-process and returns what -h wrote and the error
@@ -110,11 +109,11 @@ func TestTokenRefusesATTLThatIsNotPositive(t *testing.T) {
 }
 
 func TestRebuildSummaryNeverReadsAsALossOfMembers(t *testing.T) {
-	kept := describeRebuild(redisstore.RebuildResult{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: redisstore.MembersKept})
+	kept := describeRebuild(rebuild.Result{Conv: "g", Seq: 9, First: 1, Entries: 9, Members: rebuild.MembersKept})
 	if strings.Contains(kept, "(0)") || !strings.Contains(kept, "member list left as Redis holds it") {
 		t.Errorf("kept: %q", kept)
 	}
-	restored := describeRebuild(redisstore.RebuildResult{Conv: "g", Members: redisstore.MembersRestored, MemberCount: 4})
+	restored := describeRebuild(rebuild.Result{Conv: "g", Members: rebuild.MembersRestored, MemberCount: 4})
 	if !strings.Contains(restored, "4 members restored") {
 		t.Errorf("restored: %q", restored)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"io"
 	"time"
 
@@ -65,7 +66,7 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 			fmt.Fprintf(stdout, "held: %s\n", why)
 		}
 	}
-	opt := redisstore.RebuildOptions{}
+	opt := rebuild.Options{}
 	if policies != nil {
 		opt.Retention = policies.Current().LongestInboxWindows()
 	}
@@ -76,7 +77,7 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 	// eviction may have taken one side and left the other.
 	users := 0
 	for _, st := range stores {
-		n, err := st.ReindexUsers(ctx)
+		n, err := rebuild.New(st).ReindexUsers(ctx)
 		if err != nil {
 			return err
 		}
@@ -99,18 +100,18 @@ func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) erro
 // rebuildEveryConversation rebuilds every conversation ClickHouse knows,
 // then again those it was behind on, until none is left or patience ran
 // out.
-func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.RebuildOptions, patience time.Duration, stdout io.Writer) error {
+func rebuildEveryConversation(ctx context.Context, p *processes, opt rebuild.Options, patience time.Duration, stdout io.Writer) error {
 	var behind []string
 	var inboxes int
 	var inboxErr error
 	restore := func(conv string) {
-		k, err := p.store.RestoreInboxEntries(ctx, conv)
+		k, err := rebuild.New(p.store).RestoreInboxEntries(ctx, conv)
 		inboxes += k
 		if err != nil && inboxErr == nil {
 			inboxErr = err
 		}
 	}
-	n, err := p.store.RebuildAll(ctx, p.ch, p.ch, opt, func(res redisstore.RebuildResult, err error) {
+	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.Result, err error) {
 		if err != nil {
 			behind = append(behind, res.Conv)
 		} else {
@@ -129,12 +130,12 @@ func rebuildEveryConversation(ctx context.Context, p *processes, opt redisstore.
 		}
 		var still []string
 		for _, conv := range behind {
-			_, err := p.store.RebuildConversation(ctx, p.ch, conv, opt)
+			_, err := rebuild.New(p.store).Rebuild(ctx, p.ch, conv, opt)
 			switch {
 			case err == nil:
 				n++
 				restore(conv)
-			case errors.Is(err, redisstore.ErrHistoryBehind), errors.Is(err, redisstore.ErrRebuildRaced), errors.Is(err, redisstore.ErrNoHistory):
+			case errors.Is(err, rebuild.ErrHistoryBehind), errors.Is(err, rebuild.ErrRaced), errors.Is(err, rebuild.ErrNoHistory):
 				still = append(still, conv)
 			default:
 				return err

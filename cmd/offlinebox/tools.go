@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"io"
 	"net/http"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/offlinebox/offlinebox/auth"
-	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/verify"
 )
@@ -174,14 +174,14 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer p.close()
-	opt := redisstore.RebuildOptions{Force: force}
+	opt := rebuild.Options{Force: force}
 	if policies != nil {
 		// The longest windows a policy can give: expiry trims each
 		// conversation to its own on its next sweep.
 		opt.Retention = policies.Current().LongestInboxWindows()
 	}
 	if conv != "" {
-		res, err := p.store.RebuildConversation(ctx, p.ch, conv, opt)
+		res, err := rebuild.New(p.store).Rebuild(ctx, p.ch, conv, opt)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	failed := 0
-	n, err := p.store.RebuildAll(ctx, p.ch, p.ch, opt, func(res redisstore.RebuildResult, err error) {
+	n, err := rebuild.New(p.store).RebuildAll(ctx, p.ch, p.ch, opt, func(res rebuild.Result, err error) {
 		if err != nil {
 			failed++
 			fmt.Fprintf(stdout, "%s: %v\n", res.Conv, err)
@@ -207,16 +207,16 @@ func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func describeRebuild(r redisstore.RebuildResult) string {
+func describeRebuild(r rebuild.Result) string {
 	s := fmt.Sprintf("%s: seq %d, timeline %d..%d (%d entries), epoch %d", r.Conv, r.Seq, r.First, r.Seq, r.Entries, r.Epoch)
 	if r.NewEpoch {
 		s += " (new: clients rebase)"
 	}
 	switch r.Members {
-	case redisstore.MembersKept:
+	case rebuild.MembersKept:
 		// Redis still held the member list: the rebuild left it as it was.
 		return s + ", member list left as Redis holds it"
-	case redisstore.MembersRestored:
+	case rebuild.MembersRestored:
 		return s + fmt.Sprintf(", %d members restored from ClickHouse", r.MemberCount)
 	}
 	return s + ", members UNKNOWN: restore them by hand"

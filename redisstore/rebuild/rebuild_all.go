@@ -1,4 +1,4 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
@@ -17,12 +17,12 @@ type ConversationLister interface {
 const rebuildListPage = 1000
 
 // RebuildAll rebuilds every conversation the history holds (see
-// RebuildConversation), one at a time, and hands each outcome to report.
+// Rebuild), one at a time, and hands each outcome to report.
 // A conversation whose rebuild is refused (the history is behind, it was
 // written meanwhile, the history holds nothing of it) is reported and
 // passed over; any other error stops the run and is returned. It returns
 // how many conversations were rebuilt.
-func (s *Store) RebuildAll(ctx context.Context, list ConversationLister, src HistorySource, opt RebuildOptions, report func(RebuildResult, error)) (int, error) {
+func (s *Rebuilder) RebuildAll(ctx context.Context, list ConversationLister, src HistorySource, opt Options, report func(Result, error)) (int, error) {
 	if err := opt.validate(); err != nil {
 		return 0, err
 	}
@@ -34,14 +34,14 @@ func (s *Store) RebuildAll(ctx context.Context, list ConversationLister, src His
 			return done, fmt.Errorf("rebuild all: list conversations after %q: %w", after, err)
 		}
 		for _, conv := range page {
-			res, err := s.RebuildConversation(ctx, src, conv, opt)
+			res, err := s.Rebuild(ctx, src, conv, opt)
 			if report != nil {
 				report(res, err)
 			}
 			switch {
 			case err == nil:
 				done++
-			case errors.Is(err, ErrHistoryBehind), errors.Is(err, ErrRebuildRaced), errors.Is(err, ErrNoHistory):
+			case errors.Is(err, ErrHistoryBehind), errors.Is(err, ErrRaced), errors.Is(err, ErrNoHistory):
 			default:
 				return done, err
 			}

@@ -1,4 +1,4 @@
-package redisstore_test
+package rebuild_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/rebuild"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -108,8 +109,8 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is lost
 		t.Fatal(err)
 	}
-	var results []redisstore.RebuildResult
-	n, err := rs.RebuildAll(ctx, ch, ch, redisstore.RebuildOptions{Now: now}, func(r redisstore.RebuildResult, err error) {
+	var results []rebuild.Result
+	n, err := rebuild.New(rs).RebuildAll(ctx, ch, ch, rebuild.Options{Now: now}, func(r rebuild.Result, err error) {
 		if err != nil {
 			t.Errorf("rebuild %s: %v", r.Conv, err)
 		}
@@ -131,7 +132,7 @@ func TestRebuildAllFromClickHouseRestoresEveryConversationAfterARedisLoss(t *tes
 		}
 	}
 	for _, r := range results {
-		if r.Members != redisstore.MembersRestored || !r.NewEpoch {
+		if r.Members != rebuild.MembersRestored || !r.NewEpoch {
 			t.Fatalf("%s: %+v, want members restored and a new epoch", r.Conv, r)
 		}
 	}
@@ -166,7 +167,7 @@ func TestRebuildFromClickHouseWritesEntriesOfEveryStoredQoSByteForByte(t *testin
 	if err := rdb.Del(ctx, keys...).Err(); err != nil { // Redis is lost
 		t.Fatal(err)
 	}
-	if _, err := rs.RebuildConversation(ctx, ch, "d1", redisstore.RebuildOptions{Now: now}); err != nil {
+	if _, err := rebuild.New(rs).Rebuild(ctx, ch, "d1", rebuild.Options{Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	after := readConv(t, rs, "d1")
@@ -233,7 +234,7 @@ func TestRebuildReadsTheEpochItContinuesAndRecordsWhereTheNewOneStarts(t *testin
 		t.Fatal(err)
 	}
 	r.lose(ctx, t)
-	r2, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: r.now})
+	r2, err := rebuild.New(rs).Rebuild(ctx, ch, "g", rebuild.Options{Now: r.now})
 	if err != nil || r2.Seq != 40 || !r2.NewEpoch {
 		t.Fatalf("first rebuild %+v, %v; want a new epoch at 40", r2, err)
 	}
@@ -249,7 +250,7 @@ func TestRebuildReadsTheEpochItContinuesAndRecordsWhereTheNewOneStarts(t *testin
 	// Lost again: the rebuild continues the newest epoch, whose 41 and 42
 	// are the new messages, not the old epoch's late rows.
 	r.lose(ctx, t)
-	r3, err := rs.RebuildConversation(ctx, ch, "g", redisstore.RebuildOptions{Now: r.now})
+	r3, err := rebuild.New(rs).Rebuild(ctx, ch, "g", rebuild.Options{Now: r.now})
 	if err != nil || r3.Seq != 42 || !r3.NewEpoch || r3.Epoch <= r2.Epoch {
 		t.Fatalf("second rebuild %+v, %v; want a newer epoch at 42", r3, err)
 	}
@@ -297,9 +298,9 @@ func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T)
 	}
 	var late []*schemas.Sequenced
 	src := &racingHistory{Store: r.ch, hook: func() { late = r.send(ctx, t, 1, "meanwhile") }}
-	_, err := r.rs.RebuildConversation(ctx, src, "g", redisstore.RebuildOptions{Now: r.now, Force: true})
-	if !errors.Is(err, redisstore.ErrRebuildRaced) {
-		t.Fatalf("raced rebuild: %v, want ErrRebuildRaced", err)
+	_, err := rebuild.New(r.rs).Rebuild(ctx, src, "g", rebuild.Options{Now: r.now, Force: true})
+	if !errors.Is(err, rebuild.ErrRaced) {
+		t.Fatalf("raced rebuild: %v, want ErrRaced", err)
 	}
 	if lin, err := r.ch.Lineage(ctx, "g"); err != nil || len(lin) != 1 {
 		t.Fatalf("lineage after the raced run %v, %v; want the one epoch it recorded", lin, err)
@@ -309,7 +310,7 @@ func TestARebuildRacedByWritersLeavesNoEpochThatHidesTheirMessages(t *testing.T)
 		t.Fatal(err)
 	}
 	before := readConv(t, r.rs, "g")
-	res, err := r.rs.RebuildConversation(ctx, r.ch, "g", redisstore.RebuildOptions{Now: r.now})
+	res, err := rebuild.New(r.rs).Rebuild(ctx, r.ch, "g", rebuild.Options{Now: r.now})
 	if err != nil || res.NewEpoch || res.Seq != 11 || fmt.Sprint(res.Epoch) != before.epoch {
 		t.Fatalf("rebuild after the race %+v, %v; want the live epoch %s kept at 11", res, err, before.epoch)
 	}
@@ -333,7 +334,7 @@ func TestRebuildAfterARedisLossRestoresTheConversationTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.lose(ctx, t)
-	if _, err := r.rs.RebuildConversation(ctx, r.ch, "g", redisstore.RebuildOptions{Now: r.now}); err != nil {
+	if _, err := rebuild.New(r.rs).Rebuild(ctx, r.ch, "g", rebuild.Options{Now: r.now}); err != nil {
 		t.Fatal(err)
 	}
 	info, ok, err := r.rs.ConvRetentionInfo(ctx, "g")

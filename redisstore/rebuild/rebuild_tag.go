@@ -1,8 +1,9 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // TagSource is a history that also keeps conversations' tags
@@ -15,7 +16,7 @@ type TagSource interface {
 // restoreTag sets the conversation's tag from src when src keeps tags and
 // the meta has none (a meta that survived keeps its own, which is as new
 // as any the history holds; a record sequenced since wins too).
-func (s *Store) restoreTag(ctx context.Context, src HistorySource, conv string) error {
+func (s *Rebuilder) restoreTag(ctx context.Context, src HistorySource, conv string) error {
 	ts, ok := src.(TagSource)
 	if !ok {
 		return nil
@@ -29,7 +30,7 @@ func (s *Store) restoreTag(ctx context.Context, src HistorySource, conv string) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.rdb.HSetNX(ctx, s.keys.ConvMeta(conv), MetaTag, tags[conv]).Err(); err != nil {
+	if err := s.rdb.HSetNX(ctx, s.keys.ConvMeta(conv), redisstore.MetaTag, tags[conv]).Err(); err != nil {
 		return fmt.Errorf("rebuild %s: restore its tag: %w", conv, err)
 	}
 	return nil

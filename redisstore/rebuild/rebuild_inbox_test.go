@@ -1,7 +1,8 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"testing"
 )
 
@@ -11,7 +12,7 @@ import (
 func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *testing.T) {
 	groups := []struct {
 		name       string
-		store      func(*testing.T) *Store
+		store      func(*testing.T) *rig
 		last, form string
 	}{
 		{"small group", expStore, "7", "g"},
@@ -22,14 +23,14 @@ func TestRestoreInboxEntriesGivesMembersWhoseInboxLostTheConversationAnEntry(t *
 	}
 }
 
-func restoreInboxEntries(t *testing.T, s *Store, last, form string) {
+func restoreInboxEntries(t *testing.T, s *rig, last, form string) {
 	ctx := context.Background()
 	rbSeed(t, s, "g1", expNow)
-	kept := map[string]string{InboxField("g1", FieldLast): "5", InboxField("g1", FieldRead): "2"}
+	kept := map[string]string{redisstore.InboxField("g1", redisstore.FieldLast): "5", redisstore.InboxField("g1", redisstore.FieldRead): "2"}
 	if err := s.rdb.HSet(ctx, s.keys.Inbox("bob"), kept).Err(); err != nil {
 		t.Fatal(err)
 	}
-	epoch, err := s.rdb.HGet(ctx, s.keys.ConvMeta("g1"), MetaEpoch).Result()
+	epoch, err := s.rdb.HGet(ctx, s.keys.ConvMeta("g1"), redisstore.MetaEpoch).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +51,8 @@ func restoreInboxEntries(t *testing.T, s *Store, last, form string) {
 	}
 	for _, c := range cases {
 		t.Run(c.user, func(t *testing.T) {
-			v, err := s.rdb.HMGet(ctx, s.keys.Inbox(c.user), InboxField("g1", FieldLast), InboxField("g1", FieldRead),
-				InboxField("g1", FieldJoined), InboxField("g1", FieldEpoch), InboxField("g1", FieldType)).Result()
+			v, err := s.rdb.HMGet(ctx, s.keys.Inbox(c.user), redisstore.InboxField("g1", redisstore.FieldLast), redisstore.InboxField("g1", redisstore.FieldRead),
+				redisstore.InboxField("g1", redisstore.FieldJoined), redisstore.InboxField("g1", redisstore.FieldEpoch), redisstore.InboxField("g1", redisstore.FieldType)).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,8 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"testing"
 )
 
@@ -12,21 +13,21 @@ import (
 func TestReindexUsersRebuildsTheListIndexesAnEvictionLeftApart(t *testing.T) {
 	cases := []struct {
 		name  string
-		lose  func(k Keys) []string
+		lose  func(k redisstore.Keys) []string
 		inbox bool // the inbox survives: the indexes are built again
 	}{
-		{"mention index evicted", func(k Keys) []string { return []string{k.MentionIndex("u")} }, true},
-		{"mention lane evicted", func(k Keys) []string { return []string{k.Mentions("u")} }, true},
-		{"inbox evicted, its indexes' lane and mention index kept", func(k Keys) []string { return []string{k.Inbox("u")} }, false},
+		{"mention index evicted", func(k redisstore.Keys) []string { return []string{k.MentionIndex("u")} }, true},
+		{"mention lane evicted", func(k redisstore.Keys) []string { return []string{k.Mentions("u")} }, true},
+		{"inbox evicted, its indexes' lane and mention index kept", func(k redisstore.Keys) []string { return []string{k.Inbox("u")} }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := expStore(t)
 			ctx := context.Background()
-			ups := []InboxUpdate{
-				{User: "u", Conv: "c1", Form: InboxGroup, Events: []InboxEvent{{InboxMentioned, 6, 2000}}},
-				{User: "u", Conv: "c2", Form: InboxGroup, Events: []InboxEvent{{InboxMentioned, 4, 2000}}},
-				{User: "u", Conv: "c3", Form: InboxGroup, Events: []InboxEvent{{InboxConvertLarge, 9, 2000}}},
+			ups := []redisstore.InboxUpdate{
+				{User: "u", Conv: "c1", Form: redisstore.InboxGroup, Events: []redisstore.InboxEvent{{Kind: redisstore.InboxMentioned, Seq: 6, WriteMS: 2000}}},
+				{User: "u", Conv: "c2", Form: redisstore.InboxGroup, Events: []redisstore.InboxEvent{{Kind: redisstore.InboxMentioned, Seq: 4, WriteMS: 2000}}},
+				{User: "u", Conv: "c3", Form: redisstore.InboxGroup, Events: []redisstore.InboxEvent{{Kind: redisstore.InboxConvertLarge, Seq: 9, WriteMS: 2000}}},
 			}
 			_, errs := s.ApplyInboxes(ctx, ups)
 			for _, err := range errs {

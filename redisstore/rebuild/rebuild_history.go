@@ -1,4 +1,4 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type rebuildPlan struct {
 // it: at the oldest record still within its window, found by reading back
 // until records older than the longest window (nothing older can be kept).
 // A seq the history lacks stops the walk: the timeline must be contiguous.
-func planFirst(ctx context.Context, src HistorySource, conv string, epoch, top, keepFrom uint64, opt RebuildOptions) (*rebuildPlan, error) {
+func planFirst(ctx context.Context, src HistorySource, conv string, epoch, top, keepFrom uint64, opt Options) (*rebuildPlan, error) {
 	p := &rebuildPlan{epoch: epoch, top: top, first: top + 1}
 	oldest := opt.Now.Add(-opt.Retention.LongestWindow()).UnixMilli()
 	page := uint64(opt.PageSize)
@@ -106,7 +106,7 @@ type memberReplay struct {
 
 // replayMembers rebuilds a conversation's member set from its history, or
 // returns nil when the history cannot tell it whole.
-func (s *Store) replayMembers(ctx context.Context, src HistorySource, conv string, p *rebuildPlan) (*memberReplay, error) {
+func (s *Rebuilder) replayMembers(ctx context.Context, src HistorySource, conv string, p *rebuildPlan) (*memberReplay, error) {
 	r := &memberReplay{members: map[string]uint64{}, roles: map[string]string{}, past: map[string][]string{}}
 	if p.ctype == schemas.ConvType_CONV_TYPE_DIRECT {
 		// Participants are set by the first message and never change.

@@ -1,8 +1,9 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -23,11 +24,11 @@ const restorePage = 500
 // they are, and so are users whose keys moved to the hot store. Run it
 // after the conversation was rebuilt, while nothing sequences it; it
 // returns how many entries it restored.
-func (s *Store) RestoreInboxEntries(ctx context.Context, conv string) (int, error) {
+func (s *Rebuilder) RestoreInboxEntries(ctx context.Context, conv string) (int, error) {
 	var meta []any
 	err := s.rebuildCall(ctx, func(ctx context.Context) error {
 		var err error
-		meta, err = s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaType, MetaLarge, MetaLastTime).Result()
+		meta, err = s.rdb.HMGet(ctx, s.keys.ConvMeta(conv), redisstore.MetaSeq, redisstore.MetaEpoch, redisstore.MetaType, redisstore.MetaLarge, redisstore.MetaLastTime).Result()
 		return err
 	})
 	if err != nil {
@@ -37,12 +38,12 @@ func (s *Store) RestoreInboxEntries(ctx context.Context, conv string) (int, erro
 	if seq == 0 {
 		return 0, nil
 	}
-	form := InboxGroup
+	form := redisstore.InboxGroup
 	switch {
-	case convTypeOfCode(hashString(meta[2])) == schemas.ConvType_CONV_TYPE_DIRECT:
-		form = InboxDirect
+	case redisstore.ConvTypeOfCode(hashString(meta[2])) == schemas.ConvType_CONV_TYPE_DIRECT:
+		form = redisstore.InboxDirect
 	case hashString(meta[3]) == "1":
-		form = InboxLarge
+		form = redisstore.InboxLarge
 	}
 	own, err := s.lastOwn(ctx, conv, seq)
 	if err != nil {
@@ -81,38 +82,38 @@ type restoredEntry struct {
 	conv  string
 	seq   uint64
 	epoch string
-	form  InboxForm
+	form  redisstore.InboxForm
 	lts   string // the last message's write time: the list's order
 }
 
 // restoreEntry writes one user's entry unless their inbox names the
 // conversation; it reports whether it wrote.
-func (s *Store) restoreEntry(ctx context.Context, user string, e restoredEntry, read, joined uint64) (bool, error) {
+func (s *Rebuilder) restoreEntry(ctx context.Context, user string, e restoredEntry, read, joined uint64) (bool, error) {
 	k := s.keys
 	ib := k.Inbox(user)
 	wrote := false
 	err := s.rebuildCall(ctx, func(ctx context.Context) error {
 		return s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			loc, err := tx.HGet(ctx, k.Profile(user), ProfileLocation).Result()
+			loc, err := tx.HGet(ctx, k.Profile(user), redisstore.ProfileLocation).Result()
 			if err != nil && err != redis.Nil {
 				return err
 			}
-			v, err := tx.HMGet(ctx, ib, InboxField(e.conv, FieldLast), InboxField(e.conv, FieldType)).Result()
+			v, err := tx.HMGet(ctx, ib, redisstore.InboxField(e.conv, redisstore.FieldLast), redisstore.InboxField(e.conv, redisstore.FieldType)).Result()
 			if err != nil {
 				return err
 			}
-			if loc == ProfileOnHot || v[0] != nil || v[1] != nil {
+			if loc == redisstore.ProfileOnHot || v[0] != nil || v[1] != nil {
 				return nil
 			}
 			score, _ := strconv.ParseFloat(e.lts, 64)
 			last := e.seq
-			if e.form == InboxLarge {
+			if e.form == redisstore.InboxLarge {
 				last = 0 // a large group's unread is derived; its join leaves C:l as it was
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.HSet(ctx, ib, InboxField(e.conv, FieldLast), last, InboxField(e.conv, FieldRead), min(read, e.seq),
-					InboxField(e.conv, FieldJoined), joined, InboxField(e.conv, FieldType), string(rune(e.form)),
-					InboxField(e.conv, FieldEpoch), e.epoch)
+				p.HSet(ctx, ib, redisstore.InboxField(e.conv, redisstore.FieldLast), last, redisstore.InboxField(e.conv, redisstore.FieldRead), min(read, e.seq),
+					redisstore.InboxField(e.conv, redisstore.FieldJoined), joined, redisstore.InboxField(e.conv, redisstore.FieldType), string(rune(e.form)),
+					redisstore.InboxField(e.conv, redisstore.FieldEpoch), e.epoch)
 				p.ZAddNX(ctx, k.ConvList(user), redis.Z{Score: score, Member: e.conv})
 				return nil
 			})
@@ -128,11 +129,11 @@ func (s *Store) restoreEntry(ctx context.Context, user string, e restoredEntry, 
 
 // lastOwn returns, per sender, the seq of their last message in the
 // conversation's timeline.
-func (s *Store) lastOwn(ctx context.Context, conv string, seq uint64) (map[string]uint64, error) {
+func (s *Rebuilder) lastOwn(ctx context.Context, conv string, seq uint64) (map[string]uint64, error) {
 	own := map[string]uint64{}
 	for lo := uint64(1); lo <= seq; {
 		hi := min(lo+restorePage-1, seq)
-		head, entries, err := s.TimelineEntries(ctx, conv, lo, hi)
+		head, entries, err := s.st.TimelineEntries(ctx, conv, lo, hi)
 		if err != nil {
 			return nil, fmt.Errorf("restore inboxes of %s: %w", conv, err)
 		}

@@ -1,8 +1,9 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"strconv"
 	"strings"
 
@@ -27,14 +28,14 @@ type stagedTimeline struct {
 // appends each record, encoded as sequencing encodes it, to the staging
 // list; it also restores the dedupe ids still within the dedupe window.
 // The live timeline is not touched.
-func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv string, p *rebuildPlan, lgs uint64, opt RebuildOptions) (stagedTimeline, error) {
+func (s *Rebuilder) stageTimeline(ctx context.Context, src HistorySource, conv string, p *rebuildPlan, lgs uint64, opt Options) (stagedTimeline, error) {
 	var out stagedTimeline
 	staging := s.keys.RebuildTimeline(conv)
 	if err := s.rebuildCall(ctx, func(ctx context.Context) error { return s.rdb.Del(ctx, staging).Err() }); err != nil {
 		return out, fmt.Errorf("rebuild %s: clear staging: %w", conv, err)
 	}
 	allCutoff := opt.Now.Add(-opt.Retention.TypeWindow(schemas.ConvType_CONV_TYPE_GROUP)).UnixMilli()
-	today := DayOf(opt.Now.UnixMilli())
+	today := redisstore.DayOf(opt.Now.UnixMilli())
 	for lo := p.first; lo <= p.top; lo += uint64(opt.PageSize) {
 		hi := min(lo+uint64(opt.PageSize)-1, p.top)
 		rows, err := src.Range(ctx, conv, p.epoch, lo, hi)
@@ -45,16 +46,16 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 			return out, fmt.Errorf("rebuild %s: history %d..%d returned %d records: it changed during the rebuild", conv, lo, hi, len(rows))
 		}
 		entries := make([]any, len(rows))
-		var dedupe []dedupeRestore
+		var dedupe []redisstore.DedupeRestore
 		for i, e := range rows {
-			raw, err := EncodeEntry(e.GetSeq(), e.GetWriteTimeMs(), movedBody(e))
+			raw, err := redisstore.EncodeEntry(e.GetSeq(), e.GetWriteTimeMs(), movedBody(e))
 			if err != nil {
 				return out, fmt.Errorf("rebuild %s: %w", conv, err)
 			}
 			entries[i] = raw
 			m := e.GetMessage()
-			if day := DayOf(e.GetWriteTimeMs()); day+1+s.dedupeDays() > today && m.GetClientMsgId() != "" {
-				dedupe = append(dedupe, dedupeRestore{day: day, cmid: m.GetClientMsgId(), seq: e.GetSeq()})
+			if day := redisstore.DayOf(e.GetWriteTimeMs()); day+1+s.st.DedupeDays() > today && m.GetClientMsgId() != "" {
+				dedupe = append(dedupe, redisstore.DedupeRestore{Day: day, Cmid: m.GetClientMsgId(), Seq: e.GetSeq()})
 			}
 			if m.GetKind() == schemas.Kind_KIND_MEMBER_JOIN || m.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
 				out.notices = append(out.notices, strconv.FormatUint(e.GetSeq(), 10))
@@ -76,7 +77,7 @@ func (s *Store) stageTimeline(ctx context.Context, src HistorySource, conv strin
 // stagePage appends one page to the staging list and restores its dedupe
 // ids (without overwriting ids already there); it returns how many ids it
 // restored.
-func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedupe []dedupeRestore) (int, error) {
+func (s *Rebuilder) stagePage(ctx context.Context, conv string, entries []any, dedupe []redisstore.DedupeRestore) (int, error) {
 	staging := s.keys.RebuildTimeline(conv)
 	err := s.rebuildCall(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(pl redis.Pipeliner) error {
@@ -89,7 +90,7 @@ func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedup
 	if err != nil {
 		return 0, fmt.Errorf("rebuild %s: stage %d entries: %w", conv, len(entries), err)
 	}
-	n, err := s.restoreDedupe(ctx, conv, dedupe)
+	n, err := s.st.RestoreDedupe(ctx, conv, dedupe)
 	if err != nil {
 		return 0, fmt.Errorf("rebuild %s: %w", conv, err)
 	}
@@ -98,7 +99,7 @@ func (s *Store) stagePage(ctx context.Context, conv string, entries []any, dedup
 
 // stageMembers writes the replayed member set, roles and past spans to
 // their staging hashes.
-func (s *Store) stageMembers(ctx context.Context, conv string, mr *memberReplay) error {
+func (s *Rebuilder) stageMembers(ctx context.Context, conv string, mr *memberReplay) error {
 	members := make(map[string]string, len(mr.members))
 	for u, at := range mr.members {
 		members[u] = strconv.FormatUint(at, 10)
@@ -126,7 +127,7 @@ func (s *Store) stageMembers(ctx context.Context, conv string, mr *memberReplay)
 
 // stageHash replaces a staging hash with m, in pages, each with the
 // staging expiry.
-func (s *Store) stageHash(ctx context.Context, key string, m map[string]string) error {
+func (s *Rebuilder) stageHash(ctx context.Context, key string, m map[string]string) error {
 	fields := make([]any, 0, 2*rebuildMemberPage)
 	flush := func() error {
 		return s.rebuildCall(ctx, func(ctx context.Context) error {
@@ -157,7 +158,7 @@ func (s *Store) stageHash(ctx context.Context, key string, m map[string]string) 
 }
 
 // rebuildCall runs one Redis call under the store's call timeout.
-func (s *Store) rebuildCall(ctx context.Context, f func(context.Context) error) error {
+func (s *Rebuilder) rebuildCall(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	return f(ctx)
@@ -168,7 +169,7 @@ func (s *Store) rebuildCall(ctx context.Context, f func(context.Context) error) 
 // may be newer (the nonce is the epoch and seq it was sealed for).
 func movedBody(e *schemas.Sequenced) *schemas.Message {
 	m := e.GetMessage()
-	if m.GetSealedEpoch() != sealedInRecordEpoch {
+	if m.GetSealedEpoch() != redisstore.SealedInRecordEpoch {
 		return m
 	}
 	out := proto.CloneOf(m)

@@ -1,9 +1,10 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"maps"
 	"slices"
 	"sort"
@@ -95,7 +96,7 @@ type historyOnly struct{ HistorySource }
 // what was published: founders join 40 days ago, messages (one @all, once
 // the group is large), a join, a leave, messages up to now. Returns the
 // history and the write time of the last record.
-func rbSeed(t *testing.T, s *Store, conv string, now time.Time) *rbHistory {
+func rbSeed(t *testing.T, s *rig, conv string, now time.Time) *rbHistory {
 	t.Helper()
 	h := &rbHistory{recs: map[string]map[uint64]*schemas.Sequenced{}}
 	g := schemas.ConvType_CONV_TYPE_GROUP
@@ -123,7 +124,7 @@ func rbSeed(t *testing.T, s *Store, conv string, now time.Time) *rbHistory {
 	}
 	for _, st := range steps {
 		res, err := s.Sequence(context.Background(), conv, []*schemas.Message{st.m}, nil, now.Add(-st.age).UnixMilli())
-		if err != nil || res.Items[0].Status != SeqNew {
+		if err != nil || res.Items[0].Status != redisstore.SeqNew {
 			t.Fatalf("seed %s: %+v (err %v)", st.m.GetClientMsgId(), res, err)
 		}
 		h.add(res.Items[0].Sequenced)
@@ -141,7 +142,7 @@ type rbSnapshot struct {
 	all     []string
 }
 
-func rbSnap(t *testing.T, s *Store, conv string) rbSnapshot {
+func rbSnap(t *testing.T, s *rig, conv string) rbSnapshot {
 	t.Helper()
 	ctx := context.Background()
 	var sn rbSnapshot
@@ -157,32 +158,25 @@ func rbSnap(t *testing.T, s *Store, conv string) rbSnapshot {
 	return sn
 }
 
-func rbStore(t *testing.T) *Store {
-	t.Helper()
-	s := expStore(t)
-	s.cfg.LargeGroupThreshold = 3 // the group turns large when dave and erin join
-	return s
-}
-
 func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 	cases := []struct {
 		name     string
-		lose     func(s *Store, conv string) []string // keys to delete
+		lose     func(s *rig, conv string) []string // keys to delete
 		newEpoch bool
 	}{
-		{"timeline lost, meta kept", func(s *Store, c string) []string { return []string{s.keys.Timeline(c)} }, false},
-		{"every conversation key lost", func(s *Store, c string) []string {
+		{"timeline lost, meta kept", func(s *rig, c string) []string { return []string{s.keys.Timeline(c)} }, false},
+		{"every conversation key lost", func(s *rig, c string) []string {
 			return []string{s.keys.ConvMeta(c), s.keys.Timeline(c), s.keys.Members(c), s.keys.MentionAll(c),
 				s.keys.Roles(c), s.keys.PastMembers(c)}
 		}, true},
-		{"timeline and members lost", func(s *Store, c string) []string {
+		{"timeline and members lost", func(s *rig, c string) []string {
 			return []string{s.keys.Timeline(c), s.keys.Members(c), s.keys.Roles(c), s.keys.PastMembers(c)}
 		}, false},
-		{"meta lost, members kept", func(s *Store, c string) []string {
+		{"meta lost, members kept", func(s *rig, c string) []string {
 			return []string{s.keys.ConvMeta(c), s.keys.Timeline(c)}
 		}, true},
-		{"roles lost, members kept", func(s *Store, c string) []string { return []string{s.keys.Roles(c)} }, false},
-		{"timeline and roles lost, meta and members kept", func(s *Store, c string) []string {
+		{"roles lost, members kept", func(s *rig, c string) []string { return []string{s.keys.Roles(c)} }, false},
+		{"timeline and roles lost, meta and members kept", func(s *rig, c string) []string {
 			return []string{s.keys.Timeline(c), s.keys.Roles(c)}
 		}, false},
 	}
@@ -192,7 +186,7 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 			ctx := context.Background()
 			h := rbSeed(t, s, "g1", expNow)
 			// Expiry ran: the 40- and 35-day-old records left the timeline.
-			if _, err := s.ExpireConversation(ctx, "g1", expNow, Retention{}, 100); err != nil {
+			if _, err := s.ExpireConversation(ctx, "g1", expNow, redisstore.Retention{}, 100); err != nil {
 				t.Fatal(err)
 			}
 			before := rbSnap(t, s, "g1")
@@ -202,7 +196,7 @@ func TestRebuildRestoresALostConversationIdenticalToTheOriginal(t *testing.T) {
 			if err := s.rdb.Del(ctx, tc.lose(s, "g1")...).Err(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+			res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +242,7 @@ func TestRebuildRestoresDedupeSoAResendGetsItsOriginalSeq(t *testing.T) {
 	if err := s.rdb.Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: now})
+	res, err := s.Rebuild(ctx, h, "g1", Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +254,7 @@ func TestRebuildRestoresDedupeSoAResendGetsItsOriginalSeq(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it := out.Items[0]; it.Status != SeqDuplicate || it.Sequenced.GetSeq() != 6 {
+	if it := out.Items[0]; it.Status != redisstore.SeqDuplicate || it.Sequenced.GetSeq() != 6 {
 		t.Fatalf("resend after rebuild: %+v, want a duplicate of seq 6", it)
 	}
 }
@@ -271,14 +265,14 @@ func TestRebuildRefusesToLowerTheCounterUnlessForced(t *testing.T) {
 	h := rbSeed(t, s, "g1", expNow)
 	delete(h.recs["g1"], 7) // the history sink has not stored seq 7 yet
 	s.rdb.Del(ctx, s.keys.Timeline("g1"))
-	_, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	_, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 	if !errors.Is(err, ErrHistoryBehind) {
 		t.Fatalf("rebuild with the history behind: %v, want ErrHistoryBehind", err)
 	}
 	if n, _ := s.rdb.HGet(ctx, s.keys.ConvMeta("g1"), "seq").Int(); n != 7 {
 		t.Fatalf("refused rebuild changed the counter to %d", n)
 	}
-	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow, Force: true})
+	res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +295,11 @@ func TestARebuildReleasesAHeldConversationInANewEpoch(t *testing.T) {
 	}
 	next := expMsg("g1", schemas.ConvType_CONV_TYPE_GROUP, schemas.Kind_KIND_MESSAGE, "after")
 	_, err := s.Sequence(ctx, "g1", []*schemas.Message{next}, nil, expNow.UnixMilli())
-	if !Permanent(err) || !strings.Contains(err.Error(), refusalHeld) {
+	if !redisstore.Permanent(err) || !strings.Contains(err.Error(), refusalHeld) {
 		t.Fatalf("sequencing a held conversation: %v, want a permanent %s", err, refusalHeld)
 	}
 	before := rbSnap(t, s, "g1")
-	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +311,7 @@ func TestARebuildReleasesAHeldConversationInANewEpoch(t *testing.T) {
 		t.Fatal("the hold is still set after the rebuild")
 	}
 	out, err := s.Sequence(ctx, "g1", []*schemas.Message{next}, nil, expNow.UnixMilli())
-	if err != nil || out.Items[0].Status != SeqNew || out.Items[0].Seq != 8 {
+	if err != nil || out.Items[0].Status != redisstore.SeqNew || out.Items[0].Seq != 8 {
 		t.Fatalf("sequencing after the rebuild: %+v (err %v), want seq 8 new", out, err)
 	}
 }
@@ -342,12 +336,12 @@ func TestARebuildRacedByAHoldLeavesItAndTheNextRunReleasesItInANewEpoch(t *testi
 			t.Error(err)
 		}
 	}
-	_, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	_, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 	if !held {
 		t.Fatal("the rebuild read no history: the hold was never set between its read and its commit")
 	}
-	if !errors.Is(err, ErrRebuildRaced) {
-		t.Fatalf("rebuild raced by a hold: %v, want ErrRebuildRaced", err)
+	if !errors.Is(err, ErrRaced) {
+		t.Fatalf("rebuild raced by a hold: %v, want ErrRaced", err)
 	}
 	if why, ok, err := s.HeldReason(ctx, "g1"); err != nil || !ok || why != "restore: meanwhile" {
 		t.Fatalf("after the raced rebuild the hold is %q (set %v, %v), want the restore's", why, ok, err)
@@ -357,7 +351,7 @@ func TestARebuildRacedByAHoldLeavesItAndTheNextRunReleasesItInANewEpoch(t *testi
 	}
 
 	h.onRange = nil
-	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +370,7 @@ func TestRebuildStartsTheTimelineAfterAHoleInTheHistory(t *testing.T) {
 	h := rbSeed(t, s, "g1", expNow)
 	delete(h.recs["g1"], 4)
 	s.rdb.Del(ctx, s.keys.ConvMeta("g1"), s.keys.Timeline("g1"))
-	res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
+	res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +396,7 @@ func TestRebuildSaysWhenMembersCannotBeKnown(t *testing.T) {
 			ctx := context.Background()
 			h := rbSeed(t, s, "g1", expNow)
 			s.rdb.Del(ctx, s.keys.ConvMeta("g1"), s.keys.Timeline("g1"), s.keys.Members("g1"))
-			res, err := s.RebuildConversation(ctx, tc.src(h), "g1", RebuildOptions{Now: expNow})
+			res, err := s.Rebuild(ctx, tc.src(h), "g1", Options{Now: expNow})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -430,7 +424,7 @@ func TestRebuildOfADirectConversationRestoresItsParticipants(t *testing.T) {
 	}
 	before := rbSnap(t, s, "d1")
 	s.rdb.Del(ctx, s.keys.ConvMeta("d1"), s.keys.Timeline("d1"), s.keys.Members("d1"))
-	if _, err := s.RebuildConversation(ctx, h, "d1", RebuildOptions{Now: expNow}); err != nil {
+	if _, err := s.Rebuild(ctx, h, "d1", Options{Now: expNow}); err != nil {
 		t.Fatal(err)
 	}
 	after := rbSnap(t, s, "d1")
@@ -460,9 +454,9 @@ func TestRebuildChangesNothingWhenTheConversationIsWrittenMeanwhile(t *testing.T
 			t.Error(err)
 		}
 	}
-	_, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow})
-	if !errors.Is(err, ErrRebuildRaced) {
-		t.Fatalf("rebuild raced by a write: %v, want ErrRebuildRaced", err)
+	_, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow})
+	if !errors.Is(err, ErrRaced) {
+		t.Fatalf("rebuild raced by a write: %v, want ErrRaced", err)
 	}
 	// The write that raced it is still what the store holds.
 	after := rbSnap(t, s, "g1")
@@ -474,7 +468,7 @@ func TestRebuildChangesNothingWhenTheConversationIsWrittenMeanwhile(t *testing.T
 	}
 }
 
-func timelineSeqs(t *testing.T, s *Store, conv string) []uint64 {
+func timelineSeqs(t *testing.T, s *rig, conv string) []uint64 {
 	t.Helper()
 	raw, err := s.rdb.LRange(context.Background(), s.keys.Timeline(conv), 0, -1).Result()
 	if err != nil {
@@ -482,11 +476,11 @@ func timelineSeqs(t *testing.T, s *Store, conv string) []uint64 {
 	}
 	out := make([]uint64, len(raw))
 	for i, r := range raw {
-		seq, _, err := entryPrefix([]byte(r))
+		e, err := redisstore.DecodeEntry([]byte(r), conv, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[i] = seq
+		out[i] = e.GetSeq()
 	}
 	return out
 }
@@ -523,7 +517,7 @@ func TestARebuildOfRowsWithoutRolesGivesTheFounderOwnershipAndNoAdmins(t *testin
 			h := &rbHistory{recs: map[string]map[uint64]*schemas.Sequenced{}}
 			for i, m := range life {
 				res, err := s.Sequence(ctx, "g1", []*schemas.Message{m}, nil, expNow.UnixMilli()+int64(i))
-				if err != nil || res.Items[0].Status != SeqNew {
+				if err != nil || res.Items[0].Status != redisstore.SeqNew {
 					t.Fatalf("sequence %s: %+v (err %v)", m.GetClientMsgId(), res, err)
 				}
 				rec := res.Items[0].Sequenced
@@ -536,7 +530,7 @@ func TestARebuildOfRowsWithoutRolesGivesTheFounderOwnershipAndNoAdmins(t *testin
 			if err := s.rdb.Del(ctx, lost...).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := s.RebuildConversation(ctx, h, "g1", RebuildOptions{Now: expNow}); err != nil || res.Members != MembersRestored {
+			if res, err := s.Rebuild(ctx, h, "g1", Options{Now: expNow}); err != nil || res.Members != MembersRestored {
 				t.Fatalf("rebuild = %+v, %v; want the members restored", res, err)
 			}
 			roles, strangers, err := s.GroupRoles(ctx, "g1")

@@ -1,9 +1,10 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,22 +20,22 @@ const reindexStep = 500
 
 // ReindexUser clears the user's list indexes and builds them again from
 // the inbox and the lane (BuildListIndex). A user whose keys moved to the
-// hot store is left alone here (ErrUserMoved).
-func (s *Store) ReindexUser(ctx context.Context, user string) error {
+// hot store is left alone here (redisstore.ErrUserMoved).
+func (s *Rebuilder) ReindexUser(ctx context.Context, user string) error {
 	k := s.keys
 	ib, mx, prof := k.Inbox(user), k.MentionIndex(user), k.Profile(user)
 	err := s.rebuildCall(ctx, func(ctx context.Context) error {
 		return s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-			loc, err := tx.HGet(ctx, prof, ProfileLocation).Result()
+			loc, err := tx.HGet(ctx, prof, redisstore.ProfileLocation).Result()
 			if err != nil && err != redis.Nil {
 				return err
 			}
-			if loc == ProfileOnHot {
-				return ErrUserMoved
+			if loc == redisstore.ProfileOnHot {
+				return redisstore.ErrUserMoved
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Del(ctx, mx)
-				p.HDel(ctx, ib, InboxLargeGroups, InboxIndexed, inboxIndexHScan, inboxIndexZScan)
+				p.HDel(ctx, ib, redisstore.InboxLargeGroups, redisstore.InboxIndexed, inboxIndexHScan, inboxIndexZScan)
 				return nil
 			})
 			return err
@@ -43,7 +44,7 @@ func (s *Store) ReindexUser(ctx context.Context, user string) error {
 	if err != nil {
 		return fmt.Errorf("reindex %s: clear the list indexes: %w", user, err)
 	}
-	return s.BuildListIndex(ctx, user)
+	return s.st.BuildListIndex(ctx, user)
 }
 
 // Inbox fields of a list index build in progress (see
@@ -57,15 +58,15 @@ const (
 // inbox or a mention index of (ReindexUser), skipping users that moved to
 // the hot store; it returns how many users were reindexed. SCAN may name a
 // user twice: reindexing again yields the same indexes.
-func (s *Store) ReindexUsers(ctx context.Context) (int, error) {
-	nodes, err := s.ScanNodes(ctx)
+func (s *Rebuilder) ReindexUsers(ctx context.Context) (int, error) {
+	nodes, err := s.st.ScanNodes(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, node := range nodes {
 		for cursor := uint64(0); ; {
-			keys, next, err := s.ScanKeys(ctx, node, cursor, reindexStep)
+			keys, next, err := s.st.ScanKeys(ctx, node, cursor, reindexStep)
 			if err != nil {
 				return n, err
 			}
@@ -88,7 +89,7 @@ func (s *Store) ReindexUsers(ctx context.Context) (int, error) {
 
 // reindexKey reindexes the user of an inbox key, or of a mention index
 // whose inbox is gone (one beside an inbox is reindexed with it).
-func (s *Store) reindexKey(ctx context.Context, key string) (bool, error) {
+func (s *Rebuilder) reindexKey(ctx context.Context, key string) (bool, error) {
 	ref, ok := s.keys.ParseKey(key)
 	if !ok || ref.User == "" || (ref.Part != "ib" && ref.Part != "mx") {
 		return false, nil
@@ -108,7 +109,7 @@ func (s *Store) reindexKey(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	switch err := s.ReindexUser(ctx, ref.User); {
-	case errors.Is(err, ErrUserMoved):
+	case errors.Is(err, redisstore.ErrUserMoved):
 		return false, nil
 	case err != nil:
 		return false, err

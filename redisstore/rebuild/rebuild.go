@@ -1,10 +1,11 @@
-package redisstore
+package rebuild
 
 import (
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/offlinebox/offlinebox/redisstore"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// Status codes of rebuild_commit.lua's reply, named as locals at the
+// script's top without the prefix (STATUS_DONE for commitStatusDone).
+const (
+	commitStatusDone      = 1
+	commitStatusRaced     = 0
+	commitStatusShortened = -1
 )
 
 var (
@@ -43,50 +52,50 @@ var (
 	// history sink has not caught up): rebuilding now would lower the
 	// counter. Wait for the sink, or force it (a new epoch is set).
 	ErrHistoryBehind = errors.New("history is behind the store's counter")
-	// ErrRebuildRaced: the conversation was sequenced while it was being
+	// ErrRaced: the conversation was sequenced while it was being
 	// rebuilt; nothing was replaced. Stop its writers and run again.
-	ErrRebuildRaced = errors.New("conversation changed while it was rebuilt")
+	ErrRaced = errors.New("conversation changed while it was rebuilt")
 )
 
 // Rebuild bounds.
 const (
-	DefaultRebuildPageSize = 1000
-	// MaxRebuildPageSize is the widest span one history read may ask for.
-	MaxRebuildPageSize = 10000
+	DefaultPageSize = 1000
+	// MaxPageSize is the widest span one history read may ask for.
+	MaxPageSize = 10000
 	// rebuildStagingTTL removes the staging keys of a rebuild that died; it
 	// is renewed with every page written.
 	rebuildStagingTTL = time.Hour
 )
 
-// RebuildOptions tune RebuildConversation.
-type RebuildOptions struct {
+// Options tune Rebuild.
+type Options struct {
 	// Retention decides where the rebuilt timeline starts (as expiry
 	// would have left it).
-	Retention Retention
+	Retention redisstore.Retention
 	// Now is the time retention is measured against (time.Now when zero).
 	Now time.Time
 	// Force rebuilds even when the history is behind the store's counter.
 	Force bool
-	// PageSize: seqs per history read (DefaultRebuildPageSize when zero).
+	// PageSize: seqs per history read (DefaultPageSize when zero).
 	PageSize int
 }
 
-func (o RebuildOptions) validate() error {
+func (o Options) validate() error {
 	if err := o.Retention.Validate(); err != nil {
 		return err
 	}
-	if o.PageSize < 0 || o.PageSize > MaxRebuildPageSize {
-		return fmt.Errorf("rebuild: PageSize %d is outside 0..%d", o.PageSize, MaxRebuildPageSize)
+	if o.PageSize < 0 || o.PageSize > MaxPageSize {
+		return fmt.Errorf("rebuild: PageSize %d is outside 0..%d", o.PageSize, MaxPageSize)
 	}
 	return nil
 }
 
-func (o RebuildOptions) withDefaults() RebuildOptions {
+func (o Options) withDefaults() Options {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if o.PageSize == 0 {
-		o.PageSize = DefaultRebuildPageSize
+		o.PageSize = DefaultPageSize
 	}
 	return o
 }
@@ -106,8 +115,8 @@ const (
 	MembersUnknown
 )
 
-// RebuildResult says what RebuildConversation put in place.
-type RebuildResult struct {
+// Result says what Rebuild put in place.
+type Result struct {
 	Conv string
 	// Seq is the counter, First the timeline's floor, Epoch its epoch.
 	Seq, First, Epoch uint64
@@ -133,7 +142,7 @@ type rebuildMeta struct {
 	held                          bool // Keys.Held is set
 }
 
-// RebuildConversation restores a conversation's Redis state from its
+// Rebuild restores a conversation's Redis state from its
 // history, for recovery after a Redis loss: the counter, the timeline
 // within the retention window (entries byte for byte as sequencing wrote
 // them), the epoch, the dedupe ids of the dedupe window, large groups' @all
@@ -147,8 +156,8 @@ type rebuildMeta struct {
 // the counter the clients saw is unknown (the history may lag behind what
 // was lost), so a new epoch is set, above every earlier one, and recorded
 // in the history as starting from the epoch read at the rebuilt counter.
-func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv string, opt RebuildOptions) (RebuildResult, error) {
-	res := RebuildResult{Conv: conv}
+func (s *Rebuilder) Rebuild(ctx context.Context, src HistorySource, conv string, opt Options) (Result, error) {
+	res := Result{Conv: conv}
 	if err := schemas.ValidID("conv_id", conv); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
@@ -191,7 +200,7 @@ func (s *Store) RebuildConversation(ctx context.Context, src HistorySource, conv
 			p.note(e)
 		}
 	}
-	if t := convTypeOfCode(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
+	if t := redisstore.ConvTypeOfCode(cur.ctype); t != schemas.ConvType_CONV_TYPE_UNSPECIFIED {
 		p.ctype = t
 	}
 	res.Seq, res.First, res.Hole, res.Epoch = top, p.first, p.hole, curEpoch
@@ -246,8 +255,8 @@ func rebuildSource(ctx context.Context, src HistorySource, conv string, curEpoch
 }
 
 // rebuildApply stages the timeline and members and commits them.
-func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string, opt RebuildOptions,
-	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res RebuildResult) (RebuildResult, error) {
+func (s *Rebuilder) rebuildApply(ctx context.Context, src HistorySource, conv string, opt Options,
+	cur rebuildMeta, p *rebuildPlan, mr *memberReplay, res Result) (Result, error) {
 	lgs, _ := strconv.ParseUint(cur.lgs, 10, 64)
 	switch {
 	case mr != nil:
@@ -263,14 +272,14 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 		return res, err
 	}
 	res.Entries, res.Dedupe = st.entries, st.dedupe
-	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, typeCode(p.ctype), st.entries}
+	args := []any{cur.seq, cur.epoch, p.top, p.first, res.Epoch, redisstore.TypeCode(p.ctype), st.entries}
 	if mr != nil {
 		args = append(args, "1", len(mr.members), mr.mver, mr.lgs)
 	} else {
 		args = append(args, "0", 0, 0, 0)
 	}
 	if n := p.newest; n != nil {
-		preview, err := s.sealedPreviewText(ctx, n)
+		preview, err := s.st.SealedPreviewText(ctx, n)
 		if err != nil {
 			return res, err
 		}
@@ -298,20 +307,20 @@ func (s *Store) rebuildApply(ctx context.Context, src HistorySource, conv string
 	case err != nil:
 		return res, fmt.Errorf("rebuild %s: commit: %w", conv, err)
 	case done == commitStatusRaced:
-		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRebuildRaced)
+		return res, fmt.Errorf("rebuild %s: %w", conv, ErrRaced)
 	case done == commitStatusShortened:
 		return res, fmt.Errorf("rebuild %s: the staged timeline lost entries (staging expired); run again", conv)
 	}
 	return res, s.restoreTag(ctx, src, conv)
 }
 
-func (s *Store) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {
+func (s *Rebuilder) rebuildReadMeta(ctx context.Context, conv string) (rebuildMeta, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var fields *redis.SliceCmd
 	var members, roles, held *redis.IntCmd
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaSeq, MetaEpoch, MetaFirst, MetaType, MetaLargeFrom)
+		fields = p.HMGet(ctx, s.keys.ConvMeta(conv), redisstore.MetaSeq, redisstore.MetaEpoch, redisstore.MetaFirst, redisstore.MetaType, redisstore.MetaLargeFrom)
 		members = p.Exists(ctx, s.keys.Members(conv))
 		roles = p.Exists(ctx, s.keys.Roles(conv))
 		held = p.Exists(ctx, s.keys.Held(conv))

@@ -1,0 +1,128 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/internal/testenv"
+	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// rig is a store over a real redis-server with its own prefix, the
+// Rebuilder over it, and the client and keys the tests read Redis with.
+type rig struct {
+	*redisstore.Store
+	*Rebuilder
+	rdb  redis.UniversalClient
+	keys redisstore.Keys
+}
+
+func newRig(t *testing.T, threshold int) *rig {
+	t.Helper()
+	rdb, prefix := testenv.Redis(t)
+	st, err := redisstore.New(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: threshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rig{Store: st, Rebuilder: New(st), rdb: st.Client(), keys: st.Keys()}
+}
+
+// expStore is a store with the default configuration.
+func expStore(t *testing.T) *rig {
+	t.Helper()
+	return newRig(t, 0)
+}
+
+// rbStore's group turns large when dave and erin join (see rbSeed).
+func rbStore(t *testing.T) *rig {
+	t.Helper()
+	return newRig(t, 3)
+}
+
+const expDay = 24 * time.Hour
+
+// expNow is the fake "now" retention is measured against, never the
+// machine's clock.
+var expNow = time.Date(2031, 3, 14, 12, 0, 0, 0, time.UTC)
+
+// refusalHeld is the word sequencing refuses a held conversation with.
+const refusalHeld = "OBHELD"
+
+func expMsg(conv string, ct schemas.ConvType, kind schemas.Kind, id string) *schemas.Message {
+	m := &schemas.Message{ClientMsgId: id, ConvId: conv, ConvType: ct, Sender: "alice",
+		Kind: kind, ContentType: "text/plain", Body: []byte("body of " + id)}
+	switch {
+	case ct == schemas.ConvType_CONV_TYPE_DIRECT:
+		m.Recipients = []string{"bob"}
+	case kind != schemas.Kind_KIND_MESSAGE:
+		m.Recipients, m.Body = []string{"alice", "bob", "carol"}, nil
+	}
+	return m
+}
+
+func expMeta(t *testing.T, s *rig, conv string) (seq, first uint64) {
+	t.Helper()
+	v, err := s.rdb.HMGet(context.Background(), s.keys.ConvMeta(conv), "seq", "first").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
+	first, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
+	return seq, first
+}
+
+// indexDrift describes how a user's list indexes differ from the inbox and
+// lane they index ("" when they agree), and whether they are built.
+func indexDrift(t *testing.T, s *rig, user string) (drift string, built bool) {
+	t.Helper()
+	ix, err := s.ReadListIndex(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := func(v []string) string { return fmt.Sprint(slices.Sorted(slices.Values(v))) }
+	if a, b := sorted(ix.Large), sorted(ix.InboxLarge); a != b {
+		drift += fmt.Sprintf("large set %s, inbox L %s; ", a, b)
+	}
+	if a, b := sorted(ix.Index), sorted(ix.Lane); a != b {
+		drift += fmt.Sprintf("mention index %s, lane %s", a, b)
+	}
+	return drift, ix.Built
+}
+
+// listLarge adds conv to user's InboxLargeGroups, as the inbox script does.
+func listLarge(t *testing.T, s *rig, user, conv string) {
+	t.Helper()
+	ctx := context.Background()
+	v, _ := s.rdb.HGet(ctx, s.keys.Inbox(user), redisstore.InboxLargeGroups).Result()
+	if v == "" {
+		v = "\n"
+	}
+	if !strings.Contains(v, "\n"+conv+"\n") {
+		if err := s.rdb.HSet(ctx, s.keys.Inbox(user), redisstore.InboxLargeGroups, v+conv+"\n").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type testSizer struct{}
+
+func (testSizer) Envelope() int                        { return 100 }
+func (testSizer) Mention(m redisstore.SyncMention) int { return proto.Size(m.Message) + 60 }
+
+func (testSizer) Conv(*redisstore.SyncConv) int      { return 120 }
+func (testSizer) Message(m *schemas.Sequenced) int   { return proto.Size(m) + 40 }
+func (testSizer) Summary(redisstore.SyncSummary) int { return 100 }
+
+func syncReq(user, device string, limit, budget int) redisstore.SyncRequest {
+	return redisstore.SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{},
+		Cursors: map[string]redisstore.Position{}}
+}
