@@ -20,7 +20,7 @@
 // then conversations with pending mentions, direct ones, then by
 // activity) within a byte budget shared in two passes: how is written
 // once, in redisstore/sync_budget.go. The API's part is the sizer
-// (sync.go), which measures each part of the answer as it will be encoded.
+// (sync_sizer.go), which measures each part of the answer as it will be encoded.
 //
 // Answers are compressed as Accept-Encoding asks (encoding.go: zstd or
 // gzip by q-value, identity for small answers and clients that ask

@@ -162,82 +162,20 @@ func sliceKey(q rangeQuery, spans []MemberSpan) string {
 // pipeline, as readSlices does.
 func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQuery, readers []sliceReader) ([]timelineSlice, error) {
 	out := make([]timelineSlice, len(qs))
-	keys := make([]string, len(qs))
-	flights := make([]*sliceFlight, len(qs)) // nil: answered by a recent read
-	var lead []int
-	now := time.Now()
-	s.flights.mu.Lock()
-	for i := range qs {
-		if hi := readers[i].maxSeq + 1; qs[i].hi == 0 || qs[i].hi > hi {
-			qs[i].hi = hi
-		}
-		keys[i] = sliceKey(qs[i], readers[i].spans)
-		if f, ok := s.flights.m[keys[i]]; ok {
-			flights[i] = f
-			continue
-		}
-		if r, ok := s.flights.recent[keys[i]]; ok && r.answers(readers[i], now) {
-			out[i] = r.sl
-			continue
-		}
-		f := &sliceFlight{done: make(chan struct{})}
-		s.flights.m[keys[i]], flights[i] = f, f
-		lead = append(lead, i)
-	}
-	s.flights.mu.Unlock()
+	keys, flights, lead := s.flights.claim(qs, readers, out, time.Now())
 	if len(lead) > 0 {
-		lq := make([]rangeQuery, len(lead))
-		for k, i := range lead {
-			lq[k] = qs[i]
-		}
-		sls, err := s.readSlices(ctx, user, lq)
-		ended := time.Now()
-		s.flights.mu.Lock()
-		for k, i := range lead {
-			f := flights[i]
-			if err != nil {
-				f.err = err
-			} else {
-				f.sl = sls[k]
-				if f.sl.member { // only a member's read answers others (answers)
-					s.flights.keep(keys[i], f.sl, ended)
-				}
-			}
-			delete(s.flights.m, keys[i])
-			close(f.done)
-		}
-		s.flights.mu.Unlock()
+		sls, err := s.readSlicesOf(ctx, user, qs, lead)
+		s.flights.land(keys, flights, lead, sls, err, time.Now())
 		if err != nil {
 			return nil, err
 		}
 	}
-	var again []int
-	for i, f := range flights {
-		if f == nil {
-			continue
-		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if f.err != nil {
-			// Another request's deadline or cancellation is not this
-			// one's: read alone.
-			if errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded) {
-				again = append(again, i)
-				continue
-			}
-			return nil, f.err
-		}
-		out[i] = f.sl
+	again, err := awaitFlights(ctx, flights, out)
+	if err != nil {
+		return nil, err
 	}
 	if len(again) > 0 {
-		aq := make([]rangeQuery, len(again))
-		for k, i := range again {
-			aq[k] = qs[i]
-		}
-		sls, err := s.readSlices(ctx, user, aq)
+		sls, err := s.readSlicesOf(ctx, user, qs, again)
 		if err != nil {
 			return nil, err
 		}
@@ -251,4 +189,89 @@ func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQue
 		out[i].seq = min(out[i].seq, readers[i].maxSeq)
 	}
 	return out, nil
+}
+
+// claim bounds each query by its reader's max seq and finds its answer: a
+// read in flight to wait for (flights[i]), a recent read that answers it
+// at now (put in out[i], flights[i] nil), or none, when the query leads a
+// flight of its own that others may join (its index in lead).
+func (f *sliceFlights) claim(qs []rangeQuery, readers []sliceReader, out []timelineSlice, now time.Time) (keys []string, flights []*sliceFlight, lead []int) {
+	keys = make([]string, len(qs))
+	flights = make([]*sliceFlight, len(qs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range qs {
+		if hi := readers[i].maxSeq + 1; qs[i].hi == 0 || qs[i].hi > hi {
+			qs[i].hi = hi
+		}
+		keys[i] = sliceKey(qs[i], readers[i].spans)
+		if fl, ok := f.m[keys[i]]; ok {
+			flights[i] = fl
+			continue
+		}
+		if r, ok := f.recent[keys[i]]; ok && r.answers(readers[i], now) {
+			out[i] = r.sl
+			continue
+		}
+		fl := &sliceFlight{done: make(chan struct{})}
+		f.m[keys[i]], flights[i] = fl, fl
+		lead = append(lead, i)
+	}
+	return keys, flights, lead
+}
+
+// land ends the flights this request led with what their read answered
+// (sls[k] for lead[k], or err for all), keeping a member's answers as
+// recent reads that ended at ended.
+func (f *sliceFlights) land(keys []string, flights []*sliceFlight, lead []int, sls []timelineSlice, err error, ended time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, i := range lead {
+		fl := flights[i]
+		if err != nil {
+			fl.err = err
+		} else {
+			fl.sl = sls[k]
+			if fl.sl.member { // only a member's read answers others (answers)
+				f.keep(keys[i], fl.sl, ended)
+			}
+		}
+		delete(f.m, keys[i])
+		close(fl.done)
+	}
+}
+
+// awaitFlights waits for every flight and puts its answer in out. A
+// flight that ended on another request's deadline or cancellation is not
+// this one's failure: its index is returned, to be read alone.
+func awaitFlights(ctx context.Context, flights []*sliceFlight, out []timelineSlice) (again []int, err error) {
+	for i, f := range flights {
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if f.err != nil {
+			if errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded) {
+				again = append(again, i)
+				continue
+			}
+			return nil, f.err
+		}
+		out[i] = f.sl
+	}
+	return again, nil
+}
+
+// readSlicesOf reads the queries of qs at the indices idx in one
+// pipeline: the k-th slice answers qs[idx[k]].
+func (s *Store) readSlicesOf(ctx context.Context, user string, qs []rangeQuery, idx []int) ([]timelineSlice, error) {
+	sub := make([]rangeQuery, len(idx))
+	for k, i := range idx {
+		sub[k] = qs[i]
+	}
+	return s.readSlices(ctx, user, sub)
 }
