@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -87,43 +88,19 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
-	if c.MaxPerUser == 0 {
-		c.MaxPerUser = DefaultMaxPerUser
-	}
-	if c.MaxAdmitted == 0 {
-		c.MaxAdmitted = 4 * c.MaxInFlight
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = DefaultBodyTimeout
-	}
-	if c.RetryAfter == 0 {
-		c.RetryAfter = DefaultRetryAfter
-	}
-	if c.QueueWait == 0 {
-		c.QueueWait = DefaultQueueWait
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
-	if c.MaxCursors == 0 {
-		c.MaxCursors = DefaultMaxCursors
-	}
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	c.MaxPerUser = cmp.Or(c.MaxPerUser, DefaultMaxPerUser)
+	c.MaxAdmitted = cmp.Or(c.MaxAdmitted, 4*c.MaxInFlight)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, DefaultBodyTimeout)
+	c.RetryAfter = cmp.Or(c.RetryAfter, DefaultRetryAfter)
+	c.QueueWait = cmp.Or(c.QueueWait, DefaultQueueWait)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
+	c.MaxCursors = cmp.Or(c.MaxCursors, DefaultMaxCursors)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MessagesTopic == "" {
-		c.MessagesTopic = schemas.TopicMessages
-	}
-	if c.ReceiptsTopic == "" {
-		c.ReceiptsTopic = schemas.TopicReceipts
-	}
+	c.MessagesTopic = cmp.Or(c.MessagesTopic, schemas.TopicMessages)
+	c.ReceiptsTopic = cmp.Or(c.ReceiptsTopic, schemas.TopicReceipts)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -121,85 +122,33 @@ func (c LiveConfig) withDefaults() LiveConfig {
 		_, _ = rand.Read(b[:])
 		c.Node = "n" + hex.EncodeToString(b[:])
 	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultLiveMaxConnections
-	}
-	if c.MaxPerUser == 0 {
-		c.MaxPerUser = DefaultLiveMaxPerUser
-	}
-	if c.MaxDevices == 0 {
-		c.MaxDevices = DefaultLiveMaxDevices
-	}
-	if c.MaxUnauthenticatedPerAddr == 0 {
-		c.MaxUnauthenticatedPerAddr = DefaultLiveMaxUnauthPerAddr
-	}
-	if c.MaxQueueBytes == 0 {
-		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
-	}
-	if c.WriteDelay == 0 {
-		c.WriteDelay = DefaultLiveWriteDelay
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultLiveWriteTimeout
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = DefaultLiveHeartbeat
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 3 * c.Heartbeat
-	}
-	if c.PresenceTTL == 0 {
-		c.PresenceTTL = 3 * c.Heartbeat
-	}
-	if c.OfflineThreshold == 0 {
-		c.OfflineThreshold = DefaultLiveOfflineThreshold
-	}
-	if c.ReplayMax == 0 {
-		c.ReplayMax = DefaultLiveReplayMax
-	}
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultLiveMaxConnections)
+	c.MaxPerUser = cmp.Or(c.MaxPerUser, DefaultLiveMaxPerUser)
+	c.MaxDevices = cmp.Or(c.MaxDevices, DefaultLiveMaxDevices)
+	c.MaxUnauthenticatedPerAddr = cmp.Or(c.MaxUnauthenticatedPerAddr, DefaultLiveMaxUnauthPerAddr)
+	c.MaxQueueBytes = cmp.Or(c.MaxQueueBytes, DefaultLiveMaxQueueBytes)
+	c.WriteDelay = cmp.Or(c.WriteDelay, DefaultLiveWriteDelay)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultLiveWriteTimeout)
+	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultLiveHeartbeat)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, 3*c.Heartbeat)
+	c.PresenceTTL = cmp.Or(c.PresenceTTL, 3*c.Heartbeat)
+	c.OfflineThreshold = cmp.Or(c.OfflineThreshold, DefaultLiveOfflineThreshold)
+	c.ReplayMax = cmp.Or(c.ReplayMax, DefaultLiveReplayMax)
 	if c.Repush == nil {
 		c.Repush = DefaultRepush
 	}
-	if c.MaxPending == 0 {
-		c.MaxPending = DefaultLiveMaxPending
-	}
-	if c.NoticeConversations == 0 {
-		c.NoticeConversations = DefaultLiveNoticeConvs
-	}
-	if c.ReceiptDelay == 0 {
-		c.ReceiptDelay = DefaultLiveReceiptDelay
-	}
-	if c.AuthTimeout == 0 {
-		c.AuthTimeout = DefaultLiveAuthTimeout
-	}
-	if c.ReadLimit == 0 {
-		c.ReadLimit = DefaultLiveReadLimit
-	}
-	return c.ephemeralDefaults()
-}
-
-func (c LiveConfig) ephemeralDefaults() LiveConfig {
-	if c.EphemeralConnRate == 0 {
-		c.EphemeralConnRate = DefaultLiveEphemeralConnRate
-	}
-	if c.EphemeralConnBurst == 0 {
-		c.EphemeralConnBurst = DefaultLiveEphemeralConnBurst
-	}
-	if c.EphemeralUserRate == 0 {
-		c.EphemeralUserRate = DefaultLiveEphemeralUserRate
-	}
-	if c.EphemeralUserBurst == 0 {
-		c.EphemeralUserBurst = DefaultLiveEphemeralUserBurst
-	}
-	if c.EphemeralUsers == 0 {
-		c.EphemeralUsers = DefaultLiveEphemeralUsers
-	}
-	if c.EphemeralMaxDrops == 0 {
-		c.EphemeralMaxDrops = DefaultLiveEphemeralMaxDrops
-	}
-	if c.EphemeralDropWindow == 0 {
-		c.EphemeralDropWindow = DefaultLiveEphemeralDropWindow
-	}
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultLiveMaxPending)
+	c.NoticeConversations = cmp.Or(c.NoticeConversations, DefaultLiveNoticeConvs)
+	c.ReceiptDelay = cmp.Or(c.ReceiptDelay, DefaultLiveReceiptDelay)
+	c.AuthTimeout = cmp.Or(c.AuthTimeout, DefaultLiveAuthTimeout)
+	c.ReadLimit = cmp.Or(c.ReadLimit, DefaultLiveReadLimit)
+	c.EphemeralConnRate = cmp.Or(c.EphemeralConnRate, DefaultLiveEphemeralConnRate)
+	c.EphemeralConnBurst = cmp.Or(c.EphemeralConnBurst, DefaultLiveEphemeralConnBurst)
+	c.EphemeralUserRate = cmp.Or(c.EphemeralUserRate, DefaultLiveEphemeralUserRate)
+	c.EphemeralUserBurst = cmp.Or(c.EphemeralUserBurst, DefaultLiveEphemeralUserBurst)
+	c.EphemeralUsers = cmp.Or(c.EphemeralUsers, DefaultLiveEphemeralUsers)
+	c.EphemeralMaxDrops = cmp.Or(c.EphemeralMaxDrops, DefaultLiveEphemeralMaxDrops)
+	c.EphemeralDropWindow = cmp.Or(c.EphemeralDropWindow, DefaultLiveEphemeralDropWindow)
 	return c
 }
 

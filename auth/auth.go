@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -46,12 +47,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
-	if c.Leeway == 0 {
-		c.Leeway = DefaultLeeway
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.Leeway = cmp.Or(c.Leeway, DefaultLeeway)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

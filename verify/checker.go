@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -37,18 +38,10 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	if c.ScanCount == 0 {
-		c.ScanCount = DefaultScanCount
-	}
-	if c.Chunk == 0 {
-		c.Chunk = DefaultChunk
-	}
-	if c.MaxProblems == 0 {
-		c.MaxProblems = DefaultMaxProblems
-	}
-	if c.MaxCachedEntries == 0 {
-		c.MaxCachedEntries = DefaultMaxCachedEntries
-	}
+	c.ScanCount = cmp.Or(c.ScanCount, DefaultScanCount)
+	c.Chunk = cmp.Or(c.Chunk, DefaultChunk)
+	c.MaxProblems = cmp.Or(c.MaxProblems, DefaultMaxProblems)
+	c.MaxCachedEntries = cmp.Or(c.MaxCachedEntries, DefaultMaxCachedEntries)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -1,6 +1,7 @@
 package census
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -43,24 +44,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Every == 0 {
-		c.Every = DefaultEvery
-	}
-	if c.Pause == 0 {
-		c.Pause = DefaultPause
-	}
-	if c.StepCount == 0 {
-		c.StepCount = DefaultStepCount
-	}
-	if c.IdleAfter == 0 {
-		c.IdleAfter = DefaultIdleAfter
-	}
-	if c.DriftThreshold == 0 {
-		c.DriftThreshold = DefaultDriftThreshold
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Every = cmp.Or(c.Every, DefaultEvery)
+	c.Pause = cmp.Or(c.Pause, DefaultPause)
+	c.StepCount = cmp.Or(c.StepCount, DefaultStepCount)
+	c.IdleAfter = cmp.Or(c.IdleAfter, DefaultIdleAfter)
+	c.DriftThreshold = cmp.Or(c.DriftThreshold, DefaultDriftThreshold)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -1,6 +1,7 @@
 package expiry
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -69,40 +70,24 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	setDuration(&c.HistoryRetention, DefaultHistoryRetention)
-	setDuration(&c.Interval, DefaultInterval)
-	setDuration(&c.HistoryTrimInterval, DefaultHistoryTrim)
-	setDuration(&c.Lease, DefaultLease)
-	setDuration(&c.RetryMin, DefaultRetryMin)
-	setDuration(&c.RetryMax, DefaultRetryMax)
-	if c.HistoryBatch == 0 {
-		c.HistoryBatch = DefaultHistoryBatch
-	}
+	c.HistoryRetention = cmp.Or(c.HistoryRetention, DefaultHistoryRetention)
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
+	c.HistoryTrimInterval = cmp.Or(c.HistoryTrimInterval, DefaultHistoryTrim)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.RetryMin = cmp.Or(c.RetryMin, DefaultRetryMin)
+	c.RetryMax = cmp.Or(c.RetryMax, DefaultRetryMax)
+	c.HistoryBatch = cmp.Or(c.HistoryBatch, DefaultHistoryBatch)
 	if c.Policies == nil {
 		c.Policies = retention.Fixed(retention.FromRetention(c.Retention, c.HistoryRetention))
 	}
-	if c.ScanCount == 0 {
-		c.ScanCount = DefaultScanCount
-	}
-	if c.MaxPerCall == 0 {
-		c.MaxPerCall = DefaultMaxPerCall
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
+	c.ScanCount = cmp.Or(c.ScanCount, DefaultScanCount)
+	c.MaxPerCall = cmp.Or(c.MaxPerCall, DefaultMaxPerCall)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
-}
-
-func setDuration(v *time.Duration, def time.Duration) {
-	if *v == 0 {
-		*v = def
-	}
 }
 
 // Validate reports the first field that is out of range.

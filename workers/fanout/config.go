@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -98,52 +99,24 @@ const (
 const RecommendedMaxPollRecords = 2000
 
 func (c Config) withDefaults() Config {
-	if c.SequencedTopic == "" {
-		c.SequencedTopic = schemas.TopicSequenced
-	}
+	c.SequencedTopic = cmp.Or(c.SequencedTopic, schemas.TopicSequenced)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MergeSize == 0 {
-		c.MergeSize = DefaultMergeSize
-	}
-	if c.Conversations == 0 {
-		c.Conversations = DefaultConversations
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.TasksPerConversation == 0 {
-		c.TasksPerConversation = DefaultTasksPerConversation
-	}
-	if c.RecipientChunk == 0 {
-		c.RecipientChunk = DefaultRecipientChunk
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
-	if c.RestoreTimeout == 0 {
-		c.RestoreTimeout = DefaultRestoreTimeout
-	}
-	if c.RestoreChunk == 0 {
-		c.RestoreChunk = DefaultRestoreChunk
-	}
-	if c.EvictionRecheck == 0 {
-		c.EvictionRecheck = DefaultEvictionRecheck
-	}
-	if c.HotWindow == 0 {
-		c.HotWindow = DefaultHotWindow
-	}
-	if c.HotFactor == 0 {
-		c.HotFactor = DefaultHotFactor
-	}
-	if c.HotMinWrites == 0 {
-		c.HotMinWrites = DefaultHotMinWrites
-	}
+	c.MergeSize = cmp.Or(c.MergeSize, DefaultMergeSize)
+	c.Conversations = cmp.Or(c.Conversations, DefaultConversations)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.TasksPerConversation = cmp.Or(c.TasksPerConversation, DefaultTasksPerConversation)
+	c.RecipientChunk = cmp.Or(c.RecipientChunk, DefaultRecipientChunk)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
+	c.RestoreTimeout = cmp.Or(c.RestoreTimeout, DefaultRestoreTimeout)
+	c.RestoreChunk = cmp.Or(c.RestoreChunk, DefaultRestoreChunk)
+	c.EvictionRecheck = cmp.Or(c.EvictionRecheck, DefaultEvictionRecheck)
+	c.HotWindow = cmp.Or(c.HotWindow, DefaultHotWindow)
+	c.HotFactor = cmp.Or(c.HotFactor, DefaultHotFactor)
+	c.HotMinWrites = cmp.Or(c.HotMinWrites, DefaultHotMinWrites)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

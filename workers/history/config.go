@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,18 +39,10 @@ const (
 const RecommendedMaxPollRecords = 10000
 
 func (c Config) withDefaults() Config {
-	if c.MaxBatchRows == 0 {
-		c.MaxBatchRows = DefaultMaxBatchRows
-	}
-	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if c.InsertTimeout == 0 {
-		c.InsertTimeout = DefaultInsertTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.MaxBatchRows = cmp.Or(c.MaxBatchRows, DefaultMaxBatchRows)
+	c.MaxBatchBytes = cmp.Or(c.MaxBatchBytes, DefaultMaxBatchBytes)
+	c.InsertTimeout = cmp.Or(c.InsertTimeout, DefaultInsertTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

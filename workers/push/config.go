@@ -1,6 +1,7 @@
 package push
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,25 +38,15 @@ type Config struct {
 const DefaultMemberCache = 10_000
 
 func (c Config) withDefaults() Config {
-	if c.SequencedTopic == "" {
-		c.SequencedTopic = schemas.TopicSequenced
-	}
-	if c.MessagesTopic == "" {
-		c.MessagesTopic = schemas.TopicMessages
-	}
-	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = schemas.TopicDeadLetter
-	}
+	c.SequencedTopic = cmp.Or(c.SequencedTopic, schemas.TopicSequenced)
+	c.MessagesTopic = cmp.Or(c.MessagesTopic, schemas.TopicMessages)
+	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, schemas.TopicDeadLetter)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MemberCache == 0 {
-		c.MemberCache = DefaultMemberCache
-	}
+	c.MemberCache = cmp.Or(c.MemberCache, DefaultMemberCache)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
