@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // LiveConfig tunes the live channel (GET /v1/live). Zero values take the
@@ -155,41 +157,26 @@ func (c LiveConfig) withDefaults() LiveConfig {
 // Validate reports the first field that is out of range.
 func (c LiveConfig) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.MaxConnections < 1:
-		return fmt.Errorf("api: Live.MaxConnections %d is below 1", c.MaxConnections)
-	case c.MaxPerUser < 1:
-		return fmt.Errorf("api: Live.MaxPerUser %d is below 1", c.MaxPerUser)
-	case c.MaxDevices < 1:
-		return fmt.Errorf("api: Live.MaxDevices %d is below 1", c.MaxDevices)
-	case c.MaxUnauthenticatedPerAddr < 1:
-		return fmt.Errorf("api: Live.MaxUnauthenticatedPerAddr %d is below 1", c.MaxUnauthenticatedPerAddr)
-	case c.MaxQueueBytes < 4096:
-		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
-	case c.WriteDelay > maxLiveWriteDelay:
-		return fmt.Errorf("api: Live.WriteDelay %s is above %s (it adds to every push's latency)", c.WriteDelay, maxLiveWriteDelay)
-	case c.Heartbeat < 10*time.Millisecond:
-		return fmt.Errorf("api: Live.Heartbeat %s is below 10ms", c.Heartbeat)
-	case c.HeartbeatTimeout <= c.Heartbeat:
-		return fmt.Errorf("api: Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat)
-	case c.PresenceTTL <= c.Heartbeat:
-		return fmt.Errorf("api: Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat)
-	case c.ReplayMax < 0:
-		return fmt.Errorf("api: Live.ReplayMax %d is negative", c.ReplayMax)
-	case c.MaxPending < 1:
-		return fmt.Errorf("api: Live.MaxPending %d is below 1", c.MaxPending)
-	case c.ReadLimit < 1024:
-		return fmt.Errorf("api: Live.ReadLimit %d is below 1024", c.ReadLimit)
-	case c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0:
-		return fmt.Errorf("api: Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate)
-	case c.EphemeralConnBurst < 1 || c.EphemeralUserBurst < 1:
-		return fmt.Errorf("api: Live.EphemeralConnBurst %d and EphemeralUserBurst %d must be at least 1", c.EphemeralConnBurst, c.EphemeralUserBurst)
-	case c.EphemeralUsers < 1:
-		return fmt.Errorf("api: Live.EphemeralUsers %d is below 1", c.EphemeralUsers)
-	case c.EphemeralMaxDrops < 1:
-		return fmt.Errorf("api: Live.EphemeralMaxDrops %d is below 1", c.EphemeralMaxDrops)
-	case c.EphemeralDropWindow <= 0:
-		return fmt.Errorf("api: Live.EphemeralDropWindow %s is not positive", c.EphemeralDropWindow)
+	if err := bounds.First("api",
+		bounds.Min("Live.MaxConnections", c.MaxConnections, 1),
+		bounds.Min("Live.MaxPerUser", c.MaxPerUser, 1),
+		bounds.Min("Live.MaxDevices", c.MaxDevices, 1),
+		bounds.Min("Live.MaxUnauthenticatedPerAddr", c.MaxUnauthenticatedPerAddr, 1),
+		bounds.Min("Live.MaxQueueBytes", c.MaxQueueBytes, 4096),
+		bounds.If(c.WriteDelay > maxLiveWriteDelay, "Live.WriteDelay %s is above %s (it adds to every push's latency)", c.WriteDelay, maxLiveWriteDelay),
+		bounds.Min("Live.Heartbeat", c.Heartbeat, 10*time.Millisecond),
+		bounds.If(c.HeartbeatTimeout <= c.Heartbeat, "Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat),
+		bounds.If(c.PresenceTTL <= c.Heartbeat, "Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat),
+		bounds.NotNegative("Live.ReplayMax", c.ReplayMax),
+		bounds.Min("Live.MaxPending", c.MaxPending, 1),
+		bounds.Min("Live.ReadLimit", c.ReadLimit, 1024),
+		bounds.If(c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0, "Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate),
+		bounds.If(c.EphemeralConnBurst < 1 || c.EphemeralUserBurst < 1, "Live.EphemeralConnBurst %d and EphemeralUserBurst %d must be at least 1", c.EphemeralConnBurst, c.EphemeralUserBurst),
+		bounds.Min("Live.EphemeralUsers", c.EphemeralUsers, 1),
+		bounds.Min("Live.EphemeralMaxDrops", c.EphemeralMaxDrops, 1),
+		bounds.Positive("Live.EphemeralDropWindow", c.EphemeralDropWindow),
+	); err != nil {
+		return err
 	}
 	for i, d := range c.Repush {
 		if d <= 0 {

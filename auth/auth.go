@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -58,15 +59,11 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case len(c.Secret) < MinSecretBytes:
-		return fmt.Errorf("auth: Secret is %d bytes, fewer than %d", len(c.Secret), MinSecretBytes)
-	case c.TTL < 0:
-		return fmt.Errorf("auth: TTL %s is negative", c.TTL)
-	case c.Leeway < 0:
-		return fmt.Errorf("auth: Leeway %s is negative", c.Leeway)
-	}
-	return nil
+	return bounds.First("auth",
+		bounds.If(len(c.Secret) < MinSecretBytes, "Secret is %d bytes, fewer than %d", len(c.Secret), MinSecretBytes),
+		bounds.NotNegative("TTL", c.TTL),
+		bounds.NotNegative("Leeway", c.Leeway),
+	)
 }
 
 // Identity is who a verified token speaks for, and for how long.

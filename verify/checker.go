@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -51,19 +52,13 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.ScanCount < 1:
-		return fmt.Errorf("verify: ScanCount %d is below 1", c.ScanCount)
-	case c.Chunk < 1:
-		return fmt.Errorf("verify: Chunk %d is below 1", c.Chunk)
-	case c.MaxProblems < 1:
-		return fmt.Errorf("verify: MaxProblems %d is below 1", c.MaxProblems)
-	case c.MaxCachedEntries < 1:
-		return fmt.Errorf("verify: MaxCachedEntries %d is below 1", c.MaxCachedEntries)
-	case c.MentionWindow < 0:
-		return fmt.Errorf("verify: MentionWindow %v is negative", c.MentionWindow)
-	}
-	return nil
+	return bounds.First("verify",
+		bounds.Min("ScanCount", c.ScanCount, 1),
+		bounds.Min("Chunk", c.Chunk, 1),
+		bounds.Min("MaxProblems", c.MaxProblems, 1),
+		bounds.Min("MaxCachedEntries", c.MaxCachedEntries, 1),
+		bounds.NotNegative("MentionWindow", c.MentionWindow),
+	)
 }
 
 // Checker checks a store. It only reads.

@@ -2,11 +2,12 @@ package census
 
 import (
 	"cmp"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Defaults of Config.
@@ -59,15 +60,10 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.Every < 0:
-		return fmt.Errorf("census: Config.Every %s is negative", c.Every)
-	case c.Pause < 0:
-		return fmt.Errorf("census: Config.Pause %s is negative", c.Pause)
-	case c.StepCount < 1:
-		return fmt.Errorf("census: Config.StepCount %d is below 1", c.StepCount)
-	case c.IdleAfter < 0:
-		return fmt.Errorf("census: Config.IdleAfter %s is negative", c.IdleAfter)
-	}
-	return nil
+	return bounds.First("census",
+		bounds.NotNegative("Config.Every", c.Every),
+		bounds.NotNegative("Config.Pause", c.Pause),
+		bounds.Min("Config.StepCount", c.StepCount, 1),
+		bounds.NotNegative("Config.IdleAfter", c.IdleAfter),
+	)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -129,37 +130,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fanout: %w", err)
 	}
 	c = c.withDefaults()
-	switch {
-	case c.MergeSize < 1:
-		return fmt.Errorf("fanout: MergeSize %d is below 1", c.MergeSize)
-	case c.Conversations < 1:
-		return fmt.Errorf("fanout: Conversations %d is below 1", c.Conversations)
-	case c.TasksPerConversation < 1:
-		return fmt.Errorf("fanout: TasksPerConversation %d is below 1", c.TasksPerConversation)
-	case c.Workers < c.TasksPerConversation:
-		return fmt.Errorf("fanout: Workers %d is below TasksPerConversation %d", c.Workers, c.TasksPerConversation)
-	case c.RecipientChunk < 1:
-		return fmt.Errorf("fanout: RecipientChunk %d is below 1", c.RecipientChunk)
-	case c.ProduceTimeout < 0:
-		return fmt.Errorf("fanout: ProduceTimeout %s is negative", c.ProduceTimeout)
-	case len(c.Brokers) == 0:
-		return fmt.Errorf("fanout: Brokers is empty: a restore reads %s from them", c.SequencedTopic)
-	case c.RestoreTimeout < time.Second:
-		return fmt.Errorf("fanout: RestoreTimeout %s is below 1s", c.RestoreTimeout)
-	case c.RestoreChunk < 1:
-		return fmt.Errorf("fanout: RestoreChunk %d is below 1", c.RestoreChunk)
-	case c.EvictionRecheck < 0:
-		return fmt.Errorf("fanout: EvictionRecheck %s is negative", c.EvictionRecheck)
-	case c.HotRoute && c.HotRedis == nil:
-		return fmt.Errorf("fanout: HotRoute needs HotRedis")
-	case c.HotWindow < time.Second:
-		return fmt.Errorf("fanout: HotWindow %s is below 1s", c.HotWindow)
-	case c.HotFactor <= 1:
-		return fmt.Errorf("fanout: HotFactor %g is not above 1", c.HotFactor)
-	case c.HotMinWrites < 1:
-		return fmt.Errorf("fanout: HotMinWrites %d is below 1", c.HotMinWrites)
-	case c.RouterRefresh < 0:
-		return fmt.Errorf("fanout: RouterRefresh %s is negative", c.RouterRefresh)
-	}
-	return nil
+	return bounds.First("fanout",
+		bounds.Min("MergeSize", c.MergeSize, 1),
+		bounds.Min("Conversations", c.Conversations, 1),
+		bounds.Min("TasksPerConversation", c.TasksPerConversation, 1),
+		bounds.If(c.Workers < c.TasksPerConversation, "Workers %d is below TasksPerConversation %d", c.Workers, c.TasksPerConversation),
+		bounds.Min("RecipientChunk", c.RecipientChunk, 1),
+		bounds.NotNegative("ProduceTimeout", c.ProduceTimeout),
+		bounds.If(len(c.Brokers) == 0, "Brokers is empty: a restore reads %s from them", c.SequencedTopic),
+		bounds.Min("RestoreTimeout", c.RestoreTimeout, time.Second),
+		bounds.Min("RestoreChunk", c.RestoreChunk, 1),
+		bounds.NotNegative("EvictionRecheck", c.EvictionRecheck),
+		bounds.If(c.HotRoute && c.HotRedis == nil, "HotRoute needs HotRedis"),
+		bounds.Min("HotWindow", c.HotWindow, time.Second),
+		bounds.Above("HotFactor", c.HotFactor, 1),
+		bounds.Min("HotMinWrites", c.HotMinWrites, 1),
+		bounds.NotNegative("RouterRefresh", c.RouterRefresh),
+	)
 }

@@ -2,11 +2,12 @@ package history
 
 import (
 	"cmp"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Config tunes the history sink. Zero values take the defaults.
@@ -49,13 +50,9 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.MaxBatchRows < 1:
-		return fmt.Errorf("history: MaxBatchRows %d is below 1", c.MaxBatchRows)
-	case c.MaxBatchBytes < 1:
-		return fmt.Errorf("history: MaxBatchBytes %d is below 1", c.MaxBatchBytes)
-	case c.InsertTimeout < 0:
-		return fmt.Errorf("history: InsertTimeout %s is negative", c.InsertTimeout)
-	}
-	return nil
+	return bounds.First("history",
+		bounds.Min("MaxBatchRows", c.MaxBatchRows, 1),
+		bounds.Min("MaxBatchBytes", c.MaxBatchBytes, 1),
+		bounds.NotNegative("InsertTimeout", c.InsertTimeout),
+	)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -59,13 +60,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("push: %w", err)
 	}
 	c = c.withDefaults()
-	switch {
-	case c.MemberCache < 1:
-		return fmt.Errorf("push: MemberCache %d is below 1", c.MemberCache)
-	case c.SequencedTopic == c.MessagesTopic:
-		return fmt.Errorf("push: SequencedTopic and MessagesTopic are both %q", c.SequencedTopic)
-	}
-	return nil
+	return bounds.First("push",
+		bounds.Min("MemberCache", c.MemberCache, 1),
+		bounds.If(c.SequencedTopic == c.MessagesTopic, "SequencedTopic and MessagesTopic are both %q", c.SequencedTopic),
+	)
 }
 
 // UnusedDeadLetterTopic is the dead-letter topic to give the runner of the
