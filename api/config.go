@@ -1,9 +1,11 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -87,43 +89,19 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
-	if c.MaxPerUser == 0 {
-		c.MaxPerUser = DefaultMaxPerUser
-	}
-	if c.MaxAdmitted == 0 {
-		c.MaxAdmitted = 4 * c.MaxInFlight
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = DefaultBodyTimeout
-	}
-	if c.RetryAfter == 0 {
-		c.RetryAfter = DefaultRetryAfter
-	}
-	if c.QueueWait == 0 {
-		c.QueueWait = DefaultQueueWait
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
-	if c.MaxCursors == 0 {
-		c.MaxCursors = DefaultMaxCursors
-	}
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	c.MaxPerUser = cmp.Or(c.MaxPerUser, DefaultMaxPerUser)
+	c.MaxAdmitted = cmp.Or(c.MaxAdmitted, 4*c.MaxInFlight)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, DefaultBodyTimeout)
+	c.RetryAfter = cmp.Or(c.RetryAfter, DefaultRetryAfter)
+	c.QueueWait = cmp.Or(c.QueueWait, DefaultQueueWait)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
+	c.MaxCursors = cmp.Or(c.MaxCursors, DefaultMaxCursors)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MessagesTopic == "" {
-		c.MessagesTopic = schemas.TopicMessages
-	}
-	if c.ReceiptsTopic == "" {
-		c.ReceiptsTopic = schemas.TopicReceipts
-	}
+	c.MessagesTopic = cmp.Or(c.MessagesTopic, schemas.TopicMessages)
+	c.ReceiptsTopic = cmp.Or(c.ReceiptsTopic, schemas.TopicReceipts)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -140,31 +118,18 @@ func (c Config) Validate() error {
 		return err
 	}
 	c = c.withDefaults()
-	switch {
-	case c.MaxInFlight < 1:
-		return fmt.Errorf("api: MaxInFlight %d is below 1", c.MaxInFlight)
-	case c.MaxPerUser < 1:
-		return fmt.Errorf("api: MaxPerUser %d is below 1", c.MaxPerUser)
-	case c.MaxAdmitted < c.MaxInFlight:
-		return fmt.Errorf("api: MaxAdmitted %d is below MaxInFlight %d", c.MaxAdmitted, c.MaxInFlight)
-	case c.BodyTimeout < 10*time.Millisecond:
-		return fmt.Errorf("api: BodyTimeout %s is below 10ms", c.BodyTimeout)
-	case c.QueueWait < 0:
-		return fmt.Errorf("api: QueueWait %s is negative", c.QueueWait)
-	case c.RequestTimeout > 0 && c.QueueWait > c.RequestTimeout:
-		return fmt.Errorf("api: QueueWait %s is above RequestTimeout %s", c.QueueWait, c.RequestTimeout)
-	case c.RetryAfter < time.Second:
-		return fmt.Errorf("api: RetryAfter %s is below 1s", c.RetryAfter)
-	case c.MaxBodyBytes < 1024:
-		return fmt.Errorf("api: MaxBodyBytes %d is below 1024", c.MaxBodyBytes)
-	case c.RequestTimeout < 0:
-		return fmt.Errorf("api: RequestTimeout %s is negative", c.RequestTimeout)
-	case c.ProduceTimeout < 0:
-		return fmt.Errorf("api: ProduceTimeout %s is negative", c.ProduceTimeout)
-	case c.MaxCursors < 1:
-		return fmt.Errorf("api: MaxCursors %d is below 1", c.MaxCursors)
-	case c.MaxBodyBytes < int64(c.Limits.BodyBytes):
-		return fmt.Errorf("api: MaxBodyBytes %d is below Limits.BodyBytes %d", c.MaxBodyBytes, c.Limits.BodyBytes)
-	}
-	return nil
+	return bounds.First("api",
+		bounds.Min("MaxInFlight", c.MaxInFlight, 1),
+		bounds.Min("MaxPerUser", c.MaxPerUser, 1),
+		bounds.If(c.MaxAdmitted < c.MaxInFlight, "MaxAdmitted %d is below MaxInFlight %d", c.MaxAdmitted, c.MaxInFlight),
+		bounds.Min("BodyTimeout", c.BodyTimeout, 10*time.Millisecond),
+		bounds.NotNegative("QueueWait", c.QueueWait),
+		bounds.If(c.RequestTimeout > 0 && c.QueueWait > c.RequestTimeout, "QueueWait %s is above RequestTimeout %s", c.QueueWait, c.RequestTimeout),
+		bounds.Min("RetryAfter", c.RetryAfter, time.Second),
+		bounds.Min("MaxBodyBytes", c.MaxBodyBytes, 1024),
+		bounds.NotNegative("RequestTimeout", c.RequestTimeout),
+		bounds.NotNegative("ProduceTimeout", c.ProduceTimeout),
+		bounds.Min("MaxCursors", c.MaxCursors, 1),
+		bounds.If(c.MaxBodyBytes < int64(c.Limits.BodyBytes), "MaxBodyBytes %d is below Limits.BodyBytes %d", c.MaxBodyBytes, c.Limits.BodyBytes),
+	)
 }

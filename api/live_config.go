@@ -1,10 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // LiveConfig tunes the live channel (GET /v1/live). Zero values take the
@@ -121,126 +124,59 @@ func (c LiveConfig) withDefaults() LiveConfig {
 		_, _ = rand.Read(b[:])
 		c.Node = "n" + hex.EncodeToString(b[:])
 	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultLiveMaxConnections
-	}
-	if c.MaxPerUser == 0 {
-		c.MaxPerUser = DefaultLiveMaxPerUser
-	}
-	if c.MaxDevices == 0 {
-		c.MaxDevices = DefaultLiveMaxDevices
-	}
-	if c.MaxUnauthenticatedPerAddr == 0 {
-		c.MaxUnauthenticatedPerAddr = DefaultLiveMaxUnauthPerAddr
-	}
-	if c.MaxQueueBytes == 0 {
-		c.MaxQueueBytes = DefaultLiveMaxQueueBytes
-	}
-	if c.WriteDelay == 0 {
-		c.WriteDelay = DefaultLiveWriteDelay
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultLiveWriteTimeout
-	}
-	if c.Heartbeat == 0 {
-		c.Heartbeat = DefaultLiveHeartbeat
-	}
-	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = 3 * c.Heartbeat
-	}
-	if c.PresenceTTL == 0 {
-		c.PresenceTTL = 3 * c.Heartbeat
-	}
-	if c.OfflineThreshold == 0 {
-		c.OfflineThreshold = DefaultLiveOfflineThreshold
-	}
-	if c.ReplayMax == 0 {
-		c.ReplayMax = DefaultLiveReplayMax
-	}
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultLiveMaxConnections)
+	c.MaxPerUser = cmp.Or(c.MaxPerUser, DefaultLiveMaxPerUser)
+	c.MaxDevices = cmp.Or(c.MaxDevices, DefaultLiveMaxDevices)
+	c.MaxUnauthenticatedPerAddr = cmp.Or(c.MaxUnauthenticatedPerAddr, DefaultLiveMaxUnauthPerAddr)
+	c.MaxQueueBytes = cmp.Or(c.MaxQueueBytes, DefaultLiveMaxQueueBytes)
+	c.WriteDelay = cmp.Or(c.WriteDelay, DefaultLiveWriteDelay)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultLiveWriteTimeout)
+	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultLiveHeartbeat)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, 3*c.Heartbeat)
+	c.PresenceTTL = cmp.Or(c.PresenceTTL, 3*c.Heartbeat)
+	c.OfflineThreshold = cmp.Or(c.OfflineThreshold, DefaultLiveOfflineThreshold)
+	c.ReplayMax = cmp.Or(c.ReplayMax, DefaultLiveReplayMax)
 	if c.Repush == nil {
 		c.Repush = DefaultRepush
 	}
-	if c.MaxPending == 0 {
-		c.MaxPending = DefaultLiveMaxPending
-	}
-	if c.NoticeConversations == 0 {
-		c.NoticeConversations = DefaultLiveNoticeConvs
-	}
-	if c.ReceiptDelay == 0 {
-		c.ReceiptDelay = DefaultLiveReceiptDelay
-	}
-	if c.AuthTimeout == 0 {
-		c.AuthTimeout = DefaultLiveAuthTimeout
-	}
-	if c.ReadLimit == 0 {
-		c.ReadLimit = DefaultLiveReadLimit
-	}
-	return c.ephemeralDefaults()
-}
-
-func (c LiveConfig) ephemeralDefaults() LiveConfig {
-	if c.EphemeralConnRate == 0 {
-		c.EphemeralConnRate = DefaultLiveEphemeralConnRate
-	}
-	if c.EphemeralConnBurst == 0 {
-		c.EphemeralConnBurst = DefaultLiveEphemeralConnBurst
-	}
-	if c.EphemeralUserRate == 0 {
-		c.EphemeralUserRate = DefaultLiveEphemeralUserRate
-	}
-	if c.EphemeralUserBurst == 0 {
-		c.EphemeralUserBurst = DefaultLiveEphemeralUserBurst
-	}
-	if c.EphemeralUsers == 0 {
-		c.EphemeralUsers = DefaultLiveEphemeralUsers
-	}
-	if c.EphemeralMaxDrops == 0 {
-		c.EphemeralMaxDrops = DefaultLiveEphemeralMaxDrops
-	}
-	if c.EphemeralDropWindow == 0 {
-		c.EphemeralDropWindow = DefaultLiveEphemeralDropWindow
-	}
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultLiveMaxPending)
+	c.NoticeConversations = cmp.Or(c.NoticeConversations, DefaultLiveNoticeConvs)
+	c.ReceiptDelay = cmp.Or(c.ReceiptDelay, DefaultLiveReceiptDelay)
+	c.AuthTimeout = cmp.Or(c.AuthTimeout, DefaultLiveAuthTimeout)
+	c.ReadLimit = cmp.Or(c.ReadLimit, DefaultLiveReadLimit)
+	c.EphemeralConnRate = cmp.Or(c.EphemeralConnRate, DefaultLiveEphemeralConnRate)
+	c.EphemeralConnBurst = cmp.Or(c.EphemeralConnBurst, DefaultLiveEphemeralConnBurst)
+	c.EphemeralUserRate = cmp.Or(c.EphemeralUserRate, DefaultLiveEphemeralUserRate)
+	c.EphemeralUserBurst = cmp.Or(c.EphemeralUserBurst, DefaultLiveEphemeralUserBurst)
+	c.EphemeralUsers = cmp.Or(c.EphemeralUsers, DefaultLiveEphemeralUsers)
+	c.EphemeralMaxDrops = cmp.Or(c.EphemeralMaxDrops, DefaultLiveEphemeralMaxDrops)
+	c.EphemeralDropWindow = cmp.Or(c.EphemeralDropWindow, DefaultLiveEphemeralDropWindow)
 	return c
 }
 
 // Validate reports the first field that is out of range.
 func (c LiveConfig) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.MaxConnections < 1:
-		return fmt.Errorf("api: Live.MaxConnections %d is below 1", c.MaxConnections)
-	case c.MaxPerUser < 1:
-		return fmt.Errorf("api: Live.MaxPerUser %d is below 1", c.MaxPerUser)
-	case c.MaxDevices < 1:
-		return fmt.Errorf("api: Live.MaxDevices %d is below 1", c.MaxDevices)
-	case c.MaxUnauthenticatedPerAddr < 1:
-		return fmt.Errorf("api: Live.MaxUnauthenticatedPerAddr %d is below 1", c.MaxUnauthenticatedPerAddr)
-	case c.MaxQueueBytes < 4096:
-		return fmt.Errorf("api: Live.MaxQueueBytes %d is below 4096", c.MaxQueueBytes)
-	case c.WriteDelay > maxLiveWriteDelay:
-		return fmt.Errorf("api: Live.WriteDelay %s is above %s (it adds to every push's latency)", c.WriteDelay, maxLiveWriteDelay)
-	case c.Heartbeat < 10*time.Millisecond:
-		return fmt.Errorf("api: Live.Heartbeat %s is below 10ms", c.Heartbeat)
-	case c.HeartbeatTimeout <= c.Heartbeat:
-		return fmt.Errorf("api: Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat)
-	case c.PresenceTTL <= c.Heartbeat:
-		return fmt.Errorf("api: Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat)
-	case c.ReplayMax < 0:
-		return fmt.Errorf("api: Live.ReplayMax %d is negative", c.ReplayMax)
-	case c.MaxPending < 1:
-		return fmt.Errorf("api: Live.MaxPending %d is below 1", c.MaxPending)
-	case c.ReadLimit < 1024:
-		return fmt.Errorf("api: Live.ReadLimit %d is below 1024", c.ReadLimit)
-	case c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0:
-		return fmt.Errorf("api: Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate)
-	case c.EphemeralConnBurst < 1 || c.EphemeralUserBurst < 1:
-		return fmt.Errorf("api: Live.EphemeralConnBurst %d and EphemeralUserBurst %d must be at least 1", c.EphemeralConnBurst, c.EphemeralUserBurst)
-	case c.EphemeralUsers < 1:
-		return fmt.Errorf("api: Live.EphemeralUsers %d is below 1", c.EphemeralUsers)
-	case c.EphemeralMaxDrops < 1:
-		return fmt.Errorf("api: Live.EphemeralMaxDrops %d is below 1", c.EphemeralMaxDrops)
-	case c.EphemeralDropWindow <= 0:
-		return fmt.Errorf("api: Live.EphemeralDropWindow %s is not positive", c.EphemeralDropWindow)
+	if err := bounds.First("api",
+		bounds.Min("Live.MaxConnections", c.MaxConnections, 1),
+		bounds.Min("Live.MaxPerUser", c.MaxPerUser, 1),
+		bounds.Min("Live.MaxDevices", c.MaxDevices, 1),
+		bounds.Min("Live.MaxUnauthenticatedPerAddr", c.MaxUnauthenticatedPerAddr, 1),
+		bounds.Min("Live.MaxQueueBytes", c.MaxQueueBytes, 4096),
+		bounds.If(c.WriteDelay > maxLiveWriteDelay, "Live.WriteDelay %s is above %s (it adds to every push's latency)", c.WriteDelay, maxLiveWriteDelay),
+		bounds.Min("Live.Heartbeat", c.Heartbeat, 10*time.Millisecond),
+		bounds.If(c.HeartbeatTimeout <= c.Heartbeat, "Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat),
+		bounds.If(c.PresenceTTL <= c.Heartbeat, "Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat),
+		bounds.NotNegative("Live.ReplayMax", c.ReplayMax),
+		bounds.Min("Live.MaxPending", c.MaxPending, 1),
+		bounds.Min("Live.ReadLimit", c.ReadLimit, 1024),
+		bounds.If(c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0, "Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate),
+		bounds.If(c.EphemeralConnBurst < 1 || c.EphemeralUserBurst < 1, "Live.EphemeralConnBurst %d and EphemeralUserBurst %d must be at least 1", c.EphemeralConnBurst, c.EphemeralUserBurst),
+		bounds.Min("Live.EphemeralUsers", c.EphemeralUsers, 1),
+		bounds.Min("Live.EphemeralMaxDrops", c.EphemeralMaxDrops, 1),
+		bounds.Positive("Live.EphemeralDropWindow", c.EphemeralDropWindow),
+	); err != nil {
+		return err
 	}
 	for i, d := range c.Repush {
 		if d <= 0 {

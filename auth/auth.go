@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -46,12 +48,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
-	if c.Leeway == 0 {
-		c.Leeway = DefaultLeeway
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.Leeway = cmp.Or(c.Leeway, DefaultLeeway)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -61,15 +59,11 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case len(c.Secret) < MinSecretBytes:
-		return fmt.Errorf("auth: Secret is %d bytes, fewer than %d", len(c.Secret), MinSecretBytes)
-	case c.TTL < 0:
-		return fmt.Errorf("auth: TTL %s is negative", c.TTL)
-	case c.Leeway < 0:
-		return fmt.Errorf("auth: Leeway %s is negative", c.Leeway)
-	}
-	return nil
+	return bounds.First("auth",
+		bounds.If(len(c.Secret) < MinSecretBytes, "Secret is %d bytes, fewer than %d", len(c.Secret), MinSecretBytes),
+		bounds.NotNegative("TTL", c.TTL),
+		bounds.NotNegative("Leeway", c.Leeway),
+	)
 }
 
 // Identity is who a verified token speaks for, and for how long.

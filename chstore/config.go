@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -68,37 +69,19 @@ const (
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (c Config) withDefaults() Config {
-	setString(&c.Addr, DefaultAddr)
-	setString(&c.Database, DefaultDatabase)
-	setString(&c.Username, DefaultUsername)
-	setDuration(&c.DialTimeout, DefaultDialTimeout)
-	setDuration(&c.ReadTimeout, DefaultReadTimeout)
-	setDuration(&c.QueryTimeout, DefaultQueryTimeout)
-	setDuration(&c.InsertTimeout, DefaultInsertTimeout)
-	setDuration(&c.DDLTimeout, DefaultDDLTimeout)
-	setDuration(&c.AnalystTimeout, DefaultAnalystTimeout)
-	if c.AnalystMaxRows == 0 {
-		c.AnalystMaxRows = DefaultAnalystMaxRows
-	}
-	if c.MaxOpenConns == 0 {
-		c.MaxOpenConns = DefaultMaxOpenConns
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Addr = cmp.Or(c.Addr, DefaultAddr)
+	c.Database = cmp.Or(c.Database, DefaultDatabase)
+	c.Username = cmp.Or(c.Username, DefaultUsername)
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
+	c.QueryTimeout = cmp.Or(c.QueryTimeout, DefaultQueryTimeout)
+	c.InsertTimeout = cmp.Or(c.InsertTimeout, DefaultInsertTimeout)
+	c.DDLTimeout = cmp.Or(c.DDLTimeout, DefaultDDLTimeout)
+	c.AnalystTimeout = cmp.Or(c.AnalystTimeout, DefaultAnalystTimeout)
+	c.AnalystMaxRows = cmp.Or(c.AnalystMaxRows, DefaultAnalystMaxRows)
+	c.MaxOpenConns = cmp.Or(c.MaxOpenConns, DefaultMaxOpenConns)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
-}
-
-func setString(v *string, def string) {
-	if *v == "" {
-		*v = def
-	}
-}
-
-func setDuration(v *time.Duration, def time.Duration) {
-	if *v == 0 {
-		*v = def
-	}
 }
 
 // Validate reports the first field that is out of range.

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"cmp"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -45,20 +46,14 @@ type Limits struct {
 	RecordBytes int
 }
 
-// WithDefaults fills the zero fields.
+// WithDefaults fills the zero fields (a negative one takes its default
+// too: Validate refuses it, but a caller that skips Validate gets a limit
+// that can work).
 func (l Limits) WithDefaults() Limits {
-	if l.BodyBytes <= 0 {
-		l.BodyBytes = DefaultMaxBodyBytes
-	}
-	if l.Mentions <= 0 {
-		l.Mentions = DefaultMaxMentions
-	}
-	if l.Recipients <= 0 {
-		l.Recipients = DefaultMaxRecipients
-	}
-	if l.RecordBytes <= 0 {
-		l.RecordBytes = DefaultMaxRecordBytes
-	}
+	l.BodyBytes = cmp.Or(max(l.BodyBytes, 0), DefaultMaxBodyBytes)
+	l.Mentions = cmp.Or(max(l.Mentions, 0), DefaultMaxMentions)
+	l.Recipients = cmp.Or(max(l.Recipients, 0), DefaultMaxRecipients)
+	l.RecordBytes = cmp.Or(max(l.RecordBytes, 0), DefaultMaxRecordBytes)
 	return l
 }
 

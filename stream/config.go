@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,33 +74,15 @@ var ErrInvalidConfig = errors.New("invalid stream config")
 
 // withDefaults returns a copy of c with every zero field defaulted.
 func (c Config) withDefaults() Config {
-	if c.ClientID == "" {
-		c.ClientID = c.Group
-	}
-	if c.MaxPollRecords == 0 {
-		c.MaxPollRecords = DefaultMaxPollRecords
-	}
-	if c.RetryMin == 0 {
-		c.RetryMin = DefaultRetryMin
-	}
-	if c.RetryMax == 0 {
-		c.RetryMax = max(DefaultRetryMax, c.RetryMin)
-	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = DefaultCommitTimeout
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
-	if c.LagInterval == 0 {
-		c.LagInterval = DefaultLagInterval
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.ClientID = cmp.Or(c.ClientID, c.Group)
+	c.MaxPollRecords = cmp.Or(c.MaxPollRecords, DefaultMaxPollRecords)
+	c.RetryMin = cmp.Or(c.RetryMin, DefaultRetryMin)
+	c.RetryMax = cmp.Or(c.RetryMax, max(DefaultRetryMax, c.RetryMin))
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, DefaultCommitTimeout)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
+	c.LagInterval = cmp.Or(c.LagInterval, DefaultLagInterval)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

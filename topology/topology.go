@@ -20,7 +20,9 @@ type Stage struct {
 	Group string
 	// Inputs are the topics the group consumes.
 	Inputs []string
-	// Outputs are the topics the stage's handler produces to.
+	// Outputs are the topics the stage's handler produces to; whoever
+	// wires the handler or reads what it wrote takes the topic from here
+	// (cmd/offlinebox gives it to the fanout worker, bench/chaos reads it).
 	Outputs []string
 	// DeadLetterTopic receives the records the handler gives up on.
 	DeadLetterTopic string

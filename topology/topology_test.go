@@ -3,6 +3,8 @@ package topology
 import (
 	"slices"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/schemas"
 )
 
 func TestEveryStageHasAGroupOfItsOwnAndRunsOnThePipelinesTopics(t *testing.T) {
@@ -25,6 +27,26 @@ func TestEveryStageHasAGroupOfItsOwnAndRunsOnThePipelinesTopics(t *testing.T) {
 				t.Errorf("runner config: %v", err)
 			}
 		})
+	}
+}
+
+func TestEveryTopicAStageReadsIsWrittenByAStageOrTheAPIOrTheRunners(t *testing.T) {
+	// The API produces im.messages and im.receipts; every runner writes
+	// its stage's dead letters.
+	written := []string{schemas.TopicMessages, schemas.TopicReceipts}
+	for _, s := range Stages() {
+		written = append(written, s.Outputs...)
+		written = append(written, s.DeadLetterTopic)
+	}
+	for _, s := range Stages() {
+		for _, topic := range s.Inputs {
+			if !slices.Contains(written, topic) {
+				t.Errorf("%s reads %q, which no stage, runner or the API writes", s.Name, topic)
+			}
+		}
+	}
+	if got := Fanout().Outputs; !slices.Equal(got, []string{schemas.TopicSequenced}) {
+		t.Errorf("fanout's outputs are %v, want only %s (the worker produces there)", got, schemas.TopicSequenced)
 	}
 }
 

@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -37,18 +39,10 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	if c.ScanCount == 0 {
-		c.ScanCount = DefaultScanCount
-	}
-	if c.Chunk == 0 {
-		c.Chunk = DefaultChunk
-	}
-	if c.MaxProblems == 0 {
-		c.MaxProblems = DefaultMaxProblems
-	}
-	if c.MaxCachedEntries == 0 {
-		c.MaxCachedEntries = DefaultMaxCachedEntries
-	}
+	c.ScanCount = cmp.Or(c.ScanCount, DefaultScanCount)
+	c.Chunk = cmp.Or(c.Chunk, DefaultChunk)
+	c.MaxProblems = cmp.Or(c.MaxProblems, DefaultMaxProblems)
+	c.MaxCachedEntries = cmp.Or(c.MaxCachedEntries, DefaultMaxCachedEntries)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -58,19 +52,13 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.ScanCount < 1:
-		return fmt.Errorf("verify: ScanCount %d is below 1", c.ScanCount)
-	case c.Chunk < 1:
-		return fmt.Errorf("verify: Chunk %d is below 1", c.Chunk)
-	case c.MaxProblems < 1:
-		return fmt.Errorf("verify: MaxProblems %d is below 1", c.MaxProblems)
-	case c.MaxCachedEntries < 1:
-		return fmt.Errorf("verify: MaxCachedEntries %d is below 1", c.MaxCachedEntries)
-	case c.MentionWindow < 0:
-		return fmt.Errorf("verify: MentionWindow %v is negative", c.MentionWindow)
-	}
-	return nil
+	return bounds.First("verify",
+		bounds.Min("ScanCount", c.ScanCount, 1),
+		bounds.Min("Chunk", c.Chunk, 1),
+		bounds.Min("MaxProblems", c.MaxProblems, 1),
+		bounds.Min("MaxCachedEntries", c.MaxCachedEntries, 1),
+		bounds.NotNegative("MentionWindow", c.MentionWindow),
+	)
 }
 
 // Checker checks a store. It only reads.

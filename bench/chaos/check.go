@@ -10,6 +10,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
 	"github.com/offlinebox/offlinebox/verify"
 )
 
@@ -180,7 +181,7 @@ func (c seqCheck) ok() bool {
 }
 
 func (e *env) checkSeqs(ctx context.Context, placed map[checker.Place]map[string]bool) (seqCheck, error) {
-	recs, err := readTopic(ctx, e.brokers, schemas.TopicSequenced)
+	recs, err := readTopic(ctx, e.brokers, topology.Fanout().Outputs[0])
 	if err != nil {
 		return seqCheck{}, err
 	}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -66,18 +67,13 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Users, DefaultUsers)
-	def(&c.DevicesPerUser, DefaultDevicesPerUser)
-	def(&c.Directs, DefaultDirects)
-	def(&c.Groups, DefaultGroups)
-	def(&c.GroupSize, DefaultGroupSize)
-	def(&c.Messages, DefaultMessages)
-	def(&c.BodyBytes, DefaultBodyBytes)
+	c.Users = cmp.Or(c.Users, DefaultUsers)
+	c.DevicesPerUser = cmp.Or(c.DevicesPerUser, DefaultDevicesPerUser)
+	c.Directs = cmp.Or(c.Directs, DefaultDirects)
+	c.Groups = cmp.Or(c.Groups, DefaultGroups)
+	c.GroupSize = cmp.Or(c.GroupSize, DefaultGroupSize)
+	c.Messages = cmp.Or(c.Messages, DefaultMessages)
+	c.BodyBytes = cmp.Or(c.BodyBytes, DefaultBodyBytes)
 	return c
 }
 

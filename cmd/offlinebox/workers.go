@@ -187,14 +187,16 @@ func (p *processes) router() *redisstore.InboxRouter {
 }
 
 func (p *processes) fanoutWorker() (workerSpec, func(), error) {
+	stage := topology.Fanout()
 	f, err := fanout.New(fanout.Config{
-		Store: p.storeConfig(), Brokers: p.cfg.kafkaBrokers(), HotRedis: p.hotClient(), HotRoute: p.hot != nil,
+		Store: p.storeConfig(), SequencedTopic: stage.Outputs[0], Brokers: p.cfg.kafkaBrokers(),
+		HotRedis: p.hotClient(), HotRoute: p.hot != nil,
 		Logger: slog.Default().With("worker", "fanout"), Metrics: p.metrics,
 	}, p.rdb, p.producer)
 	if err != nil {
 		return workerSpec{}, nil, err
 	}
-	return workerSpec{stage: topology.Fanout(), handler: f, registry: p.metrics}, f.Close, nil
+	return workerSpec{stage: stage, handler: f, registry: p.metrics}, f.Close, nil
 }
 
 func (p *processes) convindexWorker() (workerSpec, error) {

@@ -1,11 +1,13 @@
 package census
 
 import (
-	"fmt"
+	"cmp"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Defaults of Config.
@@ -43,24 +45,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Every == 0 {
-		c.Every = DefaultEvery
-	}
-	if c.Pause == 0 {
-		c.Pause = DefaultPause
-	}
-	if c.StepCount == 0 {
-		c.StepCount = DefaultStepCount
-	}
-	if c.IdleAfter == 0 {
-		c.IdleAfter = DefaultIdleAfter
-	}
-	if c.DriftThreshold == 0 {
-		c.DriftThreshold = DefaultDriftThreshold
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Every = cmp.Or(c.Every, DefaultEvery)
+	c.Pause = cmp.Or(c.Pause, DefaultPause)
+	c.StepCount = cmp.Or(c.StepCount, DefaultStepCount)
+	c.IdleAfter = cmp.Or(c.IdleAfter, DefaultIdleAfter)
+	c.DriftThreshold = cmp.Or(c.DriftThreshold, DefaultDriftThreshold)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -70,15 +60,10 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.Every < 0:
-		return fmt.Errorf("census: Config.Every %s is negative", c.Every)
-	case c.Pause < 0:
-		return fmt.Errorf("census: Config.Pause %s is negative", c.Pause)
-	case c.StepCount < 1:
-		return fmt.Errorf("census: Config.StepCount %d is below 1", c.StepCount)
-	case c.IdleAfter < 0:
-		return fmt.Errorf("census: Config.IdleAfter %s is negative", c.IdleAfter)
-	}
-	return nil
+	return bounds.First("census",
+		bounds.NotNegative("Config.Every", c.Every),
+		bounds.NotNegative("Config.Pause", c.Pause),
+		bounds.Min("Config.StepCount", c.StepCount, 1),
+		bounds.NotNegative("Config.IdleAfter", c.IdleAfter),
+	)
 }

@@ -1,6 +1,7 @@
 package convindex
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 
@@ -23,15 +24,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.SequencedTopic == "" {
-		c.SequencedTopic = schemas.TopicSequenced
-	}
-	if c.ReceiptsTopic == "" {
-		c.ReceiptsTopic = schemas.TopicReceipts
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.SequencedTopic = cmp.Or(c.SequencedTopic, schemas.TopicSequenced)
+	c.ReceiptsTopic = cmp.Or(c.ReceiptsTopic, schemas.TopicReceipts)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -1,12 +1,14 @@
 package expiry
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 )
@@ -69,40 +71,24 @@ const (
 )
 
 func (c Config) withDefaults() Config {
-	setDuration(&c.HistoryRetention, DefaultHistoryRetention)
-	setDuration(&c.Interval, DefaultInterval)
-	setDuration(&c.HistoryTrimInterval, DefaultHistoryTrim)
-	setDuration(&c.Lease, DefaultLease)
-	setDuration(&c.RetryMin, DefaultRetryMin)
-	setDuration(&c.RetryMax, DefaultRetryMax)
-	if c.HistoryBatch == 0 {
-		c.HistoryBatch = DefaultHistoryBatch
-	}
+	c.HistoryRetention = cmp.Or(c.HistoryRetention, DefaultHistoryRetention)
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
+	c.HistoryTrimInterval = cmp.Or(c.HistoryTrimInterval, DefaultHistoryTrim)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.RetryMin = cmp.Or(c.RetryMin, DefaultRetryMin)
+	c.RetryMax = cmp.Or(c.RetryMax, DefaultRetryMax)
+	c.HistoryBatch = cmp.Or(c.HistoryBatch, DefaultHistoryBatch)
 	if c.Policies == nil {
 		c.Policies = retention.Fixed(retention.FromRetention(c.Retention, c.HistoryRetention))
 	}
-	if c.ScanCount == 0 {
-		c.ScanCount = DefaultScanCount
-	}
-	if c.MaxPerCall == 0 {
-		c.MaxPerCall = DefaultMaxPerCall
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
+	c.ScanCount = cmp.Or(c.ScanCount, DefaultScanCount)
+	c.MaxPerCall = cmp.Or(c.MaxPerCall, DefaultMaxPerCall)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
-}
-
-func setDuration(v *time.Duration, def time.Duration) {
-	if *v == 0 {
-		*v = def
-	}
 }
 
 // Validate reports the first field that is out of range.
@@ -111,29 +97,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("expiry: Retention: %w", err)
 	}
 	c = c.withDefaults()
-	switch {
-	case c.HistoryRetention < 31*24*time.Hour:
+	return bounds.First("expiry",
 		// Partitions are months: a shorter retention would drop the
 		// month still being written.
-		return fmt.Errorf("expiry: HistoryRetention %s is below 31 days", c.HistoryRetention)
-	case c.Interval < time.Second:
-		return fmt.Errorf("expiry: Interval %s is below 1s", c.Interval)
-	case c.HistoryTrimInterval < time.Second:
-		return fmt.Errorf("expiry: HistoryTrimInterval %s is below 1s", c.HistoryTrimInterval)
-	case c.HistoryBatch < 1:
-		return fmt.Errorf("expiry: HistoryBatch %d is below 1", c.HistoryBatch)
-	case c.ScanCount < 1:
-		return fmt.Errorf("expiry: ScanCount %d is below 1", c.ScanCount)
-	case c.MaxPerCall < 1:
-		return fmt.Errorf("expiry: MaxPerCall %d is below 1", c.MaxPerCall)
-	case c.Concurrency < 1:
-		return fmt.Errorf("expiry: Concurrency %d is below 1", c.Concurrency)
-	case c.Lease < time.Second:
-		return fmt.Errorf("expiry: Lease %s is below 1s", c.Lease)
-	case c.RetryMin <= 0:
-		return fmt.Errorf("expiry: RetryMin %s is not positive", c.RetryMin)
-	case c.RetryMax < c.RetryMin:
-		return fmt.Errorf("expiry: RetryMax %s is below RetryMin %s", c.RetryMax, c.RetryMin)
-	}
-	return nil
+		bounds.If(c.HistoryRetention < 31*24*time.Hour, "HistoryRetention %s is below 31 days", c.HistoryRetention),
+		bounds.Min("Interval", c.Interval, time.Second),
+		bounds.Min("HistoryTrimInterval", c.HistoryTrimInterval, time.Second),
+		bounds.Min("HistoryBatch", c.HistoryBatch, 1),
+		bounds.Min("ScanCount", c.ScanCount, 1),
+		bounds.Min("MaxPerCall", c.MaxPerCall, 1),
+		bounds.Min("Concurrency", c.Concurrency, 1),
+		bounds.Min("Lease", c.Lease, time.Second),
+		bounds.Positive("RetryMin", c.RetryMin),
+		bounds.If(c.RetryMax < c.RetryMin, "RetryMax %s is below RetryMin %s", c.RetryMax, c.RetryMin),
+	)
 }

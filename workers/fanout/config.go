@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -98,52 +100,24 @@ const (
 const RecommendedMaxPollRecords = 2000
 
 func (c Config) withDefaults() Config {
-	if c.SequencedTopic == "" {
-		c.SequencedTopic = schemas.TopicSequenced
-	}
+	c.SequencedTopic = cmp.Or(c.SequencedTopic, schemas.TopicSequenced)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MergeSize == 0 {
-		c.MergeSize = DefaultMergeSize
-	}
-	if c.Conversations == 0 {
-		c.Conversations = DefaultConversations
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.TasksPerConversation == 0 {
-		c.TasksPerConversation = DefaultTasksPerConversation
-	}
-	if c.RecipientChunk == 0 {
-		c.RecipientChunk = DefaultRecipientChunk
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
-	if c.RestoreTimeout == 0 {
-		c.RestoreTimeout = DefaultRestoreTimeout
-	}
-	if c.RestoreChunk == 0 {
-		c.RestoreChunk = DefaultRestoreChunk
-	}
-	if c.EvictionRecheck == 0 {
-		c.EvictionRecheck = DefaultEvictionRecheck
-	}
-	if c.HotWindow == 0 {
-		c.HotWindow = DefaultHotWindow
-	}
-	if c.HotFactor == 0 {
-		c.HotFactor = DefaultHotFactor
-	}
-	if c.HotMinWrites == 0 {
-		c.HotMinWrites = DefaultHotMinWrites
-	}
+	c.MergeSize = cmp.Or(c.MergeSize, DefaultMergeSize)
+	c.Conversations = cmp.Or(c.Conversations, DefaultConversations)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.TasksPerConversation = cmp.Or(c.TasksPerConversation, DefaultTasksPerConversation)
+	c.RecipientChunk = cmp.Or(c.RecipientChunk, DefaultRecipientChunk)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
+	c.RestoreTimeout = cmp.Or(c.RestoreTimeout, DefaultRestoreTimeout)
+	c.RestoreChunk = cmp.Or(c.RestoreChunk, DefaultRestoreChunk)
+	c.EvictionRecheck = cmp.Or(c.EvictionRecheck, DefaultEvictionRecheck)
+	c.HotWindow = cmp.Or(c.HotWindow, DefaultHotWindow)
+	c.HotFactor = cmp.Or(c.HotFactor, DefaultHotFactor)
+	c.HotMinWrites = cmp.Or(c.HotMinWrites, DefaultHotMinWrites)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -156,37 +130,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fanout: %w", err)
 	}
 	c = c.withDefaults()
-	switch {
-	case c.MergeSize < 1:
-		return fmt.Errorf("fanout: MergeSize %d is below 1", c.MergeSize)
-	case c.Conversations < 1:
-		return fmt.Errorf("fanout: Conversations %d is below 1", c.Conversations)
-	case c.TasksPerConversation < 1:
-		return fmt.Errorf("fanout: TasksPerConversation %d is below 1", c.TasksPerConversation)
-	case c.Workers < c.TasksPerConversation:
-		return fmt.Errorf("fanout: Workers %d is below TasksPerConversation %d", c.Workers, c.TasksPerConversation)
-	case c.RecipientChunk < 1:
-		return fmt.Errorf("fanout: RecipientChunk %d is below 1", c.RecipientChunk)
-	case c.ProduceTimeout < 0:
-		return fmt.Errorf("fanout: ProduceTimeout %s is negative", c.ProduceTimeout)
-	case len(c.Brokers) == 0:
-		return fmt.Errorf("fanout: Brokers is empty: a restore reads %s from them", c.SequencedTopic)
-	case c.RestoreTimeout < time.Second:
-		return fmt.Errorf("fanout: RestoreTimeout %s is below 1s", c.RestoreTimeout)
-	case c.RestoreChunk < 1:
-		return fmt.Errorf("fanout: RestoreChunk %d is below 1", c.RestoreChunk)
-	case c.EvictionRecheck < 0:
-		return fmt.Errorf("fanout: EvictionRecheck %s is negative", c.EvictionRecheck)
-	case c.HotRoute && c.HotRedis == nil:
-		return fmt.Errorf("fanout: HotRoute needs HotRedis")
-	case c.HotWindow < time.Second:
-		return fmt.Errorf("fanout: HotWindow %s is below 1s", c.HotWindow)
-	case c.HotFactor <= 1:
-		return fmt.Errorf("fanout: HotFactor %g is not above 1", c.HotFactor)
-	case c.HotMinWrites < 1:
-		return fmt.Errorf("fanout: HotMinWrites %d is below 1", c.HotMinWrites)
-	case c.RouterRefresh < 0:
-		return fmt.Errorf("fanout: RouterRefresh %s is negative", c.RouterRefresh)
-	}
-	return nil
+	return bounds.First("fanout",
+		bounds.Min("MergeSize", c.MergeSize, 1),
+		bounds.Min("Conversations", c.Conversations, 1),
+		bounds.Min("TasksPerConversation", c.TasksPerConversation, 1),
+		bounds.If(c.Workers < c.TasksPerConversation, "Workers %d is below TasksPerConversation %d", c.Workers, c.TasksPerConversation),
+		bounds.Min("RecipientChunk", c.RecipientChunk, 1),
+		bounds.NotNegative("ProduceTimeout", c.ProduceTimeout),
+		bounds.If(len(c.Brokers) == 0, "Brokers is empty: a restore reads %s from them", c.SequencedTopic),
+		bounds.Min("RestoreTimeout", c.RestoreTimeout, time.Second),
+		bounds.Min("RestoreChunk", c.RestoreChunk, 1),
+		bounds.NotNegative("EvictionRecheck", c.EvictionRecheck),
+		bounds.If(c.HotRoute && c.HotRedis == nil, "HotRoute needs HotRedis"),
+		bounds.Min("HotWindow", c.HotWindow, time.Second),
+		bounds.Above("HotFactor", c.HotFactor, 1),
+		bounds.Min("HotMinWrites", c.HotMinWrites, 1),
+		bounds.NotNegative("RouterRefresh", c.RouterRefresh),
+	)
 }

@@ -1,11 +1,13 @@
 package history
 
 import (
-	"fmt"
+	"cmp"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Config tunes the history sink. Zero values take the defaults.
@@ -38,31 +40,19 @@ const (
 const RecommendedMaxPollRecords = 10000
 
 func (c Config) withDefaults() Config {
-	if c.MaxBatchRows == 0 {
-		c.MaxBatchRows = DefaultMaxBatchRows
-	}
-	if c.MaxBatchBytes == 0 {
-		c.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if c.InsertTimeout == 0 {
-		c.InsertTimeout = DefaultInsertTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.MaxBatchRows = cmp.Or(c.MaxBatchRows, DefaultMaxBatchRows)
+	c.MaxBatchBytes = cmp.Or(c.MaxBatchBytes, DefaultMaxBatchBytes)
+	c.InsertTimeout = cmp.Or(c.InsertTimeout, DefaultInsertTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.MaxBatchRows < 1:
-		return fmt.Errorf("history: MaxBatchRows %d is below 1", c.MaxBatchRows)
-	case c.MaxBatchBytes < 1:
-		return fmt.Errorf("history: MaxBatchBytes %d is below 1", c.MaxBatchBytes)
-	case c.InsertTimeout < 0:
-		return fmt.Errorf("history: InsertTimeout %s is negative", c.InsertTimeout)
-	}
-	return nil
+	return bounds.First("history",
+		bounds.Min("MaxBatchRows", c.MaxBatchRows, 1),
+		bounds.Min("MaxBatchBytes", c.MaxBatchBytes, 1),
+		bounds.NotNegative("InsertTimeout", c.InsertTimeout),
+	)
 }

@@ -1,12 +1,14 @@
 package push
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -37,25 +39,15 @@ type Config struct {
 const DefaultMemberCache = 10_000
 
 func (c Config) withDefaults() Config {
-	if c.SequencedTopic == "" {
-		c.SequencedTopic = schemas.TopicSequenced
-	}
-	if c.MessagesTopic == "" {
-		c.MessagesTopic = schemas.TopicMessages
-	}
-	if c.DeadLetterTopic == "" {
-		c.DeadLetterTopic = schemas.TopicDeadLetter
-	}
+	c.SequencedTopic = cmp.Or(c.SequencedTopic, schemas.TopicSequenced)
+	c.MessagesTopic = cmp.Or(c.MessagesTopic, schemas.TopicMessages)
+	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, schemas.TopicDeadLetter)
 	c.Limits = c.Limits.WithDefaults()
-	if c.MemberCache == 0 {
-		c.MemberCache = DefaultMemberCache
-	}
+	c.MemberCache = cmp.Or(c.MemberCache, DefaultMemberCache)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -68,13 +60,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("push: %w", err)
 	}
 	c = c.withDefaults()
-	switch {
-	case c.MemberCache < 1:
-		return fmt.Errorf("push: MemberCache %d is below 1", c.MemberCache)
-	case c.SequencedTopic == c.MessagesTopic:
-		return fmt.Errorf("push: SequencedTopic and MessagesTopic are both %q", c.SequencedTopic)
-	}
-	return nil
+	return bounds.First("push",
+		bounds.Min("MemberCache", c.MemberCache, 1),
+		bounds.If(c.SequencedTopic == c.MessagesTopic, "SequencedTopic and MessagesTopic are both %q", c.SequencedTopic),
+	)
 }
 
 // UnusedDeadLetterTopic is the dead-letter topic to give the runner of the
