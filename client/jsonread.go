@@ -419,11 +419,33 @@ func asciiEqualFold(s string, b []byte) bool {
 	return true
 }
 
-// seen marks field bit of an object as read; a key read twice leaves the
-// answer to encoding/json, which merges repeated values.
-func (r *jsonReader) seen(mask *uint32, bit uint32) {
-	if *mask&bit != 0 {
-		r.fail(errReflectOnly)
+// object reads an object's members. field reads the value of a key it
+// knows and says which field it was (a bit of its own, 0 to 31), or is -1
+// for a key it does not know and leaves its value unread: unknown skips
+// it, keys being the fields' names. A key read twice leaves the answer to
+// encoding/json, which merges repeated values. object is true once the
+// object is opened (false for a null, consumed, and on an error).
+func (r *jsonReader) object(keys []string, field func(key []byte) int) bool {
+	if !r.open('{') {
+		return false
 	}
-	*mask |= bit
+	var seen uint32
+	for first := true; r.more(&first, '}'); {
+		k := r.key()
+		if r.err != nil {
+			break
+		}
+		bit := field(k)
+		if bit < 0 {
+			r.unknown(k, keys...)
+			continue
+		}
+		if seen&(1<<bit) != 0 {
+			// The answer goes to encoding/json whatever reading the value
+			// again did: as if the key had been refused before its value.
+			r.err = errReflectOnly
+		}
+		seen |= 1 << bit
+	}
+	return true
 }

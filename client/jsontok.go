@@ -105,6 +105,16 @@ func (t *tokenizer) literal(word string) {
 	t.pos += len(word)
 }
 
+// null consumes a null if one is next; false for any other value (left
+// unread) and on an error.
+func (t *tokenizer) null() bool {
+	if t.err != nil || t.peek() != 'n' {
+		return false
+	}
+	t.literal("null")
+	return t.err == nil
+}
+
 // open consumes the opening of an object or array ('{' or '['); it is
 // false for a null (consumed) and on an error.
 func (t *tokenizer) open(c byte) bool {
