@@ -1,20 +1,19 @@
 package client
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// A reader for the client's large answers, without reflection: a cursor
-// over the bytes that the walkers of wire_decode.go move field by field.
-// It accepts what encoding/json accepts (the whole input is checked,
+// A reader for the client's large answers, without reflection: the
+// values of the answers' types (strings, interned names, numbers in
+// range, base64 bodies, arrays, objects of known keys) read through the
+// tokenizer of jsontok.go, by the walkers of wire_decode.go, field by
+// field. It accepts what encoding/json accepts (the whole input is checked,
 // nesting is bounded as encoding/json bounds it; numbers are refused out
 // of range, with a fraction or exponent, or signed for an unsigned field,
 // as strconv refuses them for encoding/json) and gives the same values
@@ -34,16 +33,8 @@ import (
 // body given as an array of numbers). The server sends none of them.
 var errReflectOnly = errors.New("answer shape left to encoding/json")
 
-// maxNestingDepth is encoding/json's bound on nesting.
-const maxNestingDepth = 10000
-
 type jsonReader struct {
-	data  []byte
-	pos   int
-	depth int
-	err   error
-	// buf holds an unescaped string or key until it is copied.
-	buf []byte
+	tokenizer
 	// names interns the strings an answer repeats (senders, members,
 	// conversation ids) for the length of one decode.
 	names [256]string
@@ -82,7 +73,7 @@ var readers = sync.Pool{New: func() any { return new(jsonReader) }}
 // newJSONReader is a reader of data; release gives it back.
 func newJSONReader(data []byte) *jsonReader {
 	r := readers.Get().(*jsonReader)
-	r.data, r.pos, r.depth, r.err = data, 0, 0, nil
+	r.reset(data)
 	return r
 }
 
@@ -104,324 +95,6 @@ func (r *jsonReader) release() {
 		r.msgs = nil
 	}
 	readers.Put(r)
-}
-
-// fail keeps the first error; every step after it does nothing.
-func (r *jsonReader) fail(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-func (r *jsonReader) syntax(what string) {
-	if r.pos >= len(r.data) {
-		r.fail(fmt.Errorf("invalid JSON: unexpected end of input (%s)", what))
-		return
-	}
-	r.fail(fmt.Errorf("invalid JSON at offset %d: %s, found %q", r.pos, what, r.data[r.pos]))
-}
-
-// mismatch reports a value of the wrong type. Whether the rest of the
-// input is well-formed does not matter: encoding/json fails on it too.
-func (r *jsonReader) mismatch(want string) {
-	if r.pos >= len(r.data) {
-		r.syntax("expected " + want)
-		return
-	}
-	r.fail(fmt.Errorf("at offset %d: %q does not start %s", r.pos, r.data[r.pos], want))
-}
-
-func (r *jsonReader) space() {
-	for r.pos < len(r.data) {
-		switch r.data[r.pos] {
-		case ' ', '\t', '\n', '\r':
-			r.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek is the first byte of the next value (0 at the end).
-func (r *jsonReader) peek() byte {
-	r.space()
-	if r.pos >= len(r.data) {
-		return 0
-	}
-	return r.data[r.pos]
-}
-
-// end checks that nothing but space follows the top-level value.
-func (r *jsonReader) end() error {
-	if r.err != nil {
-		return r.err
-	}
-	r.space()
-	if r.pos != len(r.data) {
-		r.syntax("expected the end after the top-level value")
-	}
-	return r.err
-}
-
-// literal consumes word (true, false, null) at pos.
-func (r *jsonReader) literal(word string) {
-	if len(r.data)-r.pos < len(word) || string(r.data[r.pos:r.pos+len(word)]) != word {
-		r.syntax("expected " + word)
-		return
-	}
-	r.pos += len(word)
-}
-
-// open consumes the opening of an object or array ('{' or '['); it is
-// false for a null (consumed) and on an error.
-func (r *jsonReader) open(c byte) bool {
-	if r.err != nil {
-		return false
-	}
-	switch r.peek() {
-	case c:
-		r.pos++
-		r.depth++
-		if r.depth > maxNestingDepth {
-			r.fail(fmt.Errorf("invalid JSON at offset %d: nested deeper than %d", r.pos, maxNestingDepth))
-			return false
-		}
-		return true
-	case 'n':
-		r.literal("null")
-		return false
-	}
-	if c == '{' {
-		r.mismatch("an object")
-	} else {
-		r.mismatch("an array")
-	}
-	return false
-}
-
-// more walks the members of an object or the elements of an array opened
-// by open: it consumes the separator before the next one, or the closing
-// byte (and is then false). first is true until the first member.
-func (r *jsonReader) more(first *bool, closing byte) bool {
-	if r.err != nil {
-		return false
-	}
-	switch c := r.peek(); {
-	case c == closing:
-		r.pos++
-		r.depth--
-		return false
-	case *first:
-	case c == ',':
-		r.pos++
-	case closing == '}':
-		r.syntax("expected ',' or '}'")
-		return false
-	default:
-		r.syntax("expected ',' or ']'")
-		return false
-	}
-	*first = false
-	return true
-}
-
-// key reads a member's key and its colon. The bytes are valid until the
-// next string is read.
-func (r *jsonReader) key() []byte {
-	if r.peek() != '"' {
-		r.syntax("expected a string key")
-		return nil
-	}
-	k := r.stringBytes()
-	if r.err != nil {
-		return nil
-	}
-	if r.peek() != ':' {
-		r.syntax("expected ':' after a key")
-		return nil
-	}
-	r.pos++
-	return k
-}
-
-// stringBytes reads the string at pos (its quote checked by the caller).
-// Without escapes and in valid UTF-8 it is the input's own bytes;
-// otherwise it is unescaped into r.buf as encoding/json unescapes it.
-// Either way the bytes are valid until the next string.
-func (r *jsonReader) stringBytes() []byte {
-	start := r.pos + 1
-	// Keys and names are short and plain: read them a byte at a time.
-	for i := start; i < len(r.data) && i < start+24; i++ {
-		c := r.data[i]
-		if c == '"' {
-			r.pos = i + 1
-			return r.data[start:i]
-		}
-		if !plainByte[c] {
-			break
-		}
-	}
-	q := bytes.IndexByte(r.data[start:], '"')
-	if q < 0 {
-		return r.unquote(start)
-	}
-	s := r.data[start : start+q]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		return r.unquote(start)
-	}
-	control, high := scanString(s)
-	if control || (high && !utf8.Valid(s)) {
-		return r.unquote(start)
-	}
-	r.pos = start + q + 1
-	return s
-}
-
-// plainByte: an ASCII byte that a string holds as it is.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// scanString says whether s holds a control character (which a JSON
-// string may not hold raw) and whether it holds a byte outside ASCII,
-// eight bytes at a time.
-func scanString(s []byte) (control, high bool) {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	var acc, hi uint64
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := binary.LittleEndian.Uint64(s[i:])
-		acc |= (w - 0x20*ones) &^ w & highs // a byte below 0x20
-		hi |= w & highs
-	}
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 {
-			acc = 1
-		}
-		hi |= uint64(c & 0x80)
-	}
-	return acc != 0, hi != 0
-}
-
-// unquote reads a string that needs unescaping or holds invalid UTF-8,
-// from start (after its opening quote), as encoding/json's unquote does:
-// \uXXXX pairs of surrogates make one rune, a lone surrogate or an
-// invalid byte becomes U+FFFD.
-func (r *jsonReader) unquote(start int) []byte {
-	b := r.buf[:0]
-	i := start
-	for {
-		if i >= len(r.data) {
-			r.pos = i
-			r.syntax("unterminated string")
-			return nil
-		}
-		c := r.data[i]
-		switch {
-		case c == '"':
-			r.pos = i + 1
-			r.buf = b
-			return b
-		case c == '\\':
-			if i+1 >= len(r.data) {
-				r.pos = i + 1
-				r.syntax("unterminated escape")
-				return nil
-			}
-			switch e := r.data[i+1]; e {
-			case '"', '\\', '/':
-				b = append(b, e)
-				i += 2
-			case 'b':
-				b = append(b, '\b')
-				i += 2
-			case 'f':
-				b = append(b, '\f')
-				i += 2
-			case 'n':
-				b = append(b, '\n')
-				i += 2
-			case 'r':
-				b = append(b, '\r')
-				i += 2
-			case 't':
-				b = append(b, '\t')
-				i += 2
-			case 'u':
-				rr := hex4(r.data, i+2)
-				if rr < 0 {
-					r.pos = i + 2
-					r.syntax("expected four hex digits after \\u")
-					return nil
-				}
-				i += 6
-				if utf16.IsSurrogate(rr) {
-					if next := escapedRune(r.data, i); next >= 0 {
-						if dec := utf16.DecodeRune(rr, next); dec != utf8.RuneError {
-							b = utf8.AppendRune(b, dec)
-							i += 6
-							continue
-						}
-					}
-					rr = utf8.RuneError
-				}
-				b = utf8.AppendRune(b, rr)
-			default:
-				r.pos = i + 1
-				r.syntax("invalid escape")
-				return nil
-			}
-		case c < 0x20:
-			r.pos = i
-			r.syntax("control character in a string")
-			return nil
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
-		default:
-			rr, size := utf8.DecodeRune(r.data[i:])
-			if rr == utf8.RuneError && size == 1 {
-				b = utf8.AppendRune(b, utf8.RuneError)
-			} else {
-				b = append(b, r.data[i:i+size]...)
-			}
-			i += size
-		}
-	}
-}
-
-// escapedRune is the rune of a \uXXXX at i, or -1 if there is none. A
-// malformed one is left for unquote to refuse when it reaches it.
-func escapedRune(data []byte, i int) rune {
-	if i+1 >= len(data) || data[i] != '\\' || data[i+1] != 'u' {
-		return -1
-	}
-	return hex4(data, i+2)
-}
-
-func hex4(data []byte, i int) rune {
-	if i+4 > len(data) {
-		return -1
-	}
-	var v rune
-	for _, c := range data[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		v = v<<4 | rune(c)
-	}
-	return v
 }
 
 // str reads a string into dst; a null leaves dst as it is.
@@ -586,54 +259,6 @@ func (r *jsonReader) base64Bytes(dst *[]byte) {
 	*dst = b[:n]
 }
 
-// number reads a number's text, checked against JSON's grammar.
-func (r *jsonReader) number() []byte {
-	if r.err != nil {
-		return nil
-	}
-	r.space()
-	start, i, d := r.pos, r.pos, r.data
-	if i < len(d) && d[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i++; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
-		}
-	default:
-		r.pos = i
-		r.syntax("expected a digit")
-		return nil
-	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			r.pos = i
-			r.syntax("expected a digit after '.'")
-			return nil
-		}
-		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			r.pos = i
-			r.syntax("expected a digit in an exponent")
-			return nil
-		}
-		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
-		}
-	}
-	r.pos = i
-	return d[start:i]
-}
-
 // numberStart: the next value is a number; anything else but a null is
 // the wrong type.
 func (r *jsonReader) numberStart() bool {
@@ -759,39 +384,6 @@ func (r *jsonReader) bool(dst *bool) {
 	}
 }
 
-// skip reads any value (of a key the client does not know), checking it
-// as encoding/json checks it.
-func (r *jsonReader) skip() {
-	if r.err != nil {
-		return
-	}
-	switch c := r.peek(); {
-	case c == '{':
-		r.open('{')
-		for first := true; r.more(&first, '}'); {
-			r.key()
-			r.skip()
-		}
-	case c == '[':
-		r.open('[')
-		for first := true; r.more(&first, ']'); {
-			r.skip()
-		}
-	case c == '"':
-		r.stringBytes()
-	case c == 't':
-		r.literal("true")
-	case c == 'f':
-		r.literal("false")
-	case c == 'n':
-		r.literal("null")
-	case c == '-' || ('0' <= c && c <= '9'):
-		r.number()
-	default:
-		r.syntax("expected a value")
-	}
-}
-
 // unknown handles a key no field has: its value is skipped, unless the
 // key names a field in another case or in other than ASCII, which
 // encoding/json would match (see errReflectOnly).
@@ -827,11 +419,33 @@ func asciiEqualFold(s string, b []byte) bool {
 	return true
 }
 
-// seen marks field bit of an object as read; a key read twice leaves the
-// answer to encoding/json, which merges repeated values.
-func (r *jsonReader) seen(mask *uint32, bit uint32) {
-	if *mask&bit != 0 {
-		r.fail(errReflectOnly)
+// object reads an object's members. field reads the value of a key it
+// knows and says which field it was (a bit of its own, 0 to 31), or is -1
+// for a key it does not know and leaves its value unread: unknown skips
+// it, keys being the fields' names. A key read twice leaves the answer to
+// encoding/json, which merges repeated values. object is true once the
+// object is opened (false for a null, consumed, and on an error).
+func (r *jsonReader) object(keys []string, field func(key []byte) int) bool {
+	if !r.open('{') {
+		return false
 	}
-	*mask |= bit
+	var seen uint32
+	for first := true; r.more(&first, '}'); {
+		k := r.key()
+		if r.err != nil {
+			break
+		}
+		bit := field(k)
+		if bit < 0 {
+			r.unknown(k, keys...)
+			continue
+		}
+		if seen&(1<<bit) != 0 {
+			// The answer goes to encoding/json whatever reading the value
+			// again did: as if the key had been refused before its value.
+			r.err = errReflectOnly
+		}
+		seen |= 1 << bit
+	}
+	return true
 }

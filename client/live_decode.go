@@ -29,30 +29,26 @@ func decodeFrame(data []byte) (Frame, error) {
 // liveFrame reads {"type":…,"attempt":N,"message":{…}}; any other key
 // leaves the frame to encoding/json.
 func (r *jsonReader) liveFrame(f *Frame) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(nil, func(k []byte) int {
+		switch string(k) {
 		case "type":
-			r.seen(&seen, 1<<0)
 			r.str(&f.Type)
+			return 0
 		case "attempt":
-			r.seen(&seen, 1<<1)
 			r.int(&f.Attempt)
+			return 1
 		case "message":
-			r.seen(&seen, 1<<2)
 			if r.err == nil && r.peek() == 'n' {
 				r.literal("null")
 				f.Message = nil
-				continue
+				return 2
 			}
 			m := new(Message)
 			r.message(m)
 			f.Message = m
-		default:
-			r.fail(errReflectOnly)
+			return 2
 		}
-	}
+		r.fail(errReflectOnly) // so unknown, given no keys, skips nothing
+		return -1
+	})
 }

@@ -65,203 +65,189 @@ func (l *ConvList) decodeReflect(data []byte) error {
 	return nil
 }
 
-// Each walker below reads one object into a new value. A field is read
-// once: seen marks it, and a key read twice ends the walk (the answer goes
+// Each walker below reads one object into a new value through object: a
+// field is read once, and a key read twice ends the walk (the answer goes
 // to encoding/json, see errReflectOnly). A null leaves a field as it is.
+// The keys are each type's, for unknown to tell a key in another case.
+
+var syncResponseKeys = []string{"resync", "mentions", "conversations", "summaries", "omitted", "mentions_more",
+	"mentions_next"}
 
 func (r *jsonReader) syncResponse(out *SyncResponse) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(syncResponseKeys, func(k []byte) int {
+		switch string(k) {
 		case "resync":
-			r.seen(&seen, 1<<0)
 			r.bool(&out.Resync)
+			return 0
 		case "mentions":
-			r.seen(&seen, 1<<1)
 			r.mentions(&out.Mentions)
+			return 1
 		case "conversations":
-			r.seen(&seen, 1<<2)
 			r.syncConvs(&out.Conversations)
+			return 2
 		case "summaries":
-			r.seen(&seen, 1<<3)
 			r.summaries(&out.Summaries)
+			return 3
 		case "omitted":
-			r.seen(&seen, 1<<4)
 			r.int(&out.Omitted)
+			return 4
 		case "mentions_more":
-			r.seen(&seen, 1<<5)
 			r.bool(&out.MentionsMore)
+			return 5
 		case "mentions_next":
-			r.seen(&seen, 1<<6)
 			r.str(&out.MentionsNext)
-		default:
-			r.unknown(k, "resync", "mentions", "conversations", "summaries", "omitted", "mentions_more", "mentions_next")
+			return 6
 		}
-	}
+		return -1
+	})
 }
 
 func (r *jsonReader) mentions(dst *[]SyncMention) { readArray(r, dst, (*jsonReader).mention) }
 
+var mentionKeys = []string{"conv_id", "all", "message"}
+
 func (r *jsonReader) mention(m *SyncMention) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(mentionKeys, func(k []byte) int {
+		switch string(k) {
 		case "conv_id":
-			r.seen(&seen, 1<<0)
 			r.name(&m.ConvID)
+			return 0
 		case "all":
-			r.seen(&seen, 1<<1)
 			r.bool(&m.All)
+			return 1
 		case "message":
-			r.seen(&seen, 1<<2)
 			r.message(&m.Message)
-		default:
-			r.unknown(k, "conv_id", "all", "message")
+			return 2
 		}
-	}
+		return -1
+	})
 }
 
 func (r *jsonReader) syncConvs(dst *[]SyncConv) { readArray(r, dst, (*jsonReader).syncConv) }
 
+var syncConvKeys = []string{"conv_id", "kind", "large", "epoch", "max_seq", "unread", "has_more", "gap",
+	"rebase", "rebase_reason", "incomplete", "left", "messages"}
+
 func (r *jsonReader) syncConv(c *SyncConv) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(syncConvKeys, func(k []byte) int {
+		switch string(k) {
 		case "conv_id":
-			r.seen(&seen, 1<<0)
 			r.name(&c.ConvID)
+			return 0
 		case "kind":
-			r.seen(&seen, 1<<1)
 			r.word(&c.Kind)
+			return 1
 		case "large":
-			r.seen(&seen, 1<<2)
 			r.bool(&c.Large)
+			return 2
 		case "epoch":
-			r.seen(&seen, 1<<3)
 			r.uint(&c.Epoch)
+			return 3
 		case "max_seq":
-			r.seen(&seen, 1<<4)
 			r.uint(&c.MaxSeq)
+			return 4
 		case "unread":
-			r.seen(&seen, 1<<5)
 			r.uint(&c.Unread)
+			return 5
 		case "has_more":
-			r.seen(&seen, 1<<6)
 			r.bool(&c.HasMore)
+			return 6
 		case "gap":
-			r.seen(&seen, 1<<7)
 			r.gap(&c.Gap)
+			return 7
 		case "rebase":
-			r.seen(&seen, 1<<8)
 			r.bool(&c.Rebase)
+			return 8
 		case "rebase_reason":
-			r.seen(&seen, 1<<9)
 			r.str(&c.RebaseReason)
+			return 9
 		case "incomplete":
-			r.seen(&seen, 1<<10)
 			r.bool(&c.Incomplete)
+			return 10
 		case "left":
-			r.seen(&seen, 1<<11)
 			r.bool(&c.Left)
+			return 11
 		case "messages":
-			r.seen(&seen, 1<<12)
 			r.messages(&c.Messages)
-		default:
-			r.unknown(k, "conv_id", "kind", "large", "epoch", "max_seq", "unread", "has_more", "gap",
-				"rebase", "rebase_reason", "incomplete", "left", "messages")
+			return 12
 		}
-	}
+		return -1
+	})
 	for i := range c.Messages {
 		c.Messages[i].fromSlice(c.ConvID, c.Epoch, c.Kind)
 	}
 }
 
+var gapKeys = []string{"from", "to"}
+
 func (r *jsonReader) gap(dst **gap) {
-	if !r.open('{') {
-		if r.err == nil {
-			*dst = nil
-		}
+	if r.null() {
+		*dst = nil
 		return
 	}
 	g := new(gap)
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	opened := r.object(gapKeys, func(k []byte) int {
+		switch string(k) {
 		case "from":
-			r.seen(&seen, 1<<0)
 			r.uint(&g.From)
+			return 0
 		case "to":
-			r.seen(&seen, 1<<1)
 			r.uint(&g.To)
-		default:
-			r.unknown(k, "from", "to")
+			return 1
 		}
+		return -1
+	})
+	if opened {
+		*dst = g
 	}
-	*dst = g
 }
 
 func (r *jsonReader) summaries(dst *[]summary) { readArray(r, dst, (*jsonReader).summary) }
 
+var summaryKeys = []string{"conv_id"}
+
 func (r *jsonReader) summary(s *summary) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
-		case "conv_id":
-			r.seen(&seen, 1<<0)
+	r.object(summaryKeys, func(k []byte) int {
+		if string(k) == "conv_id" {
 			r.name(&s.ConvID)
-		default:
-			r.unknown(k, "conv_id")
+			return 0
 		}
-	}
+		return -1
+	})
 }
 
+var pageKeys = []string{"conv_id", "epoch", "conv_type", "max_seq", "first_seq", "has_more", "incomplete", "messages"}
+
 func (r *jsonReader) page(p *Page) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(pageKeys, func(k []byte) int {
+		switch string(k) {
 		case "conv_id":
-			r.seen(&seen, 1<<0)
 			r.name(&p.ConvID)
+			return 0
 		case "epoch":
-			r.seen(&seen, 1<<1)
 			r.uint(&p.Epoch)
+			return 1
 		case "conv_type":
-			r.seen(&seen, 1<<2)
 			r.word(&p.ConvType)
+			return 2
 		case "max_seq":
-			r.seen(&seen, 1<<3)
 			r.uint(&p.MaxSeq)
+			return 3
 		case "first_seq":
-			r.seen(&seen, 1<<4)
 			r.uint(&p.FirstSeq)
+			return 4
 		case "has_more":
-			r.seen(&seen, 1<<5)
 			r.bool(&p.HasMore)
+			return 5
 		case "incomplete":
-			r.seen(&seen, 1<<6)
 			r.bool(&p.Incomplete)
+			return 6
 		case "messages":
-			r.seen(&seen, 1<<7)
 			r.messages(&p.Messages)
-		default:
-			r.unknown(k, "conv_id", "epoch", "conv_type", "max_seq", "first_seq", "has_more", "incomplete", "messages")
+			return 7
 		}
-	}
+		return -1
+	})
 	for i := range p.Messages {
 		p.Messages[i].fromSlice(p.ConvID, p.Epoch, p.ConvType)
 	}
@@ -289,70 +275,67 @@ func (r *jsonReader) messages(dst *[]Message) {
 	*dst = out
 }
 
+var messageKeys = []string{"conv_id", "seq", "epoch", "write_time_ms", "client_msg_id", "conv_type", "kind", "sender",
+	"recipients", "mentions", "mention_all", "content_type", "body", "send_time_ms", "text"}
+
 // message reads a message in either form. A text body ("text") is the
 // body whatever "body" says, and without a content type it is text/plain,
 // as wireMessage.message has it.
 func (r *jsonReader) message(m *Message) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
 	var text []byte
 	hasText := false
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(messageKeys, func(k []byte) int {
+		switch string(k) {
 		case "conv_id":
-			r.seen(&seen, 1<<0)
 			r.name(&m.ConvID)
+			return 0
 		case "seq":
-			r.seen(&seen, 1<<1)
 			r.uint(&m.Seq)
+			return 1
 		case "epoch":
-			r.seen(&seen, 1<<2)
 			r.uint(&m.Epoch)
+			return 2
 		case "write_time_ms":
-			r.seen(&seen, 1<<3)
 			r.int64(&m.WriteTimeMS)
+			return 3
 		case "client_msg_id":
-			r.seen(&seen, 1<<4)
 			r.str(&m.ClientMsgID)
+			return 4
 		case "conv_type":
-			r.seen(&seen, 1<<5)
 			r.word(&m.ConvType)
+			return 5
 		case "kind":
-			r.seen(&seen, 1<<6)
 			r.word(&m.Kind)
+			return 6
 		case "sender":
-			r.seen(&seen, 1<<7)
 			r.name(&m.Sender)
+			return 7
 		case "recipients":
-			r.seen(&seen, 1<<8)
 			r.strings(&m.Recipients)
+			return 8
 		case "mentions":
-			r.seen(&seen, 1<<9)
 			r.strings(&m.Mentions)
+			return 9
 		case "mention_all":
-			r.seen(&seen, 1<<10)
 			r.bool(&m.MentionAll)
+			return 10
 		case "content_type":
-			r.seen(&seen, 1<<11)
 			r.word(&m.ContentType)
+			return 11
 		case "body":
-			r.seen(&seen, 1<<12)
 			r.base64Bytes(&m.Body)
+			return 12
 		case "send_time_ms":
-			r.seen(&seen, 1<<13)
 			r.int64(&m.SendTimeMS)
+			return 13
 		case "text":
-			r.seen(&seen, 1<<14)
 			if s, ok := r.strBytes(); ok {
 				text, hasText = r.keepText(s), true
 			}
-		default:
-			r.unknown(k, "conv_id", "seq", "epoch", "write_time_ms", "client_msg_id", "conv_type", "kind", "sender",
-				"recipients", "mentions", "mention_all", "content_type", "body", "send_time_ms", "text")
+			return 14
 		}
-	}
+		return -1
+	})
 	if hasText {
 		m.Body = text
 		if m.ContentType == "" {
@@ -361,97 +344,91 @@ func (r *jsonReader) message(m *Message) {
 	}
 }
 
+var convListKeys = []string{"conversations", "next"}
+
 func (r *jsonReader) convList(l *ConvList) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(convListKeys, func(k []byte) int {
+		switch string(k) {
 		case "conversations":
-			r.seen(&seen, 1<<0)
 			r.convItems(&l.Conversations)
+			return 0
 		case "next":
-			r.seen(&seen, 1<<1)
 			r.str(&l.Next)
-		default:
-			r.unknown(k, "conversations", "next")
+			return 1
 		}
-	}
+		return -1
+	})
 }
 
 func (r *jsonReader) convItems(dst *[]ConvItem) { readArray(r, dst, (*jsonReader).convItem) }
 
+var convItemKeys = []string{"conv_id", "kind", "large", "unread", "last_seq", "read_seq", "last_active_ms", "preview",
+	"mentions", "acked_seq"}
+
 func (r *jsonReader) convItem(c *ConvItem) {
-	if !r.open('{') {
-		return
-	}
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	r.object(convItemKeys, func(k []byte) int {
+		switch string(k) {
 		case "conv_id":
-			r.seen(&seen, 1<<0)
 			r.name(&c.ConvID)
+			return 0
 		case "kind":
-			r.seen(&seen, 1<<1)
 			r.word(&c.Kind)
+			return 1
 		case "large":
-			r.seen(&seen, 1<<2)
 			r.bool(&c.Large)
+			return 2
 		case "unread":
-			r.seen(&seen, 1<<3)
 			r.uint(&c.Unread)
+			return 3
 		case "last_seq":
-			r.seen(&seen, 1<<4)
 			r.uint(&c.LastSeq)
+			return 4
 		case "read_seq":
-			r.seen(&seen, 1<<5)
 			r.uint(&c.ReadSeq)
+			return 5
 		case "last_active_ms":
-			r.seen(&seen, 1<<6)
 			r.int64(&c.LastActiveMS)
+			return 6
 		case "preview":
-			r.seen(&seen, 1<<7)
 			r.preview(&c.Preview)
+			return 7
 		case "mentions":
-			r.seen(&seen, 1<<8)
 			r.int(&c.Mentions)
+			return 8
 		case "acked_seq":
-			r.seen(&seen, 1<<9)
 			r.uint(&c.AckedSeq)
-		default:
-			r.unknown(k, "conv_id", "kind", "large", "unread", "last_seq", "read_seq", "last_active_ms", "preview",
-				"mentions", "acked_seq")
+			return 9
 		}
-	}
+		return -1
+	})
 }
 
+var previewKeys = []string{"seq", "sender", "ts", "text"}
+
 func (r *jsonReader) preview(dst **Preview) {
-	if !r.open('{') {
-		if r.err == nil {
-			*dst = nil
-		}
+	if r.null() {
+		*dst = nil
 		return
 	}
 	p := new(Preview)
-	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		switch k := r.key(); string(k) {
+	opened := r.object(previewKeys, func(k []byte) int {
+		switch string(k) {
 		case "seq":
-			r.seen(&seen, 1<<0)
 			r.uint(&p.Seq)
+			return 0
 		case "sender":
-			r.seen(&seen, 1<<1)
 			r.name(&p.Sender)
+			return 1
 		case "ts":
-			r.seen(&seen, 1<<2)
 			r.int64(&p.TS)
+			return 2
 		case "text":
-			r.seen(&seen, 1<<3)
 			r.str(&p.Text)
-		default:
-			r.unknown(k, "seq", "sender", "ts", "text")
+			return 3
 		}
+		return -1
+	})
+	if opened {
+		*dst = p
 	}
-	*dst = p
 }
