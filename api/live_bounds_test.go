@@ -249,9 +249,7 @@ func TestAConnectionWhosePushesWereAllAckedIsPushedAgainAfterItsNextPush(t *test
 	h := le.server.live
 	c := newLiveConn(h, nil, "bob", "phone", "c1") // never started: frames only queue
 	listed := func() bool {
-		h.pendMu.Lock()
-		defer h.pendMu.Unlock()
-		return h.withPend[c]
+		return h.withPend.has(c)
 	}
 	msg := func(seq uint64) *schemas.Sequenced {
 		return &schemas.Sequenced{Seq: seq, Epoch: 1, Message: &schemas.Message{ConvId: "dm-a-b", Sender: "alice", Kind: schemas.Kind_KIND_MESSAGE}}
@@ -283,9 +281,9 @@ func TestAStaleCatchUpReadLeavesTheNewerCatchUpOpen(t *testing.T) {
 	h := le.server.live
 	c := newLiveConn(h, nil, "bob", "phone", "c1") // never started: frames only queue
 	listenWith := func(cu *catchUp) {
-		h.mu.Lock()
+		h.index.mu.Lock()
 		c.mu.Lock()
-		defer h.mu.Unlock()
+		defer h.index.mu.Unlock()
 		defer c.mu.Unlock()
 		if !h.addListenerLocked(c, "team", 0, cu) {
 			t.Fatal("the connection could not listen")

@@ -117,10 +117,10 @@ func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Seq
 // listens to as many conversations as it may), with whether sq is to be
 // pushed now.
 func (h *liveHub) startFollowing(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) (*catchUpJob, bool) {
-	h.mu.Lock()
-	if h.conns[c.id] != c {
+	h.index.mu.Lock()
+	if h.index.conns[c.id] != c {
 		// closed since it was named: nothing to listen for
-		h.mu.Unlock()
+		h.index.mu.Unlock()
 		return nil, false
 	}
 	c.mu.Lock()
@@ -131,13 +131,13 @@ func (h *liveHub) startFollowing(c *liveConn, conv string, floor uint64, sq *sch
 			cu.hold(heldPush{sq: sq, frame: frame, large: large}, h.heldLimit())
 		}
 		c.mu.Unlock()
-		h.mu.Unlock()
+		h.index.mu.Unlock()
 		return nil, cu == nil
 	}
 	cu := &catchUp{}
 	if !h.addListenerLocked(c, conv, floor, cu) {
 		c.mu.Unlock()
-		h.mu.Unlock()
+		h.index.mu.Unlock()
 		return nil, true // pushed by name; what follows reaches c by pull
 	}
 	job := catchUpJob{c: c, conv: conv, cu: cu, from: floor, large: large}
@@ -159,7 +159,7 @@ func (h *liveHub) startFollowing(c *liveConn, conv string, floor uint64, sq *sch
 		cu.hold(heldPush{sq: sq, frame: frame, large: large}, h.heldLimit())
 	}
 	c.mu.Unlock()
-	h.mu.Unlock()
+	h.index.mu.Unlock()
 	return &job, false
 }
 

@@ -1,9 +1,6 @@
 package api
 
 import (
-	"context"
-	"errors"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +36,18 @@ type liveConn struct {
 	// typing is the connection's ephemeral budget (live_budget.go).
 	typing connBudget
 
+	// mu guards every field below: the send queue and its writer's
+	// state, what the device acked and the connection learnt, its pending
+	// pushes, and the conversations it listens to with their catch-ups
+	// (a catchUp has no lock of its own; it is read and changed under
+	// the mu of the connection catching up). They share it because a
+	// push checks and changes them together, under one hold (deliver).
+	// It is taken inside the hub's index lock (liveIndex.mu) when a
+	// holder of that changes groups; a holder of mu may take the pending
+	// set's lock (pendingSet.mu) and no other, never the index's. No
+	// socket write, store or bus call is made while it is held: the
+	// queue's work (a write to start, a close) is left to after
+	// (queueWork) and done once it is released.
 	mu      sync.Mutex
 	queue   []queued
 	bytes   int
@@ -51,7 +60,7 @@ type liveConn struct {
 	// nextDue: no pending push is due before it (zero: look), so the
 	// hub's tick passes a connection with nothing due without a scan.
 	nextDue time.Time
-	// listed: c is in the hub's withPend (changed with c.mu held).
+	// listed: c is in the hub's withPend.
 	listed bool
 	// groups are the conversations this connection listens to, each
 	// with the seq its user joined at: what the channel carries up to it
@@ -191,7 +200,7 @@ func (c *liveConn) enqueueLocked(q queued, coalesce bool) queueWork {
 func (c *liveConn) after(w queueWork) {
 	switch w {
 	case queueStartWrite:
-		if !c.hub.deferWrite(c) {
+		if !c.hub.writes.take(c) {
 			c.writeNow()
 		}
 	case queueSlowClose:
@@ -229,127 +238,6 @@ func (c *liveConn) start() {
 // startableLocked: frames wait and no writer runs. c.mu is held.
 func (c *liveConn) startableLocked() bool {
 	return c.ready && !c.writing && len(c.queue) > 0 && !c.closed
-}
-
-// writeNow writes what is queued on the caller's goroutine (c.writing
-// was set for it) as long as the socket takes it without waiting; a
-// writer goroutine takes over only for what has to wait.
-func (c *liveConn) writeNow() {
-	if c.cork == nil {
-		go c.flush(nil, 0)
-		return
-	}
-	for {
-		batch, size, ok := c.nextBatch()
-		if !ok {
-			return
-		}
-		tried, tail, err := c.cork.tryWriteFrames(batch)
-		switch {
-		case !tried:
-			go c.flush(batch, size)
-			return
-		case tail != nil:
-			go func() {
-				err := tail.finish()
-				c.wrote(size)
-				if err != nil {
-					c.writeFailed(err)
-					return
-				}
-				c.flush(nil, 0)
-			}()
-			return
-		}
-		c.wrote(size)
-		if err != nil {
-			c.writeFailed(err)
-			return
-		}
-	}
-}
-
-// nextBatch takes the frames to write next; false (and the writer's turn
-// ends) when none is left.
-func (c *liveConn) nextBatch() ([]queued, int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.queue) == 0 || c.closed {
-		c.writing = false
-		c.queue = nil
-		return nil, 0, false
-	}
-	batch, size := c.takeLocked()
-	return batch, size, true
-}
-
-func (c *liveConn) wrote(size int) {
-	c.mu.Lock()
-	c.bytes -= size
-	c.mu.Unlock()
-}
-
-func (c *liveConn) writeFailed(err error) {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		c.hub.metrics.slowCloses.Inc()
-	}
-	c.close(CloseSlowConsumer, "write failed or timed out")
-}
-
-// flush writes batch (when not nil), then queued frames until none is
-// left, then ends. What is queued when it looks goes out in one write
-// syscall (up to maxCorkBytes): under load a connection's frames arrive
-// in bursts.
-func (c *liveConn) flush(batch []queued, size int) {
-	for {
-		if batch == nil {
-			var ok bool
-			if batch, size, ok = c.nextBatch(); !ok {
-				return
-			}
-		}
-		err := c.write(batch)
-		batch = nil
-		c.wrote(size)
-		if err != nil {
-			c.writeFailed(err)
-			return
-		}
-	}
-}
-
-// takeLocked takes the frames at the head of the queue that fit in one
-// write (at least one).
-func (c *liveConn) takeLocked() ([]queued, int) {
-	n, size := 0, 0
-	for n < len(c.queue) && (n == 0 || size+len(c.queue[n].data) <= maxCorkBytes) {
-		size += len(c.queue[n].data)
-		n++
-	}
-	batch := make([]queued, n)
-	copy(batch, c.queue[:n])
-	clear(c.queue[:n])
-	c.queue = c.queue[n:]
-	return batch, size
-}
-
-// write sends frames, in one syscall when the socket is corked (each
-// syscall bounded by the socket's write deadline, so a frame needs no
-// context of its own: the library arms a timer for each write whose
-// context can end).
-func (c *liveConn) write(batch []queued) error {
-	if c.cork != nil {
-		return c.cork.writeFrames(batch)
-	}
-	for _, q := range batch {
-		ctx, cancel := context.WithTimeout(context.Background(), c.hub.cfg.WriteTimeout)
-		err := c.ws.Write(ctx, websocket.MessageText, q.data)
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // close ends the connection with code (once); it reports whether this
@@ -436,9 +324,7 @@ func (c *liveConn) listPendingLocked() {
 		return
 	}
 	c.listed = true
-	c.hub.pendMu.Lock()
-	c.hub.withPend[c] = true
-	c.hub.pendMu.Unlock()
+	c.hub.withPend.add(c)
 }
 
 // acknowledgedAll raises what the device acked and forgets the pushes
@@ -533,9 +419,7 @@ func (c *liveConn) due(now time.Time) []repush {
 	if len(c.pending) == 0 && c.listed {
 		// Under c.mu, as the listing: a push meanwhile lists c again.
 		c.listed = false
-		c.hub.pendMu.Lock()
-		delete(c.hub.withPend, c)
-		c.hub.pendMu.Unlock()
+		c.hub.withPend.remove(c)
 	}
 	return out
 }

@@ -68,14 +68,8 @@ func (d *deliveryMetrics) confirmed(now time.Time, writeMS int64) {
 // pendingPushes counts the pushes this node's connections wait an ack
 // for (the ones they would push again), read at scrape time.
 func (h *liveHub) pendingPushes() float64 {
-	h.pendMu.Lock()
-	conns := make([]*liveConn, 0, len(h.withPend))
-	for c := range h.withPend {
-		conns = append(conns, c)
-	}
-	h.pendMu.Unlock()
 	n := 0
-	for _, c := range conns {
+	for _, c := range h.withPend.list() {
 		c.mu.Lock()
 		n += len(c.pending)
 		c.mu.Unlock()

@@ -287,7 +287,6 @@ func (s *Server) liveConversations(ctx context.Context, c *liveConn) (items []re
 // that missed at most ReplayMax messages gets them on the socket instead
 // (replay). It also makes the connection listen to the user's conversations.
 func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presence, had bool) (noticeFrame, []*schemas.Sequenced, error) {
-	cfg := s.cfg.Live
 	out := noticeFrame{Type: "notice", Conversations: []noticeConvJSON{}}
 	items, truncated, err := s.liveConversations(ctx, c)
 	if err != nil {
@@ -301,58 +300,12 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 	if out.Resync, err = s.router.WasEvicted(ctx, c.user, c.device); err != nil {
 		return out, nil, err
 	}
-	var listened, news []string
-	var added map[string]*catchUp
-	byConv := map[string]redisstore.ConvItem{}
-	for _, it := range items {
-		if !it.Left {
-			listened = append(listened, it.Conv)
-		}
-		if it.LastSeq > it.Acked {
-			news = append(news, it.Conv)
-			byConv[it.Conv] = it
-		}
+	news, byConv := noticeNews(items)
+	access, err := s.noticeListen(ctx, c, items)
+	if err != nil {
+		return out, nil, err
 	}
-	if len(listened) > 0 {
-		// What these channels bring waits until c's join is read
-		// below: a record of before it may still be on its way.
-		if added, err = s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
-			return out, nil, err
-		}
-	}
-	// Read after listening: what was pushed on a channel before this
-	// connection listened to it is sequenced already, so it is here.
-	check := listened
-	for _, it := range items {
-		if it.Left && it.LastSeq > it.Acked {
-			check = append(check, it.Conv)
-		}
-	}
-	access := map[string]redisstore.ConvAccess{}
-	if len(check) > 0 {
-		if access, err = s.router.Main().ConversationAccess(ctx, c.user, check); err != nil {
-			return out, nil, err
-		}
-	}
-	floors := make(map[string]releaseAt, len(added))
-	for conv, cu := range added {
-		if a := access[conv]; a.Member {
-			floors[conv] = releaseAt{floor: a.Joined, cu: cu}
-		} else {
-			s.live.unlisten(c, conv) // left since the list was read
-		}
-	}
-	s.live.release(c, floors)
-	for _, it := range items {
-		if _, ok := byConv[it.Conv]; ok || it.Left {
-			continue
-		}
-		if a := access[it.Conv]; a.Member && a.Seq > it.LastSeq && a.Seq > it.Acked {
-			it.LastSeq = a.Seq // sequenced after the list was read
-			news = append(news, it.Conv)
-			byConv[it.Conv] = it
-		}
-	}
+	news = laterNews(items, access, news, byConv)
 	c.mu.Lock()
 	for conv, dc := range cur {
 		c.acked[conv] = cursorAt{dc.Epoch, dc.Seq}
@@ -374,20 +327,102 @@ func (s *Server) notice(ctx context.Context, c *liveConn, prev redisstore.Presen
 			DeviceAckedSeq: acked, Unread: it.Unread, Mentions: it.Mentions})
 		missed += it.LastSeq - acked
 	}
-	now := time.Now()
-	short := had && (prev.Node != "" || now.Sub(prev.Until) <= cfg.OfflineThreshold)
 	if len(news) == 0 {
 		s.live.metrics.notices.WithLabelValues("nothing").Inc()
 		return out, nil, nil
 	}
-	if !short || !sameEpoch || out.Truncated || out.Resync || missed > uint64(cfg.ReplayMax) {
+	short := had && (prev.Node != "" || time.Since(prev.Until) <= s.cfg.Live.OfflineThreshold)
+	if !short || !sameEpoch || out.Truncated || out.Resync || missed > uint64(s.cfg.Live.ReplayMax) {
 		s.live.metrics.notices.WithLabelValues("pull").Inc()
 		return out, nil, nil
 	}
+	return s.noticeReplay(ctx, c, out)
+}
+
+// noticeNews names the conversations of the user's list with something
+// the device has not acked, in list order.
+func noticeNews(items []redisstore.ConvItem) ([]string, map[string]redisstore.ConvItem) {
+	var news []string
+	byConv := map[string]redisstore.ConvItem{}
+	for _, it := range items {
+		if it.LastSeq > it.Acked {
+			news = append(news, it.Conv)
+			byConv[it.Conv] = it
+		}
+	}
+	return news, byConv
+}
+
+// laterNews adds to news the listened conversations of items whose
+// access shows them sequenced after the list was read.
+func laterNews(items []redisstore.ConvItem, access map[string]redisstore.ConvAccess, news []string, byConv map[string]redisstore.ConvItem) []string {
+	for _, it := range items {
+		if _, ok := byConv[it.Conv]; ok || it.Left {
+			continue
+		}
+		if a := access[it.Conv]; a.Member && a.Seq > it.LastSeq && a.Seq > it.Acked {
+			it.LastSeq = a.Seq // sequenced after the list was read
+			news = append(news, it.Conv)
+			byConv[it.Conv] = it
+		}
+	}
+	return news
+}
+
+// noticeListen makes c listen to the conversations of items the user did
+// not leave, then reads the access of those and of the left ones with
+// news, and releases what the new channels held from each one's join.
+func (s *Server) noticeListen(ctx context.Context, c *liveConn, items []redisstore.ConvItem) (map[string]redisstore.ConvAccess, error) {
+	var listened []string
+	for _, it := range items {
+		if !it.Left {
+			listened = append(listened, it.Conv)
+		}
+	}
+	var added map[string]*catchUp
+	if len(listened) > 0 {
+		// What these channels bring waits until c's join is read
+		// below: a record of before it may still be on its way.
+		var err error
+		if added, err = s.live.listen(ctx, c, unknownJoin, listened...); err != nil {
+			return nil, err
+		}
+	}
+	// Read after listening: what was pushed on a channel before this
+	// connection listened to it is sequenced already, so it is here.
+	check := listened
+	for _, it := range items {
+		if it.Left && it.LastSeq > it.Acked {
+			check = append(check, it.Conv)
+		}
+	}
+	access := map[string]redisstore.ConvAccess{}
+	if len(check) > 0 {
+		var err error
+		if access, err = s.router.Main().ConversationAccess(ctx, c.user, check); err != nil {
+			return nil, err
+		}
+	}
+	floors := make(map[string]releaseAt, len(added))
+	for conv, cu := range added {
+		if a := access[conv]; a.Member {
+			floors[conv] = releaseAt{floor: a.Joined, cu: cu}
+		} else {
+			s.live.unlisten(c, conv) // left since the list was read
+		}
+	}
+	s.live.release(c, floors)
+	return access, nil
+}
+
+// noticeReplay reads what out names for the device to have on the socket
+// (out says replay); out alone when a read fails or is incomplete (the
+// device pulls instead).
+func (s *Server) noticeReplay(ctx context.Context, c *liveConn, out noticeFrame) (noticeFrame, []*schemas.Sequenced, error) {
 	var replay []*schemas.Sequenced
 	for _, nc := range out.Conversations {
 		page, err := s.router.Main().ReadPage(ctx, c.user, nc.ConvID, redisstore.PageQuery{After: nc.DeviceAckedSeq, HasAfter: true,
-			Limit: cfg.ReplayMax, Epoch: nc.Epoch})
+			Limit: s.cfg.Live.ReplayMax, Epoch: nc.Epoch})
 		if err != nil || page.Incomplete {
 			s.live.metrics.notices.WithLabelValues("pull").Inc()
 			return out, nil, nil // the device pulls instead

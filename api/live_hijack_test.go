@@ -259,7 +259,7 @@ func TestFramesQueuedWhileTheHubHandsOutABatchGoOutInOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &liveHub{cfg: LiveConfig{MaxQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second}, metrics: m, withPend: map[*liveConn]bool{}}
+	h := &liveHub{cfg: LiveConfig{MaxQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second}, metrics: m, withPend: newPendingSet()}
 	server, client := net.Pipe()
 	defer client.Close()
 	counted := &countingConn{Conn: server}
@@ -278,7 +278,7 @@ func TestFramesQueuedWhileTheHubHandsOutABatchGoOutInOneWrite(t *testing.T) {
 		got <- buf
 	}()
 
-	h.deferWrites()
+	h.writes.begin()
 	for _, f := range frames {
 		c.send(f, false)
 	}
@@ -286,7 +286,7 @@ func TestFramesQueuedWhileTheHubHandsOutABatchGoOutInOneWrite(t *testing.T) {
 	if n := counted.writes.Load(); n != 0 {
 		t.Fatalf("%d writes while the hub defers them, want none", n)
 	}
-	h.writeDeferred()
+	h.writes.writeAll()
 	select {
 	case buf := <-got:
 		var at int

@@ -7,11 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
-	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // liveHub holds this node's live connections: it reads the node's channel
@@ -26,8 +23,10 @@ type liveHub struct {
 	bus     *live.Bus
 	metrics *liveMetrics
 	log     *slog.Logger
-	typing  *userBudgets // the users' ephemeral buckets
+	typing  *userBudgets // the users' ephemeral buckets (live_budget.go, its own lock)
 
+	// startOnce runs start once; startErr, sub, ctx, cancel and done are
+	// written inside it and only read after it (close, the loops).
 	startOnce sync.Once
 	startErr  error
 	sub       *live.Subscription
@@ -35,11 +34,21 @@ type liveHub struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 
-	mu      sync.Mutex
-	conns   map[string]*liveConn // conn id → conn
-	devices map[devKey]*liveConn
-	groups  map[string]map[*liveConn]bool // conversation → connections here listening to it
-	byUser  map[string]map[*liveConn]bool // user → their connections here
+	// The hub's locks, from outermost to innermost: index.mu, then a
+	// connection's mu (liveConn.mu), then withPend.mu. The others
+	// (writes.mu, resub.mu, pull.mu, relist.mu, and those of admission,
+	// deadlines, typing and the batchers) are each taken alone, with none
+	// of the live channel's other locks held inside them.
+
+	// index finds the connections here by id, device, user and
+	// conversation (live_index.go; index.mu is the outermost lock).
+	index liveIndex
+	// withPend lists the connections with pushes not acked
+	// (live_pending.go; withPend.mu is the innermost lock).
+	withPend pendingSet
+	// writes holds the writes deferred while the hub hands out what the
+	// bus brought (live_deferral.go).
+	writes writeDeferral
 
 	// admission holds the node's bounds on connections (its own lock).
 	admission *liveAdmission
@@ -48,18 +57,8 @@ type liveHub struct {
 	// running counts the connections' goroutines, which close waits for.
 	running sync.WaitGroup
 
-	// pendMu guards withPend, the connections with pushes not acked. It
-	// is taken inside a connection's mu (liveConn.listPendingLocked) and
-	// no other lock is taken while it is held.
-	pendMu   sync.Mutex
-	withPend map[*liveConn]bool
-
-	// writesMu guards the writes deferred while the hub hands out what
-	// the bus brought (deferWrites).
-	writesMu  sync.Mutex
-	deferring bool
-	deferred  []*liveConn
-
+	// The batchers of what connections hand the store and the bus, each
+	// behind its own lock.
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
 	pushes   *pushedBatcher
@@ -70,41 +69,29 @@ type liveHub struct {
 	// records.
 	catchUps     chan catchUpJob
 	dispatchRuns chan func()
-	// resubscribedFull are catch-ups after a resubscription that found
-	// the workers' queue full, for the dispatcher to turn into notices
-	// (at most one per connection and conversation listened to: each is
-	// marked catching up meanwhile); resubscribedSignal wakes it.
-	resubMu            sync.Mutex
-	resubscribedFull   []catchUpJob
-	resubscribedSignal chan struct{}
-	// pullMu guards toPull, the conversations per connection whose
-	// catch-up after a resubscription found the queue full, and pulling:
-	// a pass runs that names them to each device in one notice
-	// (pullSoon).
-	pullMu  sync.Mutex
-	toPull  map[*liveConn]map[string]bool
-	pulling bool
-	// relistMu guards the passes that read the connections' conversations
-	// again after the node's own channel was resubscribed (relistSoon).
-	relistMu    sync.Mutex
-	relisting   bool
-	relistAgain bool
+	// resub holds the catch-ups after a resubscription that found the
+	// workers' queue full, for the dispatcher to turn into notices
+	// (live_resubscribe.go).
+	resub fullCatchUps
+	// pull holds the conversations per connection whose catch-up after a
+	// resubscription found the queue full, for a pass that names them to
+	// each device in one notice (live_resubscribe.go).
+	pull pullPasses
+	// relists runs the passes that read the connections' conversations
+	// again after the node's own channel was resubscribed (live_relist.go).
+	relists passGate
 	// beforeSubscribe, when set (tests), runs before a catch-up
 	// subscribes a conversation's channel.
 	beforeSubscribe func(conv string)
 }
 
-type devKey struct{ user, device string }
-
 func newLiveHub(s *Server, m *liveMetrics) *liveHub {
 	st := s.router.Main()
 	h := &liveHub{s: s, cfg: s.cfg.Live, store: st, bus: live.NewBus(st.Client(), st.Config().CallTimeout),
 		metrics: m, log: s.log.With("node", s.cfg.Live.Node),
-		conns: map[string]*liveConn{}, devices: map[devKey]*liveConn{}, groups: map[string]map[*liveConn]bool{},
-		byUser:   map[string]map[*liveConn]bool{},
-		withPend: map[*liveConn]bool{}, admission: newLiveAdmission(s.cfg.Live),
+		index: newLiveIndex(), withPend: newPendingSet(), admission: newLiveAdmission(s.cfg.Live),
 		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
-		resubscribedSignal: make(chan struct{}, 1)}
+		resub: newFullCatchUps()}
 	h.typing = newUserBudgets(h.cfg)
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}
@@ -139,7 +126,7 @@ func (h *liveHub) close() {
 	if h.cancel == nil {
 		return
 	}
-	for _, c := range h.connections() {
+	for _, c := range h.index.all() {
 		c.close(CloseGoingAway, "server shutting down; reconnect")
 	}
 	h.cancel()
@@ -181,17 +168,17 @@ func (h *liveHub) run() {
 			if !ok {
 				return
 			}
-			h.deferWrites()
+			h.writes.begin()
 			h.dispatch(data)
 			h.dispatchWaiting()
 			wd.dispatched()
 		case f := <-h.dispatchRuns:
-			h.deferWrites()
+			h.writes.begin()
 			f()
 			wd.dispatched()
 		case <-wd.C():
 			wd.expired()
-		case <-h.resubscribedSignal:
+		case <-h.resub.signal:
 			h.noticeResubscribedFull()
 		case now := <-t.C:
 			h.repushDue(now)
@@ -207,88 +194,10 @@ func (h *liveHub) run() {
 	}
 }
 
-// maxDrain bounds the bus batches handed out before the frames they
-// queued are written.
-const maxDrain = 64
-
-// dispatchWaiting hands out the bus batches that are already here (up to
-// maxDrain), without waiting for any.
-func (h *liveHub) dispatchWaiting() {
-	for range maxDrain {
-		select {
-		case data, ok := <-h.sub.Messages():
-			if !ok {
-				return
-			}
-			h.dispatch(data)
-		default:
-			return
-		}
-	}
-}
-
-// deferWrites makes the connections that are queued frames from now on
-// wait for writeDeferred to write them: what the bus brought at once
-// (or a catch-up releases) goes to a connection in one write syscall,
-// not one per frame, at no cost in latency (the frames are all here).
-// Frames queued meanwhile by other goroutines wait as well, for as long
-// as the hub takes to hand out what it holds.
-func (h *liveHub) deferWrites() {
-	h.writesMu.Lock()
-	h.deferring = true
-	h.writesMu.Unlock()
-}
-
-// deferWrite takes c's write for writeDeferred; false when writes are not
-// deferred (c writes now).
-func (h *liveHub) deferWrite(c *liveConn) bool {
-	h.writesMu.Lock()
-	defer h.writesMu.Unlock()
-	if !h.deferring {
-		return false
-	}
-	h.deferred = append(h.deferred, c)
-	return true
-}
-
-// writeDeferred ends the deferral and writes what the connections were
-// queued meanwhile.
-// Only the hub's loop defers writes, so nothing is added to the list
-// while it writes them.
-func (h *liveHub) writeDeferred() {
-	h.writesMu.Lock()
-	conns := h.deferred
-	h.deferring = false
-	h.writesMu.Unlock()
-	for i, c := range conns {
-		c.writeNow()
-		conns[i] = nil
-	}
-	h.writesMu.Lock()
-	h.deferred = conns[:0]
-	if cap(conns) > maxKeptDeferred {
-		h.deferred = nil
-	}
-	h.writesMu.Unlock()
-}
-
-// maxKeptDeferred bounds the list of deferred writes the hub keeps for the
-// next drain (one the length of its connections is reused; a longer one,
-// after a burst, is let go).
-const maxKeptDeferred = 1 << 14
-
 // register adds a connection, replacing an older one of the same device
 // here or on another node.
 func (h *liveHub) register(ctx context.Context, c *liveConn) (redisstore.Presence, bool, error) {
-	h.mu.Lock()
-	old := h.devices[devKey{c.user, c.device}]
-	h.conns[c.id] = c
-	h.devices[devKey{c.user, c.device}] = c
-	if h.byUser[c.user] == nil {
-		h.byUser[c.user] = map[*liveConn]bool{}
-	}
-	h.byUser[c.user][c] = true
-	h.mu.Unlock()
+	old := h.index.add(c)
 	h.metrics.connections.Inc()
 	if old != nil {
 		h.closeReplaced(old)
@@ -323,48 +232,9 @@ func (h *liveHub) closeReplaced(c *liveConn) {
 	}
 }
 
-// connections are the node's connections now.
-func (h *liveHub) connections() []*liveConn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	conns := make([]*liveConn, 0, len(h.conns))
-	for _, c := range h.conns {
-		conns = append(conns, c)
-	}
-	return conns
-}
-
 // unregister removes a closed connection and marks its presence closed.
 func (h *liveHub) unregister(c *liveConn) {
-	h.mu.Lock()
-	delete(h.conns, c.id)
-	if set := h.byUser[c.user]; set != nil {
-		if delete(set, c); len(set) == 0 {
-			delete(h.byUser, c.user)
-		}
-	}
-	if h.devices[devKey{c.user, c.device}] == c {
-		delete(h.devices, devKey{c.user, c.device})
-	}
-	var drop []string
-	c.mu.Lock()
-	for g := range c.groups {
-		if set := h.groups[g]; set != nil {
-			delete(set, c)
-			if len(set) == 0 {
-				delete(h.groups, g)
-				drop = append(drop, g)
-			}
-		}
-	}
-	if c.listed {
-		c.listed = false
-		h.pendMu.Lock()
-		delete(h.withPend, c)
-		h.pendMu.Unlock()
-	}
-	c.mu.Unlock()
-	h.mu.Unlock()
+	drop := h.index.remove(c, &h.withPend)
 	h.metrics.connections.Dec()
 	ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
 	defer cancel()
@@ -381,7 +251,7 @@ func (h *liveHub) unregister(c *liveConn) {
 // addListenerLocked makes c listen to conv, the channel's records up to
 // floor not being c's and the others waiting in cu until its catch-up is
 // done; false when c listens to as many conversations as it may (what
-// else comes reaches it by pull). h.mu and c.mu are held.
+// else comes reaches it by pull). h.index.mu and c.mu are held.
 func (h *liveHub) addListenerLocked(c *liveConn, conv string, floor uint64, cu *catchUp) bool {
 	if len(c.groups) >= h.cfg.NoticeConversations {
 		h.metrics.fallbacks.WithLabelValues("listen_full").Inc()
@@ -392,10 +262,10 @@ func (h *liveHub) addListenerLocked(c *liveConn, conv string, floor uint64, cu *
 		c.catching = map[string]*catchUp{}
 	}
 	c.catching[conv] = cu
-	set := h.groups[conv]
+	set := h.index.groups[conv]
 	if set == nil {
 		set = map[*liveConn]bool{}
-		h.groups[conv] = set
+		h.index.groups[conv] = set
 	}
 	set[c] = true
 	return true
@@ -413,7 +283,7 @@ func (h *liveHub) addListenerLocked(c *liveConn, conv string, floor uint64, cu *
 func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs ...string) (added map[string]*catchUp, _ error) {
 	var channels []string
 	added = map[string]*catchUp{}
-	h.mu.Lock()
+	h.index.mu.Lock()
 	c.mu.Lock()
 	for _, g := range convs {
 		if _, ok := c.groups[g]; ok {
@@ -430,7 +300,7 @@ func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs 
 		channels = append(channels, h.store.Keys().ConvChannel(g))
 	}
 	c.mu.Unlock()
-	h.mu.Unlock()
+	h.index.mu.Unlock()
 	if len(channels) == 0 {
 		return added, nil
 	}
@@ -438,20 +308,20 @@ func (h *liveHub) listen(ctx context.Context, c *liveConn, joined uint64, convs 
 }
 
 func (h *liveHub) unlisten(c *liveConn, conv string) {
-	h.mu.Lock()
+	h.index.mu.Lock()
 	c.mu.Lock()
 	delete(c.groups, conv)
 	c.caughtUpLocked(conv)
 	c.mu.Unlock()
 	empty := false
-	if set := h.groups[conv]; set != nil {
+	if set := h.index.groups[conv]; set != nil {
 		delete(set, c)
 		if len(set) == 0 {
-			delete(h.groups, conv)
+			delete(h.index.groups, conv)
 			empty = true
 		}
 	}
-	h.mu.Unlock()
+	h.index.mu.Unlock()
 	if empty {
 		ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
 		defer cancel()
@@ -460,7 +330,7 @@ func (h *liveHub) unlisten(c *liveConn, conv string) {
 }
 
 // dropChannels unsubscribes the channels of convs, which had no listener
-// here when that was decided. The decision is made under h.mu and the
+// here when that was decided. The decision is made under h.index.mu and the
 // unsubscription after it, so a connection may have started listening in
 // between: its subscription found the channel still there, or its wait
 // was ended by the removal. Such listeners catch up again, and their
@@ -472,10 +342,7 @@ func (h *liveHub) dropChannels(ctx context.Context, convs ...string) error {
 	}
 	err := h.sub.Remove(ctx, channels...)
 	for _, conv := range convs {
-		h.mu.Lock()
-		back := len(h.groups[conv]) > 0
-		h.mu.Unlock()
-		if back {
+		if h.index.heard(conv) {
 			h.recatchListeners(conv)
 		}
 	}
@@ -486,10 +353,7 @@ func (h *liveHub) dropChannels(ctx context.Context, convs ...string) error {
 // listens to it: a catch-up may have subscribed it after its last
 // listener left.
 func (h *liveHub) dropIfUnheard(conv string) {
-	h.mu.Lock()
-	unheard := len(h.groups[conv]) == 0
-	h.mu.Unlock()
-	if !unheard {
+	if h.index.heard(conv) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.store.Config().CallTimeout)
@@ -502,167 +366,11 @@ func (h *liveHub) dropIfUnheard(conv string) {
 // refused counts a connection refused for reason.
 func (h *liveHub) refused(reason string) { h.metrics.refused.WithLabelValues(reason).Inc() }
 
-// dispatch hands one batch from the bus to its connections.
-func (h *liveHub) dispatch(data []byte) {
-	b, err := live.Decode(data)
-	if err != nil {
-		h.log.Warn("undecodable live batch", "err", err)
-		return
-	}
-	now := time.Now().UnixMilli()
-	for i := range b.Envelopes {
-		e := &b.Envelopes[i]
-		if e.SentMS > 0 {
-			h.metrics.busLatency.Observe(float64(max(now-e.SentMS, 0)) / 1000)
-		}
-		switch e.Kind {
-		case live.KindPush:
-			h.dispatchPush(e)
-		case live.KindEphemeral:
-			h.dispatchEphemeral(e)
-		case live.KindReceipt:
-			if e.Receipt != nil {
-				frame := jsonFrame(receiptFrame{Type: "receipt", Receipt: *e.Receipt})
-				for _, c := range h.targets(e) {
-					c.sendReceipt(e.Receipt.Conv, frame)
-					h.metrics.receiptsSent.Inc()
-				}
-			}
-		case live.KindRejected:
-			if e.Rejected != nil {
-				frame := jsonFrame(rejectedFrame{Type: "rejected", Rejected: *e.Rejected})
-				for _, c := range h.targets(e) {
-					c.send(frame, false)
-				}
-			}
-		case live.KindListen:
-			conns, joined := h.targetsJoined(e)
-			for i, c := range conns {
-				h.follow(c, e.Conv, joined[i], nil, nil, e.Large)
-			}
-		case live.KindKick:
-			for _, c := range h.targets(e) {
-				h.closeReplaced(c)
-			}
-		}
-	}
-}
-
-// targets are the envelope's connections here (a target whose connection
-// is gone or was replaced is skipped: it will pull).
-func (h *liveHub) targets(e *live.Envelope) []*liveConn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*liveConn, 0, len(e.Targets))
-	for _, t := range e.Targets {
-		if c := h.conns[t.Conn]; c != nil && c.user == t.User && c.device == t.Device {
-			out = append(out, c)
-		} else {
-			h.metrics.fallbacks.WithLabelValues("connection_gone").Inc()
-		}
-	}
-	return out
-}
-
-// targetsJoined is targets with each one's Joined.
-func (h *liveHub) targetsJoined(e *live.Envelope) ([]*liveConn, []uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	conns := make([]*liveConn, 0, len(e.Targets))
-	joined := make([]uint64, 0, len(e.Targets))
-	for _, t := range e.Targets {
-		if c := h.conns[t.Conn]; c != nil && c.user == t.User && c.device == t.Device {
-			conns = append(conns, c)
-			joined = append(joined, t.Joined)
-		} else {
-			h.metrics.fallbacks.WithLabelValues("connection_gone").Inc()
-		}
-	}
-	return conns, joined
-}
-
-// groupConns are the connections here listening to a conversation.
-func (h *liveHub) groupConns(conv string) []*liveConn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*liveConn, 0, len(h.groups[conv]))
-	for c := range h.groups[conv] {
-		out = append(out, c)
-	}
-	return out
-}
-
-func (h *liveHub) dispatchPush(e *live.Envelope) {
-	var rec schemas.Sequenced
-	if err := proto.Unmarshal(e.Record, &rec); err != nil || rec.GetMessage() == nil {
-		h.log.Warn("undecodable pushed record", "conv", e.Conv)
-		return
-	}
-	sq, err := h.s.openMessage(h.ctx, &rec)
-	if err != nil {
-		// not pushed: the device pulls it with sync
-		h.log.Warn("open a pushed message", "conv", e.Conv, "seq", rec.GetSeq(), "err", err)
-		return
-	}
-	msg := sq.GetMessage()
-	frame := messageFrame(sq, 1)
-	if len(e.Targets) > 0 {
-		conns, joined := h.targetsJoined(e)
-		for i, c := range conns {
-			// A push to named connections: the membership changed (or
-			// the push stage does not know who listens); from now on
-			// the connection listens to the conversation's channel.
-			if h.follow(c, e.Conv, joined[i], sq, frame, e.Large) {
-				c.pushFrame(sq, frame, e.Large)
-			}
-		}
-		return
-	}
-	leaving := map[string]bool{}
-	if msg.GetKind() == schemas.Kind_KIND_MEMBER_LEAVE {
-		for _, u := range msg.GetRecipients() {
-			leaving[u] = true
-		}
-	}
-	for _, c := range h.groupConns(e.Conv) {
-		if leaving[c.user] {
-			h.unlisten(c, e.Conv)
-			continue
-		}
-		c.deliver(e.Conv, sq, frame, e.Large)
-	}
-}
-
-func (h *liveHub) dispatchEphemeral(e *live.Envelope) {
-	var m schemas.Message
-	if err := proto.Unmarshal(e.Record, &m); err != nil {
-		return
-	}
-	frame := ephemeralFrame(&m)
-	conns := h.targets(e)
-	if len(e.Targets) == 0 {
-		conns = h.groupConns(e.Conv)
-	}
-	for _, c := range conns {
-		if c.user == m.GetSender() {
-			continue
-		}
-		h.metrics.ephemeral.Inc()
-		c.send(frame, true)
-	}
-}
-
 // repushDue pushes again what was not acked in time. Before it does, it
 // reads the devices' cursors: an ack through POST /v1/ack on another node
 // counts as well.
 func (h *liveHub) repushDue(now time.Time) {
-	h.pendMu.Lock()
-	conns := make([]*liveConn, 0, len(h.withPend))
-	for c := range h.withPend {
-		conns = append(conns, c)
-	}
-	h.pendMu.Unlock()
-	for _, c := range conns {
+	for _, c := range h.withPend.list() {
 		items := c.due(now)
 		if len(items) == 0 {
 			continue
@@ -697,7 +405,7 @@ func (h *liveHub) deviceCursors(c *liveConn) map[string]redisstore.Position {
 // heartbeat extends every lease, pings every connection and closes those
 // the client has been silent on for too long.
 func (h *liveHub) heartbeat(now time.Time) {
-	conns := h.connections()
+	conns := h.index.all()
 	h.deadlines.compact(conns)
 	// Only the connections whose registration returned are extended (and
 	// can be found replaced): one still registering sets its lease itself,

@@ -209,7 +209,5 @@ func (h *liveHub) tell(ctx context.Context, list []told) error {
 
 // connOf is this node's connection of a device, if any.
 func (h *liveHub) connOf(user, device string) *liveConn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.devices[devKey{user, device}]
+	return h.index.device(user, device)
 }

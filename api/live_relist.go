@@ -17,34 +17,25 @@ import (
 // relistSoon starts a pass over the connections, or asks the running one
 // for another. It returns at once: it runs on the bus's reader.
 func (h *liveHub) relistSoon() {
-	h.relistMu.Lock()
-	defer h.relistMu.Unlock()
-	if h.relisting {
-		h.relistAgain = true
-		return
+	if h.relists.ask() {
+		go h.relistPasses()
 	}
-	h.relisting = true
-	go h.relistPasses()
 }
 
 func (h *liveHub) relistPasses() {
+	stopped := func() bool { return h.ctx.Err() != nil }
 	for {
 		h.relistAll()
-		h.relistMu.Lock()
-		if !h.relistAgain || h.ctx.Err() != nil {
-			h.relisting = false
-			h.relistMu.Unlock()
+		if !h.relists.passed(stopped) {
 			return
 		}
-		h.relistAgain = false
-		h.relistMu.Unlock()
 	}
 }
 
 // relistAll relists every connection here, one after another, so that
 // the pass is one connection's reads at a time for Redis.
 func (h *liveHub) relistAll() {
-	for _, c := range h.connections() {
+	for _, c := range h.index.all() {
 		if h.ctx.Err() != nil {
 			return
 		}

@@ -35,12 +35,7 @@ func (h *liveHub) noteResubscribed(channel string) {
 // up again, from what it has, through the workers' queue (a full queue:
 // the dispatcher tells them to pull).
 func (h *liveHub) recatchListeners(conv string) {
-	h.mu.Lock()
-	conns := make([]*liveConn, 0, len(h.groups[conv]))
-	for c := range h.groups[conv] {
-		conns = append(conns, c)
-	}
-	h.mu.Unlock()
+	conns := h.index.listeners(conv)
 	var full []catchUpJob
 	for _, c := range conns {
 		job, ok := h.markRecatch(c, conv)
@@ -56,13 +51,7 @@ func (h *liveHub) recatchListeners(conv string) {
 	if len(full) == 0 {
 		return
 	}
-	h.resubMu.Lock()
-	h.resubscribedFull = append(h.resubscribedFull, full...)
-	h.resubMu.Unlock()
-	select {
-	case h.resubscribedSignal <- struct{}{}:
-	default: // the dispatcher is woken already
-	}
+	h.resub.add(full...)
 }
 
 // convOfChannel is the conversation whose channel this is.
@@ -74,11 +63,7 @@ func (h *liveHub) convOfChannel(channel string) (string, bool) {
 // queue full, their conversations left to the pull (pullSoon). It runs
 // on the dispatcher.
 func (h *liveHub) noticeResubscribedFull() {
-	h.resubMu.Lock()
-	full := h.resubscribedFull
-	h.resubscribedFull = nil
-	h.resubMu.Unlock()
-	for _, j := range full {
+	for _, j := range h.resub.take() {
 		h.catchUpFull(j)
 	}
 }
@@ -145,48 +130,27 @@ func (h *liveHub) markRecatch(c *liveConn, conv string) (_ catchUpJob, ok bool) 
 
 // pullSoon leaves c's conv to the pull, for the pass to name.
 func (h *liveHub) pullSoon(c *liveConn, conv string) {
-	h.pullMu.Lock()
-	defer h.pullMu.Unlock()
-	if h.toPull == nil {
-		h.toPull = map[*liveConn]map[string]bool{}
-	}
-	if h.toPull[c] == nil {
-		h.toPull[c] = map[string]bool{}
-	}
-	h.toPull[c][conv] = true
-	if !h.pulling {
-		h.pulling = true
+	if h.pull.leave(c, conv) {
 		go h.pullPass()
 	}
 }
 
-// pullPass tells the connections in toPull, one after another, to pull
+// pullPass tells the connections in h.pull, one after another, to pull
 // their conversations there, until none is left.
 func (h *liveHub) pullPass() {
+	stopped := func() bool { return h.ctx.Err() != nil }
 	for {
-		h.pullMu.Lock()
-		var next *liveConn
-		for c := range h.toPull {
-			next = c
-			break
-		}
-		if next == nil || h.ctx.Err() != nil {
-			h.toPull, h.pulling = nil, false
-			h.pullMu.Unlock()
+		next := h.pull.next(stopped)
+		if next == nil {
 			return
 		}
-		h.pullMu.Unlock()
 		h.tellToPull(next)
 	}
 }
 
 // takeToPull takes the conversations c is left to pull.
 func (h *liveHub) takeToPull(c *liveConn) map[string]bool {
-	h.pullMu.Lock()
-	defer h.pullMu.Unlock()
-	convs := h.toPull[c]
-	delete(h.toPull, c)
-	return convs
+	return h.pull.take(c)
 }
 
 // tellToPull sends c one notice naming the conversations it is left to

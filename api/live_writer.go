@@ -3,7 +3,7 @@ package api
 import "time"
 
 // writeDelay gathers the frames of several bus batches into one write per
-// connection: the hub keeps writes deferred (deferWrites) for up to
+// connection: the hub keeps writes deferred (writeDeferral) for up to
 // LiveConfig.WriteDelay after the first batch that queued any, handing out
 // every batch that comes meanwhile, then writes what each connection was
 // queued in one buffered write (corkConn.writeFrames: several WebSocket
@@ -34,7 +34,7 @@ func newWriteDelay(h *liveHub) *writeDelay {
 func (w *writeDelay) dispatched() {
 	d := w.h.cfg.WriteDelay
 	if d <= 0 {
-		w.h.writeDeferred()
+		w.h.writes.writeAll()
 		return
 	}
 	if !w.armed {
@@ -55,7 +55,7 @@ func (w *writeDelay) C() <-chan time.Time {
 // expired writes what was deferred once the delay is over.
 func (w *writeDelay) expired() {
 	w.armed = false
-	w.h.writeDeferred()
+	w.h.writes.writeAll()
 }
 
 // stop writes what is still deferred when the loop ends.

@@ -18,7 +18,7 @@ func delayHub(t *testing.T, delay time.Duration, want int) (*liveHub, *liveConn,
 		t.Fatal(err)
 	}
 	h := &liveHub{cfg: LiveConfig{MaxQueueBytes: 1 << 20, WriteTimeout: 5 * time.Second, WriteDelay: delay}, metrics: m,
-		withPend: map[*liveConn]bool{}}
+		withPend: newPendingSet()}
 	server, client := net.Pipe()
 	t.Cleanup(func() { client.Close() })
 	counted := &countingConn{Conn: server}
@@ -40,7 +40,7 @@ func TestFramesOfBatchesWithinTheWriteDelayShareOneWrite(t *testing.T) {
 	wd := newWriteDelay(h)
 	start := time.Now()
 	for _, f := range frames { // two bus batches, one frame each
-		h.deferWrites()
+		h.writes.begin()
 		c.send(f, false)
 		wd.dispatched()
 	}
@@ -76,7 +76,7 @@ func TestANegativeWriteDelayWritesEachBatchAtOnce(t *testing.T) {
 	frame := []byte(`{"type":"a"}`)
 	h, c, counted, got := delayHub(t, -1, 2+len(frame))
 	wd := newWriteDelay(h)
-	h.deferWrites()
+	h.writes.begin()
 	c.send(frame, false)
 	wd.dispatched()
 	select {

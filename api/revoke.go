@@ -56,14 +56,9 @@ func (s *Server) revokeDevices(r *http.Request, id auth.Identity) (int, any, err
 func (h *liveHub) closeRevoked(e redisstore.RevocationEntry) {
 	var rec redisstore.Revocation
 	rec.Merge(e.Device, e.At)
-	h.mu.Lock()
-	var hit []*liveConn
-	for c := range h.byUser[e.User] {
-		if rec.Covers(c.device, time.UnixMilli(c.tokenIssued.Load())) {
-			hit = append(hit, c)
-		}
-	}
-	h.mu.Unlock()
+	hit := h.index.userConns(e.User, func(c *liveConn) bool {
+		return rec.Covers(c.device, time.UnixMilli(c.tokenIssued.Load()))
+	})
 	for _, c := range hit {
 		if c.close(CloseRevoked, "this user or device was revoked; sign in again") {
 			h.metrics.tokenCloses.WithLabelValues("revoked").Inc()
