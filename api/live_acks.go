@@ -26,6 +26,9 @@ const maxAckBatch = 128
 type ackBatcher struct {
 	store *redisstore.Store
 
+	// mu guards pending and full; the batch's leader takes it under mu
+	// and runs it with mu released. No other lock is taken while it is
+	// held.
 	mu      sync.Mutex
 	pending []*pendingAck
 	full    chan struct{} // closed when pending reaches maxAckBatch

@@ -51,6 +51,8 @@ func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
 
 // connBudget is one connection's bucket and its recent drops.
 type connBudget struct {
+	// mu guards the fields below; no other lock is taken while it is
+	// held.
 	mu          sync.Mutex
 	bucket      tokenBucket
 	drops       int
@@ -89,6 +91,8 @@ func (b *connBudget) dropLocked(now time.Time, cfg LiveConfig) bool {
 // are swept when the map is full (at most once a second); if it is still
 // full, a new user's frame is dropped (users_full).
 type userBudgets struct {
+	// mu guards m and lastSweep (max, rate and burst are set once); no
+	// other lock is taken while it is held.
 	mu        sync.Mutex
 	m         map[string]*tokenBucket
 	max       int

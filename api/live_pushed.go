@@ -20,6 +20,9 @@ import (
 type pushedBatcher struct {
 	h *liveHub
 
+	// mu guards marks and flushing (a flush is running; the next tick's
+	// waits for it). A flush takes its batch under mu and calls the store
+	// with it released; no other lock is taken while it is held.
 	mu       sync.Mutex
 	marks    map[pushedKey]*pushedMark
 	flushing bool

@@ -20,6 +20,9 @@ import (
 type raiseBatcher struct {
 	h *liveHub
 
+	// mu guards marks and senders and flushing (a flush is running; the next tick's
+	// waits for it). A flush takes its batch under mu and calls the store
+	// with it released; no other lock is taken while it is held.
 	mu       sync.Mutex
 	marks    []redisstore.ReceiptMark
 	senders  []map[string]uint64 // per mark: the senders its ack covered on this node

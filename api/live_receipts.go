@@ -17,6 +17,9 @@ import (
 type receiptCoalescer struct {
 	h *liveHub
 
+	// mu guards convs and flushing (a flush is running; the next tick's
+	// waits for it). A flush takes its batch under mu and calls the store
+	// with it released; no other lock is taken while it is held.
 	mu       sync.Mutex
 	convs    map[string]*receiptRange
 	flushing bool

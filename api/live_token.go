@@ -33,7 +33,8 @@ func (s *Server) tokenEnd(id auth.Identity) int64 {
 // when it comes due; the heap is rebuilt from the connections when such
 // entries make it twice their number.
 type tokenDeadlines struct {
-	// mu guards h.
+	// mu guards h; it is taken alone (the hub's tick closes the
+	// connections it took off h after releasing it).
 	mu sync.Mutex
 	h  deadlineHeap
 }
