@@ -120,8 +120,8 @@ func TestEveryScriptOfLiveTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 				t.Fatal(err)
 			}
 			sent, err := bus.PublishUnchanged(ctx, keys, []ChannelBatch{
-				{Conv: "g", Audience: redisstore.PushAudience{Version: 2}, Data: []byte("as read")},
-				{Conv: "g", Audience: redisstore.PushAudience{Version: 1}, Data: []byte("changed since")},
+				{Conv: "g", Audience: redisstore.PushAudience{Version: 2}, Batch: Batch{Envelopes: []Envelope{{Kind: KindPush, Conv: "g", Record: []byte("as read")}}}},
+				{Conv: "g", Audience: redisstore.PushAudience{Version: 1}, Batch: Batch{Envelopes: []Envelope{{Kind: KindPush, Conv: "g", Record: []byte("changed since")}}}},
 			})
 			if err != nil {
 				t.Fatalf("publish behind the keys guard: %v", err)
