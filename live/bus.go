@@ -35,14 +35,13 @@ func NewBus(rdb redis.UniversalClient, timeout time.Duration) *Bus {
 }
 
 // NewBusFormat returns a bus over rdb that publishes in format (the zero
-// Format is DefaultFormat).
-func NewBusFormat(rdb redis.UniversalClient, timeout time.Duration, format Format) (*Bus, error) {
-	if err := format.Validate(); err != nil {
-		return nil, fmt.Errorf("live bus: %w", err)
-	}
+// Format is DefaultFormat). Configurations check the format as they are
+// validated (Format.Validate, naming their field); a bus given an unknown
+// one refuses every publish, before it reaches Redis.
+func NewBusFormat(rdb redis.UniversalClient, timeout time.Duration, format Format) *Bus {
 	b := NewBus(rdb, timeout)
 	b.format = format.orDefault()
-	return b, nil
+	return b
 }
 
 // Format is the form the bus publishes batches in.

@@ -29,9 +29,7 @@ func TestFormatsParseByNameAndAnUnknownOneIsRefusedByName(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), `"`+tc.in+`"`) {
 				t.Errorf("ParseFormat(%q) = %q, %v; want an error naming it", tc.in, got, err)
 			}
-			if _, err := NewBusFormat(nil, time.Second, Format(tc.in)); err == nil {
-				t.Errorf("NewBusFormat took the format %q", tc.in)
-			}
+			checkRefusesEveryPublish(t, NewBusFormat(nil, time.Second, Format(tc.in)))
 			continue
 		}
 		if err != nil || got != tc.want {
@@ -40,6 +38,22 @@ func TestFormatsParseByNameAndAnUnknownOneIsRefusedByName(t *testing.T) {
 	}
 	if b := NewBus(nil, time.Second); b.Format() != FormatJSON {
 		t.Fatalf("NewBus publishes %q, want JSON until an operator turns binary on", b.Format())
+	}
+}
+
+// checkRefusesEveryPublish: a bus of an unknown format publishes nothing
+// (its client is nil: a publish that got as far as Redis would panic).
+func checkRefusesEveryPublish(t *testing.T, b *Bus) {
+	t.Helper()
+	ctx := context.Background()
+	batch := sampleBatch()
+	_, one := b.PublishBatch(ctx, "ch", batch)
+	many := b.PublishBatches(ctx, map[string]*Batch{"ch": &batch})
+	_, unchanged := b.PublishUnchanged(ctx, redisstore.Keys{}, []ChannelBatch{{Conv: "g", Batch: batch}})
+	for name, err := range map[string]error{"PublishBatch": one, "PublishBatches": many, "PublishUnchanged": unchanged} {
+		if err == nil || !strings.Contains(err.Error(), string(b.Format())) {
+			t.Errorf("%s in format %q: %v, want an error naming the format", name, b.Format(), err)
+		}
 	}
 }
 
@@ -116,10 +130,7 @@ func TestBusPublishesInItsFormatOnEveryPath(t *testing.T) {
 		},
 	}
 	for _, format := range []Format{FormatJSON, FormatBinary} {
-		bus, err := NewBusFormat(rdb, 5*time.Second, format)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bus := NewBusFormat(rdb, 5*time.Second, format)
 		sub := bus.Subscribe(ctx, 4)
 		t.Cleanup(sub.Close)
 		if err := sub.Add(ctx, keys.NodeChannel("n1"), keys.ConvChannel("g")); err != nil {

@@ -62,11 +62,8 @@ func New(cfg Config, rdb redis.UniversalClient) (*Pusher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push: register metrics: %w", err)
 	}
-	bus, err := live.NewBusFormat(rdb, st.Config().CallTimeout, cfg.BusFormat)
-	if err != nil {
-		return nil, fmt.Errorf("push: %w", err)
-	}
-	p := &Pusher{cfg: cfg, store: st, bus: bus, metrics: m, members: map[string]memberEntry{}}
+	p := &Pusher{cfg: cfg, store: st, bus: live.NewBusFormat(rdb, st.Config().CallTimeout, cfg.BusFormat), metrics: m,
+		members: map[string]memberEntry{}}
 	p.rounds.run = p.pushRound
 	return p, nil
 }
