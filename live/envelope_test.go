@@ -34,7 +34,7 @@ func TestEnvelopesDecodeAsTheyWereSentInEitherForm(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"binary, what publishers send", bin},
+		{"binary, what publishers send once an operator turns it on", bin},
 		{"JSON, what a publisher not upgraded yet sends", old},
 	}
 	for _, tc := range cases {
