@@ -13,22 +13,39 @@ import (
 
 // Bus publishes and subscribes batches over Redis pub/sub: sharded
 // (SPUBLISH/SSUBSCRIBE, Redis 7, so that it works on Redis Cluster) where
-// the server has it, classic PUBLISH/SUBSCRIBE otherwise.
+// the server has it, classic PUBLISH/SUBSCRIBE otherwise. It owns the
+// form batches go in (Format): publishers hand it batches, not bytes of
+// their own making.
 type Bus struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration
+	format  Format
 
 	once    sync.Once
 	sharded bool
 }
 
-// NewBus returns a bus over rdb; every publish is bounded by timeout.
+// NewBus returns a bus over rdb that publishes in DefaultFormat; every
+// publish is bounded by timeout.
 func NewBus(rdb redis.UniversalClient, timeout time.Duration) *Bus {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	return &Bus{rdb: rdb, timeout: timeout}
+	return &Bus{rdb: rdb, timeout: timeout, format: DefaultFormat}
 }
+
+// NewBusFormat returns a bus over rdb that publishes in format (the zero
+// Format is DefaultFormat). Configurations check the format as they are
+// validated (Format.Validate, naming their field); a bus given an unknown
+// one refuses every publish, before it reaches Redis.
+func NewBusFormat(rdb redis.UniversalClient, timeout time.Duration, format Format) *Bus {
+	b := NewBus(rdb, timeout)
+	b.format = format.orDefault()
+	return b
+}
+
+// Format is the form the bus publishes batches in.
+func (b *Bus) Format() Format { return b.format }
 
 // Sharded reports whether the server takes sharded pub/sub (asked once).
 func (b *Bus) Sharded(ctx context.Context) bool {
@@ -61,6 +78,30 @@ func (b *Bus) Publish(ctx context.Context, channel string, data []byte) (int64, 
 		return 0, fmt.Errorf("publish to %s: %w", channel, err)
 	}
 	return n, nil
+}
+
+// PublishBatch sends batch to channel in the bus's format; it returns how
+// many subscribers got it.
+func (b *Bus) PublishBatch(ctx context.Context, channel string, batch Batch) (int64, error) {
+	data, err := b.format.Encode(batch)
+	if err != nil {
+		return 0, fmt.Errorf("publish to %s: %w", channel, err)
+	}
+	return b.Publish(ctx, channel, data)
+}
+
+// PublishBatches sends each channel its batch, in the bus's format, in
+// one pipeline.
+func (b *Bus) PublishBatches(ctx context.Context, batches map[string]*Batch) error {
+	msgs := make(map[string][]byte, len(batches))
+	for ch, batch := range batches {
+		data, err := b.format.Encode(*batch)
+		if err != nil {
+			return fmt.Errorf("publish to %s: %w", ch, err)
+		}
+		msgs[ch] = data
+	}
+	return b.PublishMany(ctx, msgs)
 }
 
 // PublishMany sends each channel its data in one pipeline.

@@ -13,6 +13,10 @@
 // server confirmed the subscription, and a node that starts listening
 // reads from the store what the channel carried before.
 //
+// A batch travels as JSON or binary (Format); readers take both, and a
+// Bus publishes in the one it was made with, JSON unless told otherwise,
+// because API nodes of the release before the binary form read only JSON.
+//
 // The bus only makes delivery early. Everything on it is already stored
 // (or, for QoS 0, never will be); a publish that reaches nobody costs
 // latency, never a message: the device pulls with sync.

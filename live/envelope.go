@@ -97,12 +97,14 @@ type Batch struct {
 	Envelopes []Envelope `json:"e"`
 }
 
-// Encode renders a batch for the wire, in its binary form.
+// Encode renders a batch in DefaultFormat, the form every reader reads.
+// A publisher sends through a Bus (Bus.PublishBatch), which encodes in
+// the format it was given.
 func Encode(b Batch) ([]byte, error) {
-	return encodeBinary(b), nil
+	return DefaultFormat.Encode(b)
 }
 
-// encodeJSON is the form publishers sent before the binary one.
+// encodeJSON is the form every release reads (FormatJSON).
 func encodeJSON(b Batch) ([]byte, error) {
 	data, err := json.Marshal(b)
 	if err != nil {

@@ -92,7 +92,7 @@ func wireCases() []struct {
 func TestEncodedBatchesReadAsTheProtoMessagesSay(t *testing.T) {
 	for _, tc := range wireCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := Encode(tc.batch)
+			data, err := FormatBinary.Encode(tc.batch)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ func sampleBatch() Batch {
 
 func TestEnvelopesDecodeAsTheyWereSentInEitherForm(t *testing.T) {
 	want := sampleBatch()
-	bin, err := Encode(want)
+	bin, err := FormatBinary.Encode(want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestEnvelopesDecodeAsTheyWereSentInEitherForm(t *testing.T) {
 		name string
 		data []byte
 	}{
-		{"binary, what publishers send", bin},
+		{"binary, what publishers send once an operator turns it on", bin},
 		{"JSON, what a publisher not upgraded yet sends", old},
 	}
 	for _, tc := range cases {
@@ -54,7 +54,7 @@ func TestEnvelopesDecodeAsTheyWereSentInEitherForm(t *testing.T) {
 }
 
 func TestMalformedBinaryBatchIsRefused(t *testing.T) {
-	bin, _ := Encode(sampleBatch())
+	bin, _ := FormatBinary.Encode(sampleBatch())
 	if _, err := Decode(bin[:len(bin)-3]); err == nil {
 		t.Fatal("a cut batch decoded")
 	}
@@ -62,7 +62,7 @@ func TestMalformedBinaryBatchIsRefused(t *testing.T) {
 
 func BenchmarkEnvelope(b *testing.B) {
 	batch := sampleBatch()
-	bin, _ := Encode(batch)
+	bin, _ := FormatBinary.Encode(batch)
 	old, _ := encodeJSON(batch)
 	b.Run("encode/json", func(b *testing.B) {
 		b.ReportAllocs()
@@ -73,7 +73,7 @@ func BenchmarkEnvelope(b *testing.B) {
 	b.Run("encode/binary", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			_, _ = Encode(batch)
+			_, _ = FormatBinary.Encode(batch)
 		}
 	})
 	// The generated code's figures count the conversion to and from the
@@ -108,7 +108,7 @@ func BenchmarkEnvelope(b *testing.B) {
 
 func TestDecodedStringsOutliveThePayloadAndRecordsAliasIt(t *testing.T) {
 	want := sampleBatch()
-	data, _ := Encode(want)
+	data, _ := FormatBinary.Encode(want)
 	got, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)

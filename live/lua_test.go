@@ -2,19 +2,11 @@ package live
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/offlinebox/offlinebox/internal/luacheck"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
@@ -24,77 +16,13 @@ import (
 // ARGV named at the top and the refusal words): here, that each touches
 // only the keys it is given, with redisstore's guard in front of it.
 
-// liveKeysGuard runs every script of lua/ behind the keys guard, and
-// records which ran.
-type liveKeysGuard struct {
-	prelude string
-	sources map[string]string // SHA-1 to file name
-	mu      sync.Mutex
-	ran     map[string]bool
-	errs    []string
-}
-
-func newLiveKeysGuard(t *testing.T) *liveKeysGuard {
+// newLiveKeysGuard runs every script of lua/ behind the keys guard
+// (internal/luacheck), and records which ran.
+func newLiveKeysGuard(t *testing.T) *luacheck.Guard {
 	t.Helper()
-	prelude, err := os.ReadFile("../redisstore/testdata/keys_guard.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob("lua/*.lua")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("list scripts: %v", err)
-	}
-	g := &liveKeysGuard{prelude: string(prelude), sources: map[string]string{}, ran: map[string]bool{}}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha1.Sum(b)
-		g.sources[hex.EncodeToString(sum[:])] = filepath.Base(f)
-	}
+	g := luacheck.NewGuard(t)
+	g.AddScripts(t, "lua/*.lua")
 	return g
-}
-
-func (g *liveKeysGuard) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g *liveKeysGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.guard(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (g *liveKeysGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			g.guard(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// guard turns an EVALSHA of a script of lua/ into an EVAL of it behind
-// the guard, in place; a script call it does not know is noted.
-func (g *liveKeysGuard) guard(cmd redis.Cmder) {
-	args := cmd.Args()
-	if len(args) < 2 || !strings.EqualFold(fmt.Sprint(args[0]), "evalsha") {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	name, ok := g.sources[fmt.Sprint(args[1])]
-	if !ok {
-		g.errs = append(g.errs, fmt.Sprint("unknown script ", args[1]))
-		return
-	}
-	src, err := os.ReadFile(filepath.Join("lua", name))
-	if err != nil {
-		g.errs = append(g.errs, err.Error())
-		return
-	}
-	g.ran[name] = true
-	args[0], args[1] = "eval", g.prelude+string(src)
 }
 
 func TestEveryScriptOfLiveTouchesOnlyTheKeysItIsGiven(t *testing.T) {
@@ -120,8 +48,8 @@ func TestEveryScriptOfLiveTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 				t.Fatal(err)
 			}
 			sent, err := bus.PublishUnchanged(ctx, keys, []ChannelBatch{
-				{Conv: "g", Audience: redisstore.PushAudience{Version: 2}, Data: []byte("as read")},
-				{Conv: "g", Audience: redisstore.PushAudience{Version: 1}, Data: []byte("changed since")},
+				{Conv: "g", Audience: redisstore.PushAudience{Version: 2}, Batch: Batch{Envelopes: []Envelope{{Kind: KindPush, Conv: "g", Record: []byte("as read")}}}},
+				{Conv: "g", Audience: redisstore.PushAudience{Version: 1}, Batch: Batch{Envelopes: []Envelope{{Kind: KindPush, Conv: "g", Record: []byte("changed since")}}}},
 			})
 			if err != nil {
 				t.Fatalf("publish behind the keys guard: %v", err)
@@ -129,13 +57,11 @@ func TestEveryScriptOfLiveTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 			if !slices.Equal(sent, []bool{true, false}) {
 				t.Fatalf("published %v, want [true false]", sent)
 			}
-			if len(g.errs) > 0 {
-				t.Fatalf("the guard saw %v", g.errs)
+			if unknown := g.Unknown(); len(unknown) > 0 {
+				t.Fatalf("the guard saw scripts it does not know: %v", unknown)
 			}
-			for _, name := range g.sources {
-				if !g.ran[name] {
-					t.Errorf("the test never ran lua/%s: extend it", name)
-				}
+			for _, name := range g.NotRun() {
+				t.Errorf("the test never ran lua/%s: extend it", name)
 			}
 		})
 	}

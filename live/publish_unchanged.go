@@ -27,7 +27,7 @@ const (
 type ChannelBatch struct {
 	Conv     string
 	Audience redisstore.PushAudience
-	Data     []byte
+	Batch    Batch
 }
 
 // PublishUnchanged publishes each batch on its conversation's channel
@@ -43,10 +43,18 @@ func (b *Bus) PublishUnchanged(ctx context.Context, keys redisstore.Keys, batche
 	if len(batches) == 0 {
 		return nil, nil
 	}
+	data := make([][]byte, len(batches))
+	for i := range batches {
+		d, err := b.format.Encode(batches[i].Batch)
+		if err != nil {
+			return nil, fmt.Errorf("publish on the channel of %s: %w", batches[i].Conv, err)
+		}
+		data[i] = d
+	}
 	sharded := b.Sharded(ctx)
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	cmds, err := b.evalPublish(ctx, keys, sharded, batches)
+	cmds, err := b.evalPublish(ctx, keys, sharded, batches, data)
 	if err != nil {
 		return nil, fmt.Errorf("publish on %d conversation channels: %w", len(batches), err)
 	}
@@ -76,16 +84,16 @@ func (b *Bus) PublishUnchanged(ctx context.Context, keys redisstore.Keys, batche
 
 // evalPublish runs the script once per batch in one pipeline, loading it
 // and sending again those a server did not hold (NOSCRIPT: a restart, a
-// failover, a new node). Its error is only that of the pipeline as a
+// failover, a new node); data holds each batch encoded. Its error is only that of the pipeline as a
 // whole; each call's own is on its command.
-func (b *Bus) evalPublish(ctx context.Context, keys redisstore.Keys, sharded bool, batches []ChannelBatch) ([]*redis.Cmd, error) {
+func (b *Bus) evalPublish(ctx context.Context, keys redisstore.Keys, sharded bool, batches []ChannelBatch, data [][]byte) ([]*redis.Cmd, error) {
 	run := func(at []int) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(at))
 		_, _ = b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for k, i := range at {
 				bt := batches[i]
 				cmds[k] = pushPublishScript.EvalSha(ctx, p, []string{keys.ConvMeta(bt.Conv)},
-					keys.ConvChannel(bt.Conv), bt.Audience.Version, flag(bt.Audience.Large), flag(sharded), bt.Data)
+					keys.ConvChannel(bt.Conv), bt.Audience.Version, flag(bt.Audience.Large), flag(sharded), data[i])
 			}
 			return nil
 		})

@@ -69,7 +69,7 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 	batches := make([]ChannelBatch, len(cases))
 	for i, tc := range cases {
 		batches[i] = tc.batch
-		batches[i].Data = []byte(tc.name)
+		batches[i].Batch = Batch{Envelopes: []Envelope{{Kind: KindPush, Conv: tc.batch.Conv, Record: []byte(tc.name)}}}
 	}
 	// one subscription a channel: on a Cluster each lives on its slot's node
 	got := make(chan string, len(cases))
@@ -86,7 +86,12 @@ func checkPublishUnchanged(t *testing.T, rdb redis.UniversalClient, prefix strin
 		}
 		go func() {
 			for m := range ps.Channel() {
-				got <- m.Payload
+				b, err := Decode([]byte(m.Payload))
+				if err != nil || len(b.Envelopes) != 1 {
+					got <- "undecodable: " + m.Payload
+					continue
+				}
+				got <- string(b.Envelopes[0].Record)
 			}
 		}()
 	}

@@ -4,19 +4,22 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/offlinebox/offlinebox/internal/storetest"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-const expDay = 24 * time.Hour
+// expDay, expNow, expMsg: internal/storetest's, shared with rebuild's
+// tests (expNow is the fake "now" retention is measured against).
+const expDay = storetest.Day
 
-// expNow is the fake "now" of the expiry tests: retention is measured
-// against it, never against the machine's clock.
-var expNow = time.Date(2031, 3, 14, 12, 0, 0, 0, time.UTC)
+var (
+	expNow = storetest.Now
+	expMsg = storetest.Msg
+)
 
 func expStore(t *testing.T) *Store {
 	t.Helper()
@@ -32,18 +35,6 @@ func expStore(t *testing.T) *Store {
 type expEntry struct {
 	age  time.Duration
 	kind schemas.Kind
-}
-
-func expMsg(conv string, ct schemas.ConvType, kind schemas.Kind, id string) *schemas.Message {
-	m := &schemas.Message{ClientMsgId: id, ConvId: conv, ConvType: ct, Sender: "alice",
-		Kind: kind, ContentType: "text/plain", Body: []byte("body of " + id)}
-	switch {
-	case ct == schemas.ConvType_CONV_TYPE_DIRECT:
-		m.Recipients = []string{"bob"}
-	case kind != schemas.Kind_KIND_MESSAGE:
-		m.Recipients, m.Body = []string{"alice", "bob", "carol"}, nil
-	}
-	return m
 }
 
 // expSeed sequences entries (oldest first) through the real sequencing
@@ -69,13 +60,7 @@ func expSeed(t *testing.T, s *Store, conv string, ct schemas.ConvType, entries [
 
 func expMeta(t *testing.T, s *Store, conv string) (seq, first uint64) {
 	t.Helper()
-	v, err := s.rdb.HMGet(context.Background(), s.keys.ConvMeta(conv), "seq", "first").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
-	first, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
-	return seq, first
+	return storetest.Meta(t, s.rdb, s.keys.ConvMeta(conv))
 }
 
 func TestExpireConversationRemovesExactlyTheEntriesPastTheirWindow(t *testing.T) {

@@ -7,48 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/internal/luacheck"
 )
-
-var (
-	// fixedArg is a KEYS or ARGV element named by a number; computed ones
-	// (ARGV[i], ARGV[#ARGV]) walk the variable tails of the argument lists.
-	fixedArg = regexp.MustCompile(`\b(KEYS|ARGV)\[\d+\]`)
-	luaLocal = regexp.MustCompile(`^local ([A-Z_][A-Z_, ]*) = (.+)$`)
-)
-
-// scriptHeader is how many lines open a script before its first statement
-// that is not a plain local declaration: comments, blank lines and locals
-// that call nothing.
-func scriptHeader(lines []string) int {
-	for i, l := range lines {
-		l = strings.TrimSpace(l)
-		switch {
-		case l == "", strings.HasPrefix(l, "--"):
-		case strings.HasPrefix(l, "local ") && strings.Contains(l, " = ") && !strings.Contains(l, "redis.call") &&
-			!strings.Contains(l, "function") && !strings.HasSuffix(l, "{"):
-		default:
-			return i
-		}
-	}
-	return len(lines)
-}
-
-// scriptConstants reads the upper-case locals of a script: its status
-// codes and refusal words.
-func scriptConstants(src string) map[string]string {
-	out := map[string]string{}
-	for _, l := range strings.Split(src, "\n") {
-		m := luaLocal.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		names, vals := strings.Split(m[1], ","), strings.Split(m[2], ",")
-		for i := range min(len(names), len(vals)) {
-			out[strings.TrimSpace(names[i])] = strings.Trim(strings.TrimSpace(vals[i]), "'")
-		}
-	}
-	return out
-}
 
 // scriptDirs are the folders of Lua scripts the conventions hold for:
 // this package's and the live bus's (package live cannot be imported
@@ -84,9 +45,9 @@ func readScripts(t *testing.T) map[string]string {
 func TestEveryScriptNamesItsKeysAndArgumentsAtItsTop(t *testing.T) {
 	for name, src := range readScripts(t) {
 		lines := strings.Split(src, "\n")
-		for i := scriptHeader(lines); i < len(lines); i++ {
+		for i := luacheck.Header(lines); i < len(lines); i++ {
 			code, _, _ := strings.Cut(lines[i], "--")
-			if ref := fixedArg.FindString(code); ref != "" {
+			if ref := luacheck.FixedArg.FindString(code); ref != "" {
 				t.Errorf("%s:%d uses %s below the locals at its top: %s", name, i+1, ref, strings.TrimSpace(lines[i]))
 			}
 		}
@@ -107,7 +68,7 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 	unspelled := regexp.MustCompile(`error_reply\('OB`)
 	scripts := readScripts(t)
 	for name, src := range scripts {
-		consts := scriptConstants(src)
+		consts := luacheck.Constants(src)
 		for lua, want := range status[name] {
 			if got, err := strconv.Atoi(consts[lua]); err != nil || got != want {
 				t.Errorf("%s names %s = %q, the Go side %d", name, lua, consts[lua], want)

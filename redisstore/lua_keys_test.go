@@ -2,143 +2,49 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/offlinebox/offlinebox/internal/luacheck"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// keysGuard is a go-redis hook that runs every script of this package with
-// testdata/keys_guard.lua in front of it: the script then fails as soon as
-// it touches a key that is not one of its KEYS. It records which scripts
-// ran, so a test can tell that it reached all of them. The scripts of
-// live/lua run behind the same guard in live's tests (lua_test.go).
-type keysGuard struct {
-	prelude string
-	// names maps a script's SHA-1 to its file (scripts that prepend a
-	// *_lib.lua are known by the file that follows it).
-	names   map[string]string
-	sources map[string]string
-	mu      sync.Mutex
-	ran     map[string]bool
-	unknown []string
-}
-
-func newKeysGuard(t *testing.T) *keysGuard {
+// newKeysGuard runs every script of this package behind the keys guard
+// (internal/luacheck, testdata/keys_guard.lua): a script then fails as
+// soon as it touches a key that is not one of its KEYS. Scripts that
+// prepend a *_lib.lua are known by the file that follows it. The scripts
+// of live/lua and redisstore/rebuild/lua run behind the same guard in
+// their packages' tests.
+func newKeysGuard(t *testing.T) *luacheck.Guard {
 	t.Helper()
-	prelude, err := os.ReadFile("testdata/keys_guard.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &keysGuard{prelude: string(prelude), names: map[string]string{}, sources: map[string]string{}, ran: map[string]bool{}}
-	files, err := filepath.Glob("lua/*.lua")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("list scripts: %v", err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Base(f)
-		for _, src := range []string{string(b), dedupeLibLua + string(b), receiptsLibLua + string(b),
-			fenceLibLua + string(b), fenceLibLua + dedupeLibLua + string(b)} {
-			sum := sha1.Sum([]byte(src))
-			sha := hex.EncodeToString(sum[:])
-			g.names[sha], g.sources[sha] = name, src
-		}
-	}
+	g := luacheck.NewGuard(t)
+	g.AddScripts(t, "lua/*.lua", dedupeLibLua, receiptsLibLua, fenceLibLua, fenceLibLua+dedupeLibLua)
 	return g
 }
 
 // commandHook is a go-redis hook that shows fn every command a client
 // sends, alone or in a pipeline, before it goes.
-type commandHook func(redis.Cmder)
-
-func (h commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// guard turns an EVALSHA or EVAL of a known script into an EVAL of the
-// guarded script, in place.
-func (g *keysGuard) guard(cmd redis.Cmder) {
-	args := cmd.Args()
-	if len(args) < 2 {
-		return
-	}
-	name := strings.ToLower(fmt.Sprint(args[0]))
-	if name != "evalsha" && name != "eval" {
-		return
-	}
-	sha := fmt.Sprint(args[1])
-	if name == "eval" {
-		sum := sha1.Sum([]byte(sha))
-		sha = hex.EncodeToString(sum[:])
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	src, ok := g.sources[sha]
-	if !ok {
-		g.unknown = append(g.unknown, sha)
-		return
-	}
-	g.ran[g.names[sha]] = true
-	args[0], args[1] = "eval", g.prelude+src
-}
-
-// notRun lists the scripts of lua/ that no call ran (the *_lib.lua files
-// run inside others).
-func (g *keysGuard) notRun() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []string
-	for _, n := range g.names {
-		if !g.ran[n] && !strings.HasSuffix(n, "_lib.lua") && !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
+type commandHook = luacheck.CommandHook
 
 func TestTheKeysGuardCatchesAScriptThatBuildsAKey(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	g := newKeysGuard(t)
-	rdb.AddHook(commandHook(g.guard))
+	rdb.AddHook(g)
 	ctx := context.Background()
 	builds := redis.NewScript(`return redis.call('GET', KEYS[1] .. ':other')`)
-	g.sources[builds.Hash()], g.names[builds.Hash()] = `return redis.call('GET', KEYS[1] .. ':other')`, "inline"
+	g.Add("inline", `return redis.call('GET', KEYS[1] .. ':other')`)
 	err := builds.Run(ctx, rdb, []string{prefix + "{u:x}:k"}).Err()
 	if err == nil || !strings.Contains(err.Error(), "not in KEYS") {
 		t.Fatalf("a script reading a key it built answered %v, want the guard's error", err)
 	}
 	declares := redis.NewScript(`return redis.call('GET', KEYS[1])`)
-	g.sources[declares.Hash()], g.names[declares.Hash()] = `return redis.call('GET', KEYS[1])`, "inline2"
+	g.Add("inline2", `return redis.call('GET', KEYS[1])`)
 	if err := declares.Run(ctx, rdb, []string{prefix + "{u:x}:k"}).Err(); err != nil && err != redis.Nil {
 		t.Fatalf("a script reading its KEYS failed: %v", err)
 	}
@@ -147,7 +53,7 @@ func TestTheKeysGuardCatchesAScriptThatBuildsAKey(t *testing.T) {
 func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	rdb, prefix := testenv.Redis(t)
 	g := newKeysGuard(t)
-	rdb.AddHook(commandHook(g.guard))
+	rdb.AddHook(g)
 	s, err := New(rdb, Config{Prefix: prefix, LargeGroupThreshold: 3, MaxDevices: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -306,10 +212,10 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if len(g.unknown) > 0 {
-		t.Fatalf("scripts the guard does not know ran: %v", g.unknown)
+	if unknown := g.Unknown(); len(unknown) > 0 {
+		t.Fatalf("scripts the guard does not know ran: %v", unknown)
 	}
-	if left := g.notRun(); len(left) > 0 {
+	if left := g.NotRun(); len(left) > 0 {
 		t.Fatalf("the test never ran %v: extend it", left)
 	}
 }
@@ -390,7 +296,7 @@ func TestScriptsGivenKeysFromAStaleReadRefuseAndAreRunAgain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rdb, prefix := testenv.Redis(t)
 			g := newKeysGuard(t)
-			rdb.AddHook(commandHook(g.guard))
+			rdb.AddHook(g)
 			s, err := New(rdb, Config{Prefix: prefix, MaxDevices: 1})
 			if err != nil {
 				t.Fatal(err)

@@ -122,9 +122,14 @@ func Stages() []Stage {
 }
 
 // Topics are the topics the pipeline needs: what the stages and the API
-// read and write (the API produces im.messages and im.receipts).
+// read and write (the API produces im.messages and im.receipts), and
+// every stage's dead-letter topic, push-rejected's too: nothing is
+// written there today, but its runner may produce to it, and a broker
+// that does not create topics on demand would fail that produce, so it is
+// created with the others and listed with them.
 func Topics() []string {
-	return []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter}
+	return []string{schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter,
+		push.UnusedDeadLetterTopic}
 }
 
 // RunnerConfig is the stream.Config of the stage on brokers; the caller

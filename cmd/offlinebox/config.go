@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/workers/census"
 )
@@ -46,6 +47,9 @@ type stackConfig struct {
 	// RetentionPolicy is the retention policy file (retention/); empty:
 	// the built-in retention.
 	RetentionPolicy string
+	// LiveBusFormat is the form the push stage publishes on the live bus
+	// (live.Format): json until every API node reads binary.
+	LiveBusFormat string
 
 	// origin says, per flag name, where a value that did not come from the
 	// command line came from, for error messages.
@@ -75,6 +79,7 @@ var stackSettings = []stackSetting{
 	{"key-file", "OFFLINEBOX_KEY_FILE"},
 	{"drift-threshold", "OFFLINEBOX_DRIFT_THRESHOLD"},
 	{"retention-policy", "OFFLINEBOX_RETENTION_POLICY"},
+	{"live-bus-format", "OFFLINEBOX_LIVE_BUS_FORMAT"},
 }
 
 // bind registers the stack flags on fs with their built-in defaults; the
@@ -97,6 +102,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.KeyFile, "key-file", "", "master key file (JSON lines {\"id\",\"key\"}, newest last) bodies are sealed with; without it or "+masterKeysEnv+" bodies are stored in the clear (env OFFLINEBOX_KEY_FILE)")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", census.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
+	fs.StringVar(&c.LiveBusFormat, "live-bus-format", string(live.DefaultFormat), "form the push stage publishes batches in on the live bus: json, which every release's API nodes read, or binary, once every API node runs a release that reads it (env OFFLINEBOX_LIVE_BUS_FORMAT)")
 	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")
@@ -165,6 +171,8 @@ func (c *stackConfig) validate(needSecret bool) error {
 		return fmt.Errorf("-partitions: %d is below 1", c.Partitions)
 	case c.SessionTimeout < 0:
 		return fmt.Errorf("-session-timeout: %s is negative", c.SessionTimeout)
+	case live.Format(c.LiveBusFormat).Validate() != nil:
+		return fmt.Errorf("-live-bus-format: %w", live.Format(c.LiveBusFormat).Validate())
 	case needSecret && len(c.JWTSecret) < 16:
 		return fmt.Errorf("-jwt-secret: required, at least 16 bytes (env OFFLINEBOX_JWT_SECRET, or run `offlinebox demo`, which writes %s)", defaultEnvFile)
 	}

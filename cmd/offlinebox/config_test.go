@@ -37,6 +37,8 @@ func TestStackConfigRejectsSettingsThatCannotWork(t *testing.T) {
 		{"a hot redis URL with a bad database", []string{"-hot-redis", "redis://127.0.0.1:6380/x"}, false, "-hot-redis"},
 		{"no partitions", []string{"-partitions", "0"}, false, "-partitions"},
 		{"negative session timeout", []string{"-session-timeout", "-1s"}, false, "-session-timeout"},
+		{"the binary live bus format", []string{"-live-bus-format", "binary"}, false, ""},
+		{"an unknown live bus format", []string{"-live-bus-format", "protobuf"}, false, "-live-bus-format"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ const (
 	useMetrics                        // -metrics-listen
 	useRetention                      // -retention-policy
 	useCensus                         // -drift-threshold
+	useLiveBus                        // -live-bus-format: a live bus publisher
 
 	useAll = ^flagUse(0)
 	// useStores is what a process that opens Redis reads: a sealing store
@@ -42,7 +43,7 @@ var flagFamily = map[string]flagUse{
 	"clickhouse": useClickHouse, "clickhouse-db": useClickHouse, "clickhouse-user": useClickHouse,
 	"clickhouse-password": useClickHouse, "key-file": useSealing,
 	"listen": useAPI, "jwt-secret": useAPI, "node": useAPI, "metrics-listen": useMetrics,
-	"retention-policy": useRetention, "drift-threshold": useCensus,
+	"retention-policy": useRetention, "drift-threshold": useCensus, "live-bus-format": useLiveBus,
 }
 
 // stackUses is, per subcommand (verbs of a group named "group verb"), the
@@ -52,7 +53,7 @@ var stackUses = map[string]flagUse{
 	"all":               useAll,
 	"fanout":            useWorker | useStores,
 	"convindex":         useWorker | useStores,
-	"push":              useWorker | useStores,
+	"push":              useWorker | useStores | useLiveBus,
 	"history":           useWorker | useClickHouse,
 	"history sql":       useClickHouse,
 	"expiry":            useStores | useMetrics | useRetention | useCensus,

@@ -65,7 +65,8 @@ func TestHelpListsOnlyTheFlagsASubcommandReads(t *testing.T) {
 		{[]string{"retention", "check", "-h"}, []string{"-retention-policy", "-redis", "-against"}, []string{"-kafka", "-listen", "-jwt-secret"}},
 		{[]string{"revoke", "-h"}, []string{"-user", "-device", "-redis"}, []string{"-kafka", "-clickhouse", "-listen"}},
 		{[]string{"migrate", "-h"}, []string{"-kafka", "-clickhouse", "-partitions"}, []string{"-redis", "-listen", "-jwt-secret"}},
-		{[]string{"fanout", "-h"}, []string{"-kafka", "-redis", "-metrics-listen", "-session-timeout"}, []string{"-listen", "-jwt-secret", "-retention-policy"}},
+		{[]string{"fanout", "-h"}, []string{"-kafka", "-redis", "-metrics-listen", "-session-timeout"}, []string{"-listen", "-jwt-secret", "-retention-policy", "-live-bus-format"}},
+		{[]string{"push", "-h"}, []string{"-redis", "-session-timeout", "-live-bus-format"}, []string{"-listen", "-jwt-secret", "-retention-policy"}},
 		{[]string{"api", "-h"}, []string{"-listen", "-jwt-secret", "-node", "-redis"}, []string{"-drift-threshold", "-retention-policy", "-session-timeout"}},
 		{[]string{"all", "-h"}, []string{"-listen", "-kafka", "-retention-policy", "-drift-threshold"}, nil},
 	}

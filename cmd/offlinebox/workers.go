@@ -15,6 +15,7 @@ import (
 	"github.com/offlinebox/offlinebox/api"
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/chstore"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/seal"
@@ -222,7 +223,8 @@ func workerTasks(c *stackConfig, h *health, specs []workerSpec) []func(context.C
 // the main group, the QoS 0 records' and the one that tells senders of
 // refused records.
 func (p *processes) pushWorkers() ([]workerSpec, error) {
-	cfg := push.Config{Store: storeConfig(p.cfg), Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
+	cfg := push.Config{Store: storeConfig(p.cfg), BusFormat: live.Format(p.cfg.LiveBusFormat),
+		Logger: slog.Default().With("worker", "push"), Metrics: p.registry}
 	pw, err := push.New(cfg, p.rdb)
 	if err != nil {
 		return nil, err

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/offlinebox/offlinebox/internal/storetest"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -48,37 +47,27 @@ func rbStore(t *testing.T) *rig {
 	return newRig(t, 3)
 }
 
-const expDay = 24 * time.Hour
+// expDay, expNow, expMsg: internal/storetest's, the core's tests' too
+// (expNow is the fake "now" retention is measured against).
+const expDay = storetest.Day
 
-// expNow is the fake "now" retention is measured against, never the
-// machine's clock.
-var expNow = time.Date(2031, 3, 14, 12, 0, 0, 0, time.UTC)
+var (
+	expNow = storetest.Now
+	expMsg = storetest.Msg
+)
 
 // refusalHeld is the word sequencing refuses a held conversation with.
 const refusalHeld = "OBHELD"
 
-func expMsg(conv string, ct schemas.ConvType, kind schemas.Kind, id string) *schemas.Message {
-	m := &schemas.Message{ClientMsgId: id, ConvId: conv, ConvType: ct, Sender: "alice",
-		Kind: kind, ContentType: "text/plain", Body: []byte("body of " + id)}
-	switch {
-	case ct == schemas.ConvType_CONV_TYPE_DIRECT:
-		m.Recipients = []string{"bob"}
-	case kind != schemas.Kind_KIND_MESSAGE:
-		m.Recipients, m.Body = []string{"alice", "bob", "carol"}, nil
-	}
-	return m
-}
-
 func expMeta(t *testing.T, s *rig, conv string) (seq, first uint64) {
 	t.Helper()
-	v, err := s.rdb.HMGet(context.Background(), s.keys.ConvMeta(conv), "seq", "first").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, _ = strconv.ParseUint(hashString(v[0]), 10, 64)
-	first, _ = strconv.ParseUint(hashString(v[1]), 10, 64)
-	return seq, first
+	return storetest.Meta(t, s.rdb, s.keys.ConvMeta(conv))
 }
+
+// indexDrift, testSizer and syncReq are the core's tests' own as well;
+// they name redisstore's types, so they cannot move to internal/storetest,
+// which the core's in-package tests import (and which therefore must not
+// import redisstore).
 
 // indexDrift describes how a user's list indexes differ from the inbox and
 // lane they index ("" when they agree), and whether they are built.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/offlinebox/offlinebox/bounds"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -27,6 +28,10 @@ type Config struct {
 	Limits schemas.Limits
 	// MemberCache bounds the conversations whose members are cached.
 	MemberCache int
+	// BusFormat is the form batches are published in on the live bus
+	// (live.DefaultFormat, JSON, when empty): binary only once every API
+	// node runs a release that reads it.
+	BusFormat live.Format
 	// Clock (time.Now).
 	Clock func() time.Time
 	// Logger (slog.Default when nil).
@@ -44,6 +49,7 @@ func (c Config) withDefaults() Config {
 	c.DeadLetterTopic = cmp.Or(c.DeadLetterTopic, schemas.TopicDeadLetter)
 	c.Limits = c.Limits.WithDefaults()
 	c.MemberCache = cmp.Or(c.MemberCache, DefaultMemberCache)
+	c.BusFormat = cmp.Or(c.BusFormat, live.DefaultFormat)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -58,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("push: %w", err)
+	}
+	if err := c.BusFormat.Validate(); err != nil {
+		return fmt.Errorf("push: BusFormat: %w", err)
 	}
 	c = c.withDefaults()
 	return bounds.First("push",

@@ -47,13 +47,8 @@ func (p *Pusher) publishKnown(ctx context.Context, items []*item) ([]*item, erro
 		for _, it := range its {
 			b.Envelopes = append(b.Envelopes, live.Envelope{Kind: it.kind, Conv: c, Large: e.large, Record: it.record, SentMS: now.UnixMilli()})
 		}
-		data, err := live.Encode(b)
-		if err != nil {
-			p.mu.Unlock()
-			return nil, err
-		}
 		batches = append(batches, live.ChannelBatch{Conv: c,
-			Audience: redisstore.PushAudience{Large: e.large, Version: e.version}, Data: data})
+			Audience: redisstore.PushAudience{Large: e.large, Version: e.version}, Batch: b})
 		batched = append(batched, its)
 	}
 	p.mu.Unlock()

@@ -38,22 +38,14 @@ func (p *Pusher) publish(ctx context.Context, items []*item) error {
 	r := p.route(items, pres)
 	byNode, groups := r.byNode, r.groups
 	convPublishes, groupPublishes := r.convPublishes, r.groupPublishes
-	out := make(map[string][]byte, len(byNode)+len(groups))
+	out := make(map[string]*live.Batch, len(byNode)+len(groups))
 	for ch, b := range byNode {
-		data, err := live.Encode(*b)
-		if err != nil {
-			return err
-		}
-		out[ch] = data
+		out[ch] = b
 	}
 	for ch, b := range groups {
-		data, err := live.Encode(*b)
-		if err != nil {
-			return err
-		}
-		out[ch] = data
+		out[ch] = b
 	}
-	if err := p.bus.PublishMany(ctx, out); err != nil {
+	if err := p.bus.PublishBatches(ctx, out); err != nil {
 		return err
 	}
 	p.metrics.publishes.WithLabelValues("node").Add(float64(len(byNode)))

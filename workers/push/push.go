@@ -62,7 +62,7 @@ func New(cfg Config, rdb redis.UniversalClient) (*Pusher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("push: register metrics: %w", err)
 	}
-	p := &Pusher{cfg: cfg, store: st, bus: live.NewBus(rdb, st.Config().CallTimeout), metrics: m,
+	p := &Pusher{cfg: cfg, store: st, bus: live.NewBusFormat(rdb, st.Config().CallTimeout, cfg.BusFormat), metrics: m,
 		members: map[string]memberEntry{}}
 	p.rounds.run = p.pushRound
 	return p, nil
