@@ -17,7 +17,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/embedded"
-	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/topology"
 )
 
 // demoOptions are the demo's own flags.
@@ -247,8 +247,7 @@ func startEmbeddedStack(ctx context.Context, dir string, o demoOptions) (cfg *st
 	}
 	stops = append(stops, stopProcess(ch))
 	const partitions = 4
-	kf, err := embedded.StartKafka(filepath.Join(dir, "kafka"), partitions,
-		schemas.TopicMessages, schemas.TopicSequenced, schemas.TopicReceipts, schemas.TopicDeadLetter)
+	kf, err := embedded.StartKafka(filepath.Join(dir, "kafka"), partitions, topology.Topics()...)
 	if err != nil {
 		return nil, stop, fmt.Errorf("start kfake: %w", err)
 	}
