@@ -59,12 +59,12 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 	// the history, never rebuilds that conversation (fanout-kill covers
 	// kill -9 on its own).
 	w := e.fanouts[0]
-	w.stop(10 * time.Second)
+	w.Stop(10 * time.Second)
 	evicted, err := e.evict(ctx, startMem)
 	if err != nil {
 		return "", err
 	}
-	if err := w.start(); err != nil {
+	if err := w.Start(); err != nil {
 		return "", err
 	}
 	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of the scenario's memory, for %s)",
@@ -216,7 +216,7 @@ func (e *env) repairEvicted(ctx context.Context) (repaired, error) {
 func (e *env) logged(re *regexp.Regexp) int {
 	n := 0
 	for _, w := range e.fanouts {
-		if b, err := os.ReadFile(w.logPath); err == nil {
+		if b, err := os.ReadFile(w.LogPath); err == nil {
 			n += len(re.FindAllIndex(b, -1))
 		}
 	}

@@ -74,9 +74,9 @@ func killAPI(ctx context.Context, s *suite, e *env, run *checker.Run) (string, e
 		return "", err
 	}
 	w := e.apis[0]
-	w.kill()
-	s.log.Printf("%s: killed %s (-9) with its live connections at %.0f%% of the stream", e.name, w.name, run.Produced()*100)
-	return fmt.Sprintf("killed %s at %.0f%% of the stream", w.name, run.Produced()*100), nil
+	w.Kill()
+	s.log.Printf("%s: killed %s (-9) with its live connections at %.0f%% of the stream", e.name, w.Name, run.Produced()*100)
+	return fmt.Sprintf("killed %s at %.0f%% of the stream", w.Name, run.Produced()*100), nil
 }
 
 // at waits until share of the stream is produced, or ctx ends.
@@ -94,10 +94,10 @@ func killFanout(ctx context.Context, s *suite, e *env, run *checker.Run) (string
 		// Kill while records wait for the worker: it is inside a batch or
 		// about to poll one, with work it has not committed.
 		before, lag := e.waitLag(ctx)
-		w.kill()
-		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream, %d records not committed", e.name, w.name, run.Produced()*100, lag)
+		w.Kill()
+		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream, %d records not committed", e.name, w.Name, run.Produced()*100, lag)
 		notes = append(notes, fmt.Sprint(lag))
-		if err := w.start(); err != nil {
+		if err := w.Start(); err != nil {
 			return "", err
 		}
 		// The next kill comes once the new process works: a process killed
@@ -149,15 +149,15 @@ func rebalanceFanouts(ctx context.Context, s *suite, e *env, run *checker.Run) (
 			return "", err
 		}
 		if i == 3 {
-			w.kill() // one leaves without a word: its session must expire
+			w.Kill() // one leaves without a word: its session must expire
 		} else {
-			w.stop(20 * time.Second)
+			w.Stop(20 * time.Second)
 		}
 		moves++
 		if err := wait(ctx, 1500*time.Millisecond); err != nil {
 			return "", err
 		}
-		if err := w.start(); err != nil {
+		if err := w.Start(); err != nil {
 			return "", err
 		}
 		moves++

@@ -73,7 +73,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 func (e *env) restoresLogged() int {
 	n := 0
 	for _, w := range e.fanouts {
-		if b, err := os.ReadFile(w.logPath); err == nil {
+		if b, err := os.ReadFile(w.LogPath); err == nil {
 			n += len(restoredLine.FindAllIndex(b, -1))
 		}
 	}
@@ -101,7 +101,7 @@ var restoredLine = regexp.MustCompile(`redis verified against the changelog.* re
 func (e *env) restoredFromChangelog() string {
 	var runs, records, appended, conflicts int
 	for _, w := range e.fanouts {
-		b, err := os.ReadFile(w.logPath)
+		b, err := os.ReadFile(w.LogPath)
 		if err != nil {
 			continue
 		}

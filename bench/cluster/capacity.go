@@ -156,7 +156,7 @@ func rssBytes(pid int) int64 {
 
 func (s *stack) apiCPU() (ticks, rss int64) {
 	for _, p := range s.apis {
-		if pid := p.pid(); pid != 0 {
+		if pid := p.Pid(); pid != 0 {
 			ticks += cpuTicks(pid)
 			rss += rssBytes(pid)
 		}

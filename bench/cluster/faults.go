@@ -143,13 +143,13 @@ func noFault(context.Context, *stack) (string, error) { return "nothing broken",
 // started again once the round's checks run.
 func killAPI(ctx context.Context, s *stack) (string, error) {
 	for _, p := range s.apis {
-		if p.running() {
-			p.kill()
+		if p.Running() {
+			p.Kill()
 			go func() {
 				time.Sleep(10 * time.Second)
-				_ = p.start()
+				_ = p.Start()
 			}()
-			return "killed " + p.name + " (-9) with its live connections; restarted 10s later", nil
+			return "killed " + p.Name + " (-9) with its live connections; restarted 10s later", nil
 		}
 	}
 	return "", fmt.Errorf("no API node running")
@@ -161,11 +161,11 @@ func killWorkers(ctx context.Context, s *stack) (string, error) {
 	var names []string
 	for _, kind := range []string{"fanout", "push"} {
 		p := s.workers[kind][0]
-		p.kill()
-		names = append(names, p.name)
+		p.Kill()
+		names = append(names, p.Name)
 		go func() {
 			time.Sleep(10 * time.Second)
-			_ = p.start()
+			_ = p.Start()
 		}()
 	}
 	return "killed " + strings.Join(names, " and ") + " (-9); restarted 10s later", nil

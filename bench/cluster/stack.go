@@ -156,7 +156,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 		return err
 	}
 	p := newProc("kafka", "kafka", s.dir, self, "kfake", "-brokers", fmt.Sprint(brokers), "-partitions", fmt.Sprint(partitions))
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		return err
 	}
 	// Its first line of output, in its log file, names the brokers.
@@ -164,7 +164,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 	s.all = append(s.all, p)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if line := firstLine(p.logPath, "brokers "); line != "" {
+		if line := firstLine(p.LogPath, "brokers "); line != "" {
 			f := strings.Fields(line)
 			if len(f) == 4 {
 				s.brokers, s.control = strings.Split(f[1], ","), f[3]
@@ -173,7 +173,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("kafka process did not name its brokers (see %s)", p.logPath)
+	return fmt.Errorf("kafka process did not name its brokers (see %s)", p.LogPath)
 }
 
 func firstLine(path, prefix string) string {
@@ -212,8 +212,8 @@ func (s *stack) run(kind, name string, args ...string) (*proc, error) {
 	// Each process's /metrics would want a port of its own; the bench
 	// reads CPU and memory from /proc instead.
 	p := newProc(kind, name, s.dir, s.bin, append([]string{kind, "-metrics-listen="}, args...)...)
-	p.env = s.common()
-	if err := p.start(); err != nil {
+	p.Env = s.common()
+	if err := p.Start(); err != nil {
 		return nil, err
 	}
 	s.all = append(s.all, p)
@@ -259,7 +259,7 @@ func (s *stack) startAPIs(ctx context.Context, n int) error {
 		return err
 	}
 	s.balancer = newProc("balancer", "haproxy", s.dir, "haproxy", "-db", "-f", cfg)
-	if err := s.balancer.start(); err != nil {
+	if err := s.balancer.Start(); err != nil {
 		return err
 	}
 	s.all = append(s.all, s.balancer)
@@ -289,7 +289,7 @@ func waitHealthy(ctx context.Context, base string, within time.Duration) error {
 // stop takes everything down, API nodes and workers first.
 func (s *stack) stop() {
 	for i := len(s.all) - 1; i >= 0; i-- {
-		s.all[i].stop(5 * time.Second)
+		s.all[i].Stop(5 * time.Second)
 	}
 	for _, n := range s.redis {
 		_ = n.Stop(context.Background())
