@@ -11,11 +11,8 @@ import (
 
 // runAll runs every worker and the API in this process.
 func runAll(ctx context.Context, args []string, _ io.Writer) error {
-	c, _, err := parseStack("all", args, nil)
+	c, err := parseServer("all", args, true)
 	if err != nil {
-		return err
-	}
-	if err := c.validate(true); err != nil {
 		return err
 	}
 	return runPipeline(ctx, c, nil)
@@ -28,9 +25,7 @@ func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) erro
 	if err != nil {
 		return err
 	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true, producer: true}, reg)
+	h, p, err := openServer(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
 	}
