@@ -204,7 +204,7 @@ func (s *stack) measureIdle(ctx context.Context, k *auth.Keyring, n int, c *capa
 func (s *stack) storedBytes(ctx context.Context, c *capacity) error {
 	var per float64
 	for _, t := range []string{schemas.TopicMessages, schemas.TopicSequenced} {
-		recs, err := readTopic(ctx, s.brokers, t)
+		recs, err := checker.ReadTopic(ctx, s.brokers, t)
 		if err != nil {
 			return err
 		}
