@@ -37,12 +37,7 @@ type faultResult struct {
 	Name   string `json:"name"`
 	Action string `json:"action"`
 	// The round's workload as the checker accounts it.
-	Expected   int `json:"expected"`
-	Delivered  int `json:"delivered"`
-	Lost       int `json:"lost"`
-	Duplicates int `json:"duplicates"`
-	OutOfOrder int `json:"out_of_order"`
-	Unexpected int `json:"unexpected"`
+	checker.Delivery
 	SeqsReused int `json:"seqs_reused"`
 	// HistoryMissing: places devices stored that ClickHouse lacks once
 	// the history sink caught up.
@@ -119,8 +114,9 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 		fr.Error = err.Error()
 		return fr
 	}
-	fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates = rep.Expected, rep.Delivered, rep.Lost+rep.NotInLog, rep.Duplicates
-	fr.OutOfOrder, fr.Unexpected, fr.Problems = rep.OutOfOrder, rep.Unexpected, rep.Problems
+	// Records the load generator gave up on count as lost here.
+	fr.Delivery, fr.Problems = rep.Delivery, rep.Problems
+	fr.Lost += rep.NotInLog
 	fr.LiveSessions, fr.LiveDrops, fr.Pushed = rep.LiveSessions, rep.LiveDrops, rep.Pushed
 	fr.requests = rep.Syncs + rep.APISent + rep.APIResent
 	if fr.SeqsReused, err = s.seqsReused(ctx, rep.Placed); err != nil && fr.Error == "" {
