@@ -167,29 +167,11 @@ func (e *env) startLive(ctx context.Context) error {
 		return err
 	}
 	for _, u := range e.liveURLs {
-		if err := waitHealthy(ctx, u); err != nil {
+		if err := harness.WaitOK(ctx, u+"/readyz", 30*time.Second); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func waitHealthy(ctx context.Context, base string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become healthy", base)
 }
 
 // shortSessions lowers every group member's session timeout to 6 s and

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
 )
@@ -78,7 +79,7 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 	if err != nil {
 		return "", err
 	}
-	if err := wait(ctx, 2*time.Second); err != nil {
+	if err := harness.Sleep(ctx, 2*time.Second); err != nil {
 		return "", err
 	}
 	after, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
@@ -146,7 +147,7 @@ func (e *env) evict(ctx context.Context, before int64) (int64, error) {
 	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
 		return 0, err
 	}
-	werr := wait(ctx, evictFor)
+	werr := harness.Sleep(ctx, evictFor)
 	if err := set("maxmemory-policy", "noeviction", "maxmemory", "0"); err != nil {
 		return 0, err
 	}
@@ -229,7 +230,7 @@ func (e *env) waitLogged(ctx context.Context, re *regexp.Regexp, before int) err
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for e.logged(re) <= before {
-		if err := wait(ctx, 100*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("no fanout process logged %q: %w", re, err)
 		}
 	}

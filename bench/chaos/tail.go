@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
@@ -36,7 +37,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 		return "", err
 	}
 	share := run.Produced() * 100
-	if err := wait(ctx, tailLength); err != nil {
+	if err := harness.Sleep(ctx, tailLength); err != nil {
 		return "", err
 	}
 	atKill, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
@@ -87,7 +88,7 @@ func (e *env) waitRestored(ctx context.Context, before int) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for e.restoresLogged() <= before {
-		if err := wait(ctx, 100*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("no fanout process restored redis from the changelog: %w", err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/embedded"
 )
 
@@ -249,7 +249,7 @@ func (s *stack) startAPIs(ctx context.Context, n int) error {
 		s.apiAddrs = append(s.apiAddrs, addr)
 	}
 	for _, a := range s.apiAddrs {
-		if err := waitHealthy(ctx, "http://"+a, time.Minute); err != nil {
+		if err := harness.WaitOK(ctx, "http://"+a+"/healthz", time.Minute); err != nil {
 			return err
 		}
 	}
@@ -264,26 +264,7 @@ func (s *stack) startAPIs(ctx context.Context, n int) error {
 	}
 	s.all = append(s.all, s.balancer)
 	s.lbURL = "http://" + lb
-	return waitHealthy(ctx, s.lbURL, 30*time.Second)
-}
-
-func waitHealthy(ctx context.Context, base string, within time.Duration) error {
-	cl := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		resp, err := cl.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become healthy within %s", base, within)
+	return harness.WaitOK(ctx, s.lbURL+"/healthz", 30*time.Second)
 }
 
 // stop takes everything down, API nodes and workers first.
