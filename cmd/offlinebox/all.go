@@ -21,18 +21,11 @@ func runAll(ctx context.Context, args []string, _ io.Writer) error {
 // runPipeline opens the stores, migrates, and runs every worker and the API
 // until ctx ends. ready, when not nil, is called once the API listens.
 func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) error {
-	policies, err := loadPolicies(c)
-	if err != nil {
-		return err
-	}
-	h, p, err := openServer(ctx, c, needs{redis: true, clickhouse: true, producer: true})
+	h, p, err := openPolicyServer(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(ctx, policies); err != nil {
-		return err
-	}
 	if err := ensureTopics(ctx, c); err != nil {
 		return err
 	}

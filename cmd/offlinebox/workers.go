@@ -396,18 +396,11 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	policies, err := loadPolicies(c)
-	if err != nil {
-		return err
-	}
-	h, p, err := openServer(ctx, c, needs{redis: true, clickhouse: true})
+	h, p, err := openPolicyServer(ctx, c, needs{redis: true, clickhouse: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(ctx, policies); err != nil {
-		return err
-	}
 	workers, err := p.expiryWorkers()
 	if err != nil {
 		return err
