@@ -116,18 +116,10 @@ func (s *Store) Range(ctx context.Context, conv string, epoch, fromSeq, toSeq ui
 		return nil, fmt.Errorf("range %s: %w", conv,
 			invalidf("seqs %d..%d are not an ascending span of at most %d from 1 up", fromSeq, toSeq, MaxRangeSpan))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	defer cancel()
-	epoch, v, err := s.resolve(ctx, conv, epoch)
-	if err != nil || epoch == 0 {
-		return nil, err
-	}
-	cond, args := v.where()
-	msgs, err := s.selectMessages(ctx, selectFrom+cond+ascTail, append(append([]any{conv}, args...), fromSeq, toSeq)...)
+	msgs, epoch, err := s.selectEpoch(ctx, conv, epoch, ascTail, fromSeq, toSeq)
 	if err != nil {
 		return nil, fmt.Errorf("range %s epoch %d %d..%d: %w", conv, epoch, fromSeq, toSeq, err)
 	}
-	inEpoch(msgs, epoch)
 	return msgs, nil
 }
 
@@ -174,6 +166,26 @@ func (s *Store) resolve(ctx context.Context, conv string, epoch uint64) (uint64,
 	}
 	v, err := s.view(ctx, conv, epoch)
 	return epoch, v, err
+}
+
+// selectEpoch reads, within the query timeout, the records of one epoch
+// of conv (0: the newest the history knows) that tail selects with
+// tailArgs, each marked as that epoch's; none when the history knows no
+// epoch of conv. It returns the epoch read.
+func (s *Store) selectEpoch(ctx context.Context, conv string, epoch uint64, tail string, tailArgs ...any) ([]*schemas.Sequenced, uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	defer cancel()
+	epoch, v, err := s.resolve(ctx, conv, epoch)
+	if err != nil || epoch == 0 {
+		return nil, epoch, err
+	}
+	cond, args := v.where()
+	msgs, err := s.selectMessages(ctx, selectFrom+cond+tail, append(append([]any{conv}, args...), tailArgs...)...)
+	if err != nil {
+		return nil, epoch, err
+	}
+	inEpoch(msgs, epoch)
+	return msgs, epoch, nil
 }
 
 // inEpoch sets the epoch a read was made in on every record of it.

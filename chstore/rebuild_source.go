@@ -26,18 +26,10 @@ func (s *Store) MembershipChanges(ctx context.Context, conv string, epoch, after
 	if limit < 1 || limit > MaxRangeSpan {
 		return nil, fmt.Errorf("membership changes %s: %w", conv, invalidf("limit %d is outside 1..%d", limit, MaxRangeSpan))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	defer cancel()
-	epoch, v, err := s.resolve(ctx, conv, epoch)
-	if err != nil || epoch == 0 {
-		return nil, err
-	}
-	cond, args := v.where()
-	recs, err := s.selectMessages(ctx, selectFrom+cond+membershipTail, append(append([]any{conv}, args...), afterSeq, uint64(limit))...)
+	recs, epoch, err := s.selectEpoch(ctx, conv, epoch, membershipTail, afterSeq, uint64(limit))
 	if err != nil {
 		return nil, fmt.Errorf("membership changes %s epoch %d after %d: %w", conv, epoch, afterSeq, err)
 	}
-	inEpoch(recs, epoch)
 	return recs, nil
 }
 

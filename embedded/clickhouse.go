@@ -98,24 +98,15 @@ func StartClickHouse(ctx context.Context, opts ClickHouseOptions) (*Process, err
 			return nil, err
 		}
 	}
-	for attempt := 1; ; attempt++ {
+	return startPicking(ctx, func() (*Process, bool, error) {
 		o := opts
 		picked, err := fillPorts(&o.TCPPort, &o.HTTPPort, &o.InterserverPort)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		p, err := newClickHouseProcess(ctx, bin, dir, o, extra)
-		if err != nil {
-			return nil, err
-		}
-		err = p.start(ctx)
-		if err == nil {
-			return p, nil
-		}
-		if !picked || attempt == startAttempts || ctx.Err() != nil {
-			return nil, err
-		}
-	}
+		return p, picked, err
+	})
 }
 
 func newClickHouseProcess(life context.Context, bin, dir string, o ClickHouseOptions, extra clickhouseExtras) (*Process, error) {

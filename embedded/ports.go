@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -49,6 +50,25 @@ func fillPorts(ports ...*int) (bool, error) {
 		*p = free[i]
 	}
 	return true, nil
+}
+
+// startPicking starts the process build returns, build filling in its
+// ports (picked: some were chosen here); a start that fails with picked
+// ports is tried again with new ones, up to startAttempts.
+func startPicking(ctx context.Context, build func() (p *Process, picked bool, err error)) (*Process, error) {
+	for attempt := 1; ; attempt++ {
+		p, picked, err := build()
+		if err != nil {
+			return nil, err
+		}
+		err = p.start(ctx)
+		if err == nil {
+			return p, nil
+		}
+		if !picked || attempt == startAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+	}
 }
 
 func hostPort(port int) string {

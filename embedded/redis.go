@@ -76,21 +76,14 @@ func StartRedis(ctx context.Context, opts RedisOptions) (*Process, error) {
 	if err := makeDir(dir); err != nil {
 		return nil, err
 	}
-	for attempt := 1; ; attempt++ {
+	return startPicking(ctx, func() (*Process, bool, error) {
 		o := opts
 		picked, err := fillPorts(&o.Port)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		p := newRedisProcess(ctx, bin, dir, o)
-		err = p.start(ctx)
-		if err == nil {
-			return p, nil
-		}
-		if !picked || attempt == startAttempts || ctx.Err() != nil {
-			return nil, err
-		}
-	}
+		return newRedisProcess(ctx, bin, dir, o), picked, nil
+	})
 }
 
 func newRedisProcess(life context.Context, bin, dir string, o RedisOptions) *Process {

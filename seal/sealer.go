@@ -178,6 +178,21 @@ func nonce(epoch, seq uint64) ([]byte, error) {
 	return n[:12], nil
 }
 
+// keysAt are conv's keys (made when create and it has none) and the
+// nonce of its message (epoch, seq): what sealing or opening one of the
+// message's texts needs.
+func (s *Sealer) keysAt(ctx context.Context, conv string, create bool, epoch, seq uint64) (*convKeys, []byte, error) {
+	k, err := s.keys(ctx, conv, create)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := nonce(epoch, seq)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, n, nil
+}
+
 func bodyAAD(conv string) []byte { return []byte(conv) }
 
 // SealedInRecordEpoch is the SealedEpoch of a body sealed in the epoch of
@@ -197,11 +212,7 @@ func (s *Sealer) SealBody(ctx context.Context, conv string, epoch, seq uint64, m
 	if epoch <= SealedInRecordEpoch {
 		return nil, fmt.Errorf("seal %s/%d: epoch %d is reserved", conv, seq, epoch)
 	}
-	k, err := s.keys(ctx, conv, true)
-	if err != nil {
-		return nil, err
-	}
-	n, err := nonce(epoch, seq)
+	k, n, err := s.keysAt(ctx, conv, true, epoch, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -222,11 +233,7 @@ func (s *Sealer) OpenBody(ctx context.Context, conv string, epoch, seq uint64, m
 	if sealedIn == SealedInRecordEpoch {
 		sealedIn = epoch
 	}
-	k, err := s.keys(ctx, conv, false)
-	if err != nil {
-		return nil, err
-	}
-	n, err := nonce(sealedIn, seq)
+	k, n, err := s.keysAt(ctx, conv, false, sealedIn, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +258,7 @@ func (s *Sealer) SealPreview(ctx context.Context, conv string, epoch, seq uint64
 	if text == "" {
 		return "", nil
 	}
-	k, err := s.keys(ctx, conv, true)
-	if err != nil {
-		return "", err
-	}
-	n, err := nonce(epoch, seq)
+	k, n, err := s.keysAt(ctx, conv, true, epoch, seq)
 	if err != nil {
 		return "", err
 	}
@@ -280,11 +283,7 @@ func (s *Sealer) OpenPreview(ctx context.Context, conv, text string) (string, er
 	if a <= 0 || b <= 0 {
 		return "", fmt.Errorf("open preview of %s: %w", conv, ErrOpen)
 	}
-	k, err := s.keys(ctx, conv, false)
-	if err != nil {
-		return "", err
-	}
-	n, err := nonce(epoch, seq)
+	k, n, err := s.keysAt(ctx, conv, false, epoch, seq)
 	if err != nil {
 		return "", err
 	}

@@ -87,7 +87,7 @@ func (e *env) verifyStore(ctx context.Context) (*verify.Report, error) {
 // deadLetters reads im.deadletter: distinct source records parked there,
 // and how many of them carry no reason.
 func (e *env) deadLetters(ctx context.Context) (distinct, noReason int, err error) {
-	recs, err := readTopic(ctx, e.brokers, schemas.TopicDeadLetter)
+	recs, err := checker.ReadTopic(ctx, e.brokers, schemas.TopicDeadLetter)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -106,46 +106,6 @@ func (e *env) deadLetters(ctx context.Context) (distinct, noReason int, err erro
 		}
 	}
 	return len(seen), noReason, nil
-}
-
-// readTopic reads every record of topic up to its end now.
-func readTopic(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	ends, err := checker.EndOffsets(ctx, brokers, topic)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	next := map[int32]int64{}
-	for !caughtUp(next, ends) {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("read %s: %w", topic, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < ends[r.Partition] {
-				out = append(out, r)
-			}
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return out, nil
-}
-
-func caughtUp(next, ends map[int32]int64) bool {
-	for p, end := range ends {
-		if next[p] < end {
-			return false
-		}
-	}
-	return true
 }
 
 // seqCheck proves that no (conversation, epoch, seq) ever named two
@@ -181,7 +141,7 @@ func (c seqCheck) ok() bool {
 }
 
 func (e *env) checkSeqs(ctx context.Context, placed map[checker.Place]map[string]bool) (seqCheck, error) {
-	recs, err := readTopic(ctx, e.brokers, topology.Fanout().Outputs[0])
+	recs, err := checker.ReadTopic(ctx, e.brokers, topology.Fanout().Outputs[0])
 	if err != nil {
 		return seqCheck{}, err
 	}

@@ -54,11 +54,11 @@ type env struct {
 	apiURL  string
 	srv     *http.Server
 	prod    *kgo.Client
-	fanouts []*worker
+	fanouts []*harness.Proc
 	// apis and pusher are the live scenarios' API and push processes;
 	// liveURLs the APIs' base URLs.
-	apis     []*worker
-	pusher   *worker
+	apis     []*harness.Proc
+	pusher   *harness.Proc
 	liveURLs []string
 	database string
 	chAddr   string
@@ -154,42 +154,24 @@ func (e *env) startLive(ctx context.Context) error {
 	common := []string{"-kafka", e.brokers[0], "-redis", e.redis, "-prefix", e.prefix, "-metrics-listen", ""}
 	for i, port := range ports {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		w := newWorker(e.bin, fmt.Sprintf("api-%d", i), e.dir, append([]string{"api", "-listen", addr, "-node", fmt.Sprintf("api-%d", i),
+		w := harness.NewProc(fmt.Sprintf("api-%d", i), e.dir, e.bin, append([]string{"api", "-listen", addr, "-node", fmt.Sprintf("api-%d", i),
 			"-jwt-secret", jwtSecret, "-clickhouse", e.chAddr, "-clickhouse-db", e.database}, common...)...)
-		if err := w.start(); err != nil {
+		if err := w.Start(); err != nil {
 			return err
 		}
 		e.apis = append(e.apis, w)
 		e.liveURLs = append(e.liveURLs, "http://"+addr)
 	}
-	e.pusher = newWorker(e.bin, "push", e.dir, append([]string{"push"}, common...)...)
-	if err := e.pusher.start(); err != nil {
+	e.pusher = harness.NewProc("push", e.dir, e.bin, append([]string{"push"}, common...)...)
+	if err := e.pusher.Start(); err != nil {
 		return err
 	}
 	for _, u := range e.liveURLs {
-		if err := waitHealthy(ctx, u); err != nil {
+		if err := harness.WaitOK(ctx, u+"/readyz", 30*time.Second); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func waitHealthy(ctx context.Context, base string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become healthy", base)
 }
 
 // shortSessions lowers every group member's session timeout to 6 s and
@@ -274,10 +256,10 @@ func (e *env) startAPI(cfg api.Config) error {
 
 // addFanout starts fanout process number i.
 func (e *env) addFanout(i int) error {
-	w := newWorker(e.bin, fmt.Sprintf("fanout-%d", i), e.dir, "fanout",
+	w := harness.NewProc(fmt.Sprintf("fanout-%d", i), e.dir, e.bin, "fanout",
 		"-kafka", e.brokers[0], "-redis", e.redis, "-prefix", e.prefix, "-metrics-listen", "")
 	e.fanouts = append(e.fanouts, w)
-	return w.start()
+	return w.Start()
 }
 
 // token mints a device's bearer token and remembers it (the log test
@@ -305,13 +287,13 @@ func (e *env) stop() { e.stopOnce.Do(e.stopAll) }
 
 func (e *env) stopAll() {
 	for _, w := range e.apis {
-		w.stop(10 * time.Second)
+		w.Stop(10 * time.Second)
 	}
 	if e.pusher != nil {
-		e.pusher.stop(10 * time.Second)
+		e.pusher.Stop(10 * time.Second)
 	}
 	for _, w := range e.fanouts {
-		w.stop(10 * time.Second)
+		w.Stop(10 * time.Second)
 	}
 	if e.srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

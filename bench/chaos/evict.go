@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
 )
@@ -59,12 +60,12 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 	// the history, never rebuilds that conversation (fanout-kill covers
 	// kill -9 on its own).
 	w := e.fanouts[0]
-	w.stop(10 * time.Second)
+	w.Stop(10 * time.Second)
 	evicted, err := e.evict(ctx, startMem)
 	if err != nil {
 		return "", err
 	}
-	if err := w.start(); err != nil {
+	if err := w.Start(); err != nil {
 		return "", err
 	}
 	s.log.Printf("%s: redis-server evicted %d keys at %.0f%% of the stream (allkeys-lru, maxmemory %.0f%% of the scenario's memory, for %s)",
@@ -78,7 +79,7 @@ func redisEvictsKeys(ctx context.Context, s *suite, e *env, run *checker.Run) (s
 	if err != nil {
 		return "", err
 	}
-	if err := wait(ctx, 2*time.Second); err != nil {
+	if err := harness.Sleep(ctx, 2*time.Second); err != nil {
 		return "", err
 	}
 	after, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
@@ -146,7 +147,7 @@ func (e *env) evict(ctx context.Context, before int64) (int64, error) {
 	if err := set("maxmemory-policy", "allkeys-lru", "maxmemory", strconv.FormatInt(limit, 10)); err != nil {
 		return 0, err
 	}
-	werr := wait(ctx, evictFor)
+	werr := harness.Sleep(ctx, evictFor)
 	if err := set("maxmemory-policy", "noeviction", "maxmemory", "0"); err != nil {
 		return 0, err
 	}
@@ -216,7 +217,7 @@ func (e *env) repairEvicted(ctx context.Context) (repaired, error) {
 func (e *env) logged(re *regexp.Regexp) int {
 	n := 0
 	for _, w := range e.fanouts {
-		if b, err := os.ReadFile(w.logPath); err == nil {
+		if b, err := os.ReadFile(w.LogPath); err == nil {
 			n += len(re.FindAllIndex(b, -1))
 		}
 	}
@@ -229,7 +230,7 @@ func (e *env) waitLogged(ctx context.Context, re *regexp.Regexp, before int) err
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for e.logged(re) <= before {
-		if err := wait(ctx, 100*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("no fanout process logged %q: %w", re, err)
 		}
 	}

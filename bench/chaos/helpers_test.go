@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 )
 
@@ -24,12 +25,12 @@ func startTestEnv(t *testing.T, logger *slog.Logger) *env {
 	_, db := testenv.ClickHouse(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin, err := buildBinary(ctx, root, dir)
+	bin, err := harness.BuildBinary(ctx, root, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
 // syncBuffer is a log sink safe for the stages' goroutines.
@@ -99,11 +100,11 @@ func clipS(s string) string { return clip([]byte(s)) }
 func TestServersRefuseToStartWithoutASecretAndListenOnLoopback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := buildBinary(ctx, root, t.TempDir())
+	bin, err := harness.BuildBinary(ctx, root, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

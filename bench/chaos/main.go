@@ -26,22 +26,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
 // totals sum the scenarios.
 type totals struct {
-	Scenarios  int  `json:"scenarios"`
-	Sent       int  `json:"sent"`
-	Expected   int  `json:"expected"`
-	Delivered  int  `json:"delivered"`
-	Lost       int  `json:"lost"`
-	Duplicates int  `json:"duplicates"`
-	OutOfOrder int  `json:"out_of_order"`
-	Unexpected int  `json:"unexpected"`
-	VerifyOK   bool `json:"verify_ok"`
-	HistoryOK  bool `json:"history_ok"`
-	OK         bool `json:"ok"`
+	Scenarios int `json:"scenarios"`
+	Sent      int `json:"sent"`
+	checker.Delivery
+	VerifyOK  bool `json:"verify_ok"`
+	HistoryOK bool `json:"history_ok"`
+	OK        bool `json:"ok"`
 }
 
 type output struct {
@@ -154,12 +150,7 @@ func run(ctx context.Context, o options, log *harness.Log) (*output, error) {
 		t := &out.Totals
 		t.Scenarios++
 		t.Sent += r.Sent
-		t.Expected += r.Expected
-		t.Delivered += r.Delivered
-		t.Lost += r.Lost
-		t.Duplicates += r.Duplicates
-		t.OutOfOrder += r.OutOfOrder
-		t.Unexpected += r.Unexpected
+		t.Delivery.Add(r.Delivery)
 		t.VerifyOK = t.VerifyOK && r.VerifyOK
 		t.HistoryOK = t.HistoryOK && r.HistoryOK
 		t.OK = t.OK && r.OK

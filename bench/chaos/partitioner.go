@@ -32,7 +32,7 @@ func countForwards(ctx context.Context, s *suite, e *env, run *checker.Run) (str
 	if err := at(ctx, run, 1); err != nil {
 		return "", err
 	}
-	recs, err := readTopic(ctx, e.brokers, schemas.TopicMessages)
+	recs, err := checker.ReadTopic(ctx, e.brokers, schemas.TopicMessages)
 	if err != nil {
 		return "", err
 	}

@@ -15,13 +15,8 @@ type result struct {
 	Fault string `json:"fault"`
 	// What producers sent (distinct stored records in im.messages) and
 	// what every device stored, as the checker counts it.
-	Sent        int `json:"sent"`
-	Expected    int `json:"expected"`
-	Delivered   int `json:"delivered"`
-	Lost        int `json:"lost"`
-	Duplicates  int `json:"duplicates"`
-	OutOfOrder  int `json:"out_of_order"`
-	Unexpected  int `json:"unexpected"`
+	Sent int `json:"sent"`
+	checker.Delivery
 	Redelivered int `json:"redelivered"`
 	// Traffic details.
 	Records          int   `json:"records"`
@@ -113,8 +108,7 @@ func (s *suite) play(ctx context.Context, sc scenario, res *result) error {
 
 // fill copies the checker's counts.
 func fill(res *result, rep *checker.Report, devices int) {
-	res.Sent, res.Expected, res.Delivered, res.Lost = rep.Sent, rep.Expected, rep.Delivered, rep.Lost
-	res.Duplicates, res.OutOfOrder, res.Unexpected, res.Redelivered = rep.Duplicates, rep.OutOfOrder, rep.Unexpected, rep.Redelivered
+	res.Sent, res.Delivery, res.Redelivered = rep.Sent, rep.Delivery, rep.Redelivered
 	// Poison counts every record that must be dead-lettered: undecodable
 	// ones and those the groups' authority refuses.
 	res.Records, res.Resends, res.AtMostOnce, res.Poison = rep.Records, rep.Resends, rep.AtMostOnce, rep.Invalid+rep.Refused

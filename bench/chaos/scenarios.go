@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
 )
@@ -74,9 +75,9 @@ func killAPI(ctx context.Context, s *suite, e *env, run *checker.Run) (string, e
 		return "", err
 	}
 	w := e.apis[0]
-	w.kill()
-	s.log.Printf("%s: killed %s (-9) with its live connections at %.0f%% of the stream", e.name, w.name, run.Produced()*100)
-	return fmt.Sprintf("killed %s at %.0f%% of the stream", w.name, run.Produced()*100), nil
+	w.Kill()
+	s.log.Printf("%s: killed %s (-9) with its live connections at %.0f%% of the stream", e.name, w.Name, run.Produced()*100)
+	return fmt.Sprintf("killed %s at %.0f%% of the stream", w.Name, run.Produced()*100), nil
 }
 
 // at waits until share of the stream is produced, or ctx ends.
@@ -94,10 +95,10 @@ func killFanout(ctx context.Context, s *suite, e *env, run *checker.Run) (string
 		// Kill while records wait for the worker: it is inside a batch or
 		// about to poll one, with work it has not committed.
 		before, lag := e.waitLag(ctx)
-		w.kill()
-		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream, %d records not committed", e.name, w.name, run.Produced()*100, lag)
+		w.Kill()
+		s.log.Printf("%s: killed %s (-9) at %.0f%% of the stream, %d records not committed", e.name, w.Name, run.Produced()*100, lag)
 		notes = append(notes, fmt.Sprint(lag))
-		if err := w.start(); err != nil {
+		if err := w.Start(); err != nil {
 			return "", err
 		}
 		// The next kill comes once the new process works: a process killed
@@ -119,7 +120,7 @@ func (e *env) waitLag(ctx context.Context) (committed, lag int64) {
 		if err == nil && (end > c || time.Now().After(deadline)) {
 			return c, end - c
 		}
-		if wait(ctx, 10*time.Millisecond) != nil {
+		if harness.Sleep(ctx, 10*time.Millisecond) != nil {
 			return c, end - c
 		}
 	}
@@ -135,7 +136,7 @@ func (e *env) waitCommitted(ctx context.Context, before int64) error {
 		if err == nil && (c > before || c == end) {
 			return nil
 		}
-		if err := wait(ctx, 100*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("fanout group did not commit again after a restart: %w", err)
 		}
 	}
@@ -145,19 +146,19 @@ func rebalanceFanouts(ctx context.Context, s *suite, e *env, run *checker.Run) (
 	moves := 0
 	for i := 0; run.Produced() < 0.85 && ctx.Err() == nil; i++ {
 		w := e.fanouts[i%2]
-		if err := wait(ctx, 1500*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 1500*time.Millisecond); err != nil {
 			return "", err
 		}
 		if i == 3 {
-			w.kill() // one leaves without a word: its session must expire
+			w.Kill() // one leaves without a word: its session must expire
 		} else {
-			w.stop(20 * time.Second)
+			w.Stop(20 * time.Second)
 		}
 		moves++
-		if err := wait(ctx, 1500*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 1500*time.Millisecond); err != nil {
 			return "", err
 		}
-		if err := w.start(); err != nil {
+		if err := w.Start(); err != nil {
 			return "", err
 		}
 		moves++
@@ -188,7 +189,7 @@ func clickhouseOutage(ctx context.Context, s *suite, e *env, run *checker.Run) (
 		return "", fmt.Errorf("stop clickhouse: %w", err)
 	}
 	s.log.Printf("%s: clickhouse-server stopped for %s", e.name, s.opts.outage)
-	if err := wait(ctx, s.opts.outage); err != nil {
+	if err := harness.Sleep(ctx, s.opts.outage); err != nil {
 		return "", err
 	}
 	if err := s.ch.Restart(ctx); err != nil {
@@ -237,7 +238,7 @@ func brokerFaults(ctx context.Context, s *suite, e *env, run *checker.Run) (stri
 	slow(int16(kmsg.Fetch), 20, 400*time.Millisecond)
 	window := max(3*time.Second, s.opts.duration/3)
 	s.log.Printf("%s: broker faults on for %s", e.name, window)
-	err := wait(ctx, window)
+	err := harness.Sleep(ctx, window)
 	h.Remove()
 	slowOn.Lock()
 	active = false
@@ -262,15 +263,4 @@ func replayStream(ctx context.Context, s *suite, e *env, run *checker.Run) (stri
 	}
 	s.log.Printf("%s: replayed %d records", e.name, n)
 	return fmt.Sprintf("%d records of the stream produced a second time at half-time; resends by producers and devices", n), nil
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

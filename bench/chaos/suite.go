@@ -59,12 +59,12 @@ func (s *suite) start(ctx context.Context) error {
 	if s.dir, err = os.MkdirTemp(s.opts.dir, "offlinebox-chaos-"); err != nil {
 		return err
 	}
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		return err
 	}
 	s.log.Printf("building ./cmd/offlinebox")
-	if s.bin, err = buildBinary(ctx, root, s.dir); err != nil {
+	if s.bin, err = harness.BuildBinary(ctx, root, s.dir); err != nil {
 		return err
 	}
 	life, cancel := context.WithCancel(context.Background())

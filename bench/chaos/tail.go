@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/topology"
@@ -36,7 +37,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 		return "", err
 	}
 	share := run.Produced() * 100
-	if err := wait(ctx, tailLength); err != nil {
+	if err := harness.Sleep(ctx, tailLength); err != nil {
 		return "", err
 	}
 	atKill, _, err := checker.Progress(ctx, e.brokers, topology.GroupFanout, schemas.TopicMessages)
@@ -73,7 +74,7 @@ func redisLosesTail(ctx context.Context, s *suite, e *env, run *checker.Run) (st
 func (e *env) restoresLogged() int {
 	n := 0
 	for _, w := range e.fanouts {
-		if b, err := os.ReadFile(w.logPath); err == nil {
+		if b, err := os.ReadFile(w.LogPath); err == nil {
 			n += len(restoredLine.FindAllIndex(b, -1))
 		}
 	}
@@ -87,7 +88,7 @@ func (e *env) waitRestored(ctx context.Context, before int) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for e.restoresLogged() <= before {
-		if err := wait(ctx, 100*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("no fanout process restored redis from the changelog: %w", err)
 		}
 	}
@@ -101,7 +102,7 @@ var restoredLine = regexp.MustCompile(`redis verified against the changelog.* re
 func (e *env) restoredFromChangelog() string {
 	var runs, records, appended, conflicts int
 	for _, w := range e.fanouts {
-		b, err := os.ReadFile(w.logPath)
+		b, err := os.ReadFile(w.LogPath)
 		if err != nil {
 			continue
 		}

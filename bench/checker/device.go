@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -93,18 +94,6 @@ func (d *device) failed(err error) error {
 	return err
 }
 
-// wait sleeps d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // live runs sessions with offline pauses until done is closed, then sends
 // what is left in the outbox.
 func (d *device) live(ctx context.Context, done <-chan struct{}) {
@@ -118,7 +107,7 @@ func (d *device) live(ctx context.Context, done <-chan struct{}) {
 		case <-time.After(time.Duration(d.rng.Int64N(int64(d.b.OfflineMax) + 1))):
 		}
 		if err := d.session(ctx); errors.Is(err, errOverloaded) {
-			_ = wait(ctx, time.Second)
+			_ = harness.Sleep(ctx, time.Second)
 		}
 	}
 }
@@ -256,7 +245,7 @@ func (d *device) finalCatchUp(ctx context.Context) error {
 			d.stats.FinalCatchUpError = err.Error()
 			return fmt.Errorf("device %s/%s: %w", d.User, d.ID, err)
 		}
-		_ = wait(ctx, 500*time.Millisecond)
+		_ = harness.Sleep(ctx, 500*time.Millisecond)
 	}
 }
 

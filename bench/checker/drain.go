@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
 // GroupTopics names a consumer group and the topics it consumes.
@@ -40,7 +42,7 @@ func WaitCaughtUp(ctx context.Context, brokers []string, groups ...GroupTopics) 
 			if err == nil && behind == 0 {
 				break
 			}
-			if werr := wait(ctx, 200*time.Millisecond); werr != nil {
+			if werr := harness.Sleep(ctx, 200*time.Millisecond); werr != nil {
 				return fmt.Errorf("group %s: %d records not committed (%v): %w", g.Group, behind, err, werr)
 			}
 		}

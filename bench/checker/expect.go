@@ -3,9 +3,7 @@ package checker
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
@@ -50,64 +48,16 @@ type Span struct{ From, To uint64 }
 // ReadTruth reads im.messages from the start to its current end and
 // derives the truth. maxBody is the fanout's body limit (0: the default).
 func ReadTruth(ctx context.Context, brokers []string, maxBody int) (*Truth, error) {
-	ends, err := EndOffsets(ctx, brokers, schemas.TopicMessages)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(schemas.TopicMessages),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("truth: kafka client: %w", err)
-	}
-	defer cl.Close()
 	t := &Truth{Convs: map[string]*ConvTruth{}}
-	next := map[int32]int64{}
-	for !reached(next, ends) {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("truth: read %s: %w", schemas.TopicMessages, err)
+	err := ScanTopic(ctx, brokers, schemas.TopicMessages, func(r *kgo.Record, partitions int32) {
+		if !misplaced(r, partitions) {
+			t.add(r.Value, maxBody)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < ends[r.Partition] && !misplaced(r, int32(len(ends))) {
-				t.add(r.Value, maxBody)
-			}
-			next[r.Partition] = r.Offset + 1
-		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("truth: %w", err)
 	}
 	return t, nil
-}
-
-func reached(next, ends map[int32]int64) bool {
-	for p, end := range ends {
-		if next[p] < end {
-			return false
-		}
-	}
-	return true
-}
-
-// EndOffsets are the high watermarks of topic's partitions.
-func EndOffsets(ctx context.Context, brokers []string, topic string) (map[int32]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
-	}
-	out := map[int32]int64{}
-	var ferr error
-	lo.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil && ferr == nil {
-			ferr = fmt.Errorf("end offset of %s/%d: %w", topic, o.Partition, o.Err)
-		}
-		out[o.Partition] = o.Offset
-	})
-	return out, ferr
 }
 
 // add applies one record of the log, in partition order.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 )
 
@@ -24,7 +25,7 @@ func (d *device) liveLoop(ctx context.Context, done <-chan struct{}, urls []stri
 		}
 		err := d.liveSession(ctx, done, urls[attempt%len(urls)])
 		if err != nil {
-			_ = wait(ctx, 200*time.Millisecond)
+			_ = harness.Sleep(ctx, 200*time.Millisecond)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/backoff"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -78,7 +79,7 @@ func paced(ctx context.Context, cl *kgo.Client, items []Item, d time.Duration, d
 		}
 		done.Add(int64(len(part)))
 		next = next.Add(tick)
-		if err := wait(ctx, time.Until(next)); err != nil {
+		if err := harness.Sleep(ctx, time.Until(next)); err != nil {
 			return err
 		}
 	}

@@ -5,12 +5,11 @@ import (
 	"slices"
 )
 
-// DeviceReport is what one device holds against what it is owed.
-type DeviceReport struct {
-	User   string `json:"user"`
-	Device string `json:"device"`
-	// Expected: seqs the device's user is owed (member at the end);
-	// Delivered: those the device stored; Lost: those it did not.
+// Delivery is what devices stored against what they are owed, the
+// counts every report of the checker and the fault suites carries.
+type Delivery struct {
+	// Expected: seqs a device's user is owed (member at the end);
+	// Delivered: those it stored; Lost: those it did not.
 	Expected  int `json:"expected"`
 	Delivered int `json:"delivered"`
 	Lost      int `json:"lost"`
@@ -23,6 +22,23 @@ type DeviceReport struct {
 	// Unexpected: stored messages the user is not entitled to (before
 	// joining, after leaving, other conversations, QoS 0, poison).
 	Unexpected int `json:"unexpected"`
+}
+
+// Add sums o into d.
+func (d *Delivery) Add(o Delivery) {
+	d.Expected += o.Expected
+	d.Delivered += o.Delivered
+	d.Lost += o.Lost
+	d.Duplicates += o.Duplicates
+	d.OutOfOrder += o.OutOfOrder
+	d.Unexpected += o.Unexpected
+}
+
+// DeviceReport is what one device holds against what it is owed.
+type DeviceReport struct {
+	User   string `json:"user"`
+	Device string `json:"device"`
+	Delivery
 	// Redelivered: received again although stored (allowed).
 	Redelivered int         `json:"redelivered"`
 	Stats       DeviceStats `json:"stats"`
@@ -38,15 +54,10 @@ type Report struct {
 	AtMostOnce int `json:"at_most_once"`
 	Invalid    int `json:"invalid"`
 	// Refused: records the group's authority refuses (dead-lettered too).
-	Refused     int `json:"refused"`
-	APISent     int `json:"api_sent"`
-	APIResent   int `json:"api_resent"`
-	Expected    int `json:"expected"`
-	Delivered   int `json:"delivered"`
-	Lost        int `json:"lost"`
-	Duplicates  int `json:"duplicates"`
-	OutOfOrder  int `json:"out_of_order"`
-	Unexpected  int `json:"unexpected"`
+	Refused   int `json:"refused"`
+	APISent   int `json:"api_sent"`
+	APIResent int `json:"api_resent"`
+	Delivery
 	Redelivered int `json:"redelivered"`
 	// NotInLog: generated records the log does not hold (the load
 	// generator gave up on them).
@@ -101,12 +112,7 @@ func account(t *Truth, w *Workload, devices []*device) *Report {
 		}
 		dr := accountDevice(t, d, r)
 		r.Devices = append(r.Devices, dr)
-		r.Expected += dr.Expected
-		r.Delivered += dr.Delivered
-		r.Lost += dr.Lost
-		r.Duplicates += dr.Duplicates
-		r.OutOfOrder += dr.OutOfOrder
-		r.Unexpected += dr.Unexpected
+		r.Delivery.Add(dr.Delivery)
 		r.Redelivered += dr.Redelivered
 		r.CrashBeforeStore += dr.Stats.CrashBeforeStore
 		r.CrashBeforeAck += dr.Stats.CrashBeforeAck
@@ -153,7 +159,7 @@ func notInLog(t *Truth, w *Workload, devices []*device, r *Report) int {
 }
 
 func accountDevice(t *Truth, d *device, r *Report) DeviceReport {
-	dr := DeviceReport{User: d.User, Device: d.ID, Redelivered: d.st.redelivered, OutOfOrder: d.st.misordered, Stats: d.stats}
+	dr := DeviceReport{User: d.User, Device: d.ID, Redelivered: d.st.redelivered, Delivery: Delivery{OutOfOrder: d.st.misordered}, Stats: d.stats}
 	owed := t.For(d.User)
 	for _, conv := range sortedConvs(owed, d.st.convs) {
 		c, e, held := t.Convs[conv], owed[conv], d.st.conv(conv)

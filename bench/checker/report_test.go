@@ -101,19 +101,19 @@ func TestAccountCountsLostDuplicatedMisplacedAndLeakedMessages(t *testing.T) {
 		want DeviceReport
 	}{
 		{"everything once", "c", map[uint64]string{4: "m2", 5: "l1", 6: "m3"},
-			DeviceReport{Expected: 3, Delivered: 3}},
+			DeviceReport{Delivery: Delivery{Expected: 3, Delivered: 3}}},
 		{"one missing", "c", map[uint64]string{4: "m2", 6: "m3"},
-			DeviceReport{Expected: 3, Delivered: 2, Lost: 1}},
+			DeviceReport{Delivery: Delivery{Expected: 3, Delivered: 2, Lost: 1}}},
 		{"a resend stored under a new seq", "c", map[uint64]string{4: "m2", 5: "l1", 6: "m3", 7: "m3"},
-			DeviceReport{Expected: 3, Delivered: 3, Duplicates: 1, Unexpected: 1}},
+			DeviceReport{Delivery: Delivery{Expected: 3, Delivered: 3, Duplicates: 1, Unexpected: 1}}},
 		{"two messages swapped", "c", map[uint64]string{4: "m3", 5: "l1", 6: "m2"},
-			DeviceReport{Expected: 3, Delivered: 3, OutOfOrder: 2}},
+			DeviceReport{Delivery: Delivery{Expected: 3, Delivered: 3, OutOfOrder: 2}}},
 		{"a message from before the join", "c", map[uint64]string{2: "m1", 4: "m2", 5: "l1", 6: "m3"},
-			DeviceReport{Expected: 3, Delivered: 3, Unexpected: 1}},
+			DeviceReport{Delivery: Delivery{Expected: 3, Delivered: 3, Unexpected: 1}}},
 		{"a leaver holding what came before its leave", "b", map[uint64]string{1: "j1", 2: "m1"},
 			DeviceReport{}},
 		{"a leaver holding its leave", "b", map[uint64]string{5: "l1"},
-			DeviceReport{Unexpected: 1}},
+			DeviceReport{Delivery: Delivery{Unexpected: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &device{Device: Device{User: tc.user, ID: "d1"}, st: newLocalStore()}
@@ -124,7 +124,7 @@ func TestAccountCountsLostDuplicatedMisplacedAndLeakedMessages(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("got %+v, want %+v (problems %v)", got, tc.want, r.Problems)
 			}
-			if ok := r.OK(); ok != (tc.want == DeviceReport{Expected: tc.want.Expected, Delivered: tc.want.Delivered}) {
+			if ok := r.OK(); ok != (tc.want == DeviceReport{Delivery: Delivery{Expected: tc.want.Expected, Delivered: tc.want.Delivered}}) {
 				t.Fatalf("OK() = %v", ok)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/stream"
 )
@@ -163,7 +164,7 @@ func (r *Run) ProduceRetries() int64 { return r.retries.Load() }
 // WaitProduced waits until share of the stream is produced.
 func (r *Run) WaitProduced(ctx context.Context, share float64) error {
 	for r.Produced() < share {
-		if err := wait(ctx, 20*time.Millisecond); err != nil {
+		if err := harness.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -76,7 +77,7 @@ func (d *device) send(ctx context.Context, m *schemas.Message) error {
 func (d *device) flushOutbox(ctx context.Context) {
 	for len(d.outbox) > 0 && ctx.Err() == nil {
 		if err := d.send(ctx, d.outbox[0]); err != nil {
-			_ = wait(ctx, 300*time.Millisecond)
+			_ = harness.Sleep(ctx, 300*time.Millisecond)
 			continue
 		}
 		d.outbox = d.outbox[1:]

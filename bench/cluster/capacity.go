@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/bench/checker"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -71,16 +71,9 @@ func (s *stack) redisSnapshot(ctx context.Context) (redisSnapshot, error) {
 		for _, line := range strings.Split(info, "\r\n") {
 			switch {
 			case strings.HasPrefix(line, "cmdstat_"):
-				for _, kv := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
-					k, v, _ := strings.Cut(kv, "=")
-					x, _ := strconv.ParseFloat(v, 64)
-					switch k {
-					case "usec":
-						e.usec += int64(x)
-					case "calls":
-						e.calls += int64(x)
-					}
-				}
+				_, st, _ := harness.ParseCommandStat(line)
+				e.usec += st.Usec
+				e.calls += st.Calls
 			case strings.HasPrefix(line, "used_memory_dataset:"):
 				// The data alone: client buffers and the like come and go
 				// with connections.
@@ -124,41 +117,14 @@ func (c *capacity) fillRedis(before, after, memBefore redisSnapshot) {
 	}
 }
 
-// cpuTicks is a process's user+system CPU in clock ticks (1/100 s).
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	sy, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + sy
-}
-
-// rssBytes is a process's resident memory.
-func rssBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
+// apiCPU is the API nodes' user+system CPU in clock ticks (1/100 s) and
+// their resident memory in bytes.
 func (s *stack) apiCPU() (ticks, rss int64) {
 	for _, p := range s.apis {
-		if pid := p.pid(); pid != 0 {
-			ticks += cpuTicks(pid)
-			rss += rssBytes(pid)
+		if pid := p.Pid(); pid != 0 {
+			cpu, _ := harness.ProcessCPU(pid) // 0 when it cannot be read
+			ticks += int64(cpu / (10 * time.Millisecond))
+			rss += harness.ProcessRSS(pid)
 		}
 	}
 	return ticks, rss
@@ -204,7 +170,7 @@ func (s *stack) measureIdle(ctx context.Context, k *auth.Keyring, n int, c *capa
 func (s *stack) storedBytes(ctx context.Context, c *capacity) error {
 	var per float64
 	for _, t := range []string{schemas.TopicMessages, schemas.TopicSequenced} {
-		recs, err := readTopic(ctx, s.brokers, t)
+		recs, err := checker.ReadTopic(ctx, s.brokers, t)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/bench/checker"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -95,7 +94,7 @@ func lastLines(s string, n int) string {
 // messages in im.sequenced or on the devices, and those devices hold that
 // im.sequenced never had.
 func (s *stack) seqsReused(ctx context.Context, placed map[checker.Place]map[string]bool) (int, error) {
-	recs, err := readTopic(ctx, s.brokers, schemas.TopicSequenced)
+	recs, err := checker.ReadTopic(ctx, s.brokers, schemas.TopicSequenced)
 	if err != nil {
 		return 0, err
 	}
@@ -120,46 +119,6 @@ func (s *stack) seqsReused(ctx context.Context, placed map[checker.Place]map[str
 		}
 	}
 	return len(reused), nil
-}
-
-// readTopic reads every record of topic up to its end now.
-func readTopic(ctx context.Context, brokers []string, topic string) ([]*kgo.Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	ends, err := checker.EndOffsets(ctx, brokers, topic)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	next := map[int32]int64{}
-	for !reachedEnds(next, ends) {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("read %s: %w", topic, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < ends[r.Partition] {
-				out = append(out, r)
-			}
-			next[r.Partition] = r.Offset + 1
-		})
-	}
-	return out, nil
-}
-
-func reachedEnds(next, ends map[int32]int64) bool {
-	for p, end := range ends {
-		if next[p] < end {
-			return false
-		}
-	}
-	return true
 }
 
 // historyMissing counts the places devices stored that the history (read

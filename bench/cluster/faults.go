@@ -37,12 +37,7 @@ type faultResult struct {
 	Name   string `json:"name"`
 	Action string `json:"action"`
 	// The round's workload as the checker accounts it.
-	Expected   int `json:"expected"`
-	Delivered  int `json:"delivered"`
-	Lost       int `json:"lost"`
-	Duplicates int `json:"duplicates"`
-	OutOfOrder int `json:"out_of_order"`
-	Unexpected int `json:"unexpected"`
+	checker.Delivery
 	SeqsReused int `json:"seqs_reused"`
 	// HistoryMissing: places devices stored that ClickHouse lacks once
 	// the history sink caught up.
@@ -119,8 +114,9 @@ func (s *stack) round(ctx context.Context, o options, i int, f fault, k *auth.Ke
 		fr.Error = err.Error()
 		return fr
 	}
-	fr.Expected, fr.Delivered, fr.Lost, fr.Duplicates = rep.Expected, rep.Delivered, rep.Lost+rep.NotInLog, rep.Duplicates
-	fr.OutOfOrder, fr.Unexpected, fr.Problems = rep.OutOfOrder, rep.Unexpected, rep.Problems
+	// Records the load generator gave up on count as lost here.
+	fr.Delivery, fr.Problems = rep.Delivery, rep.Problems
+	fr.Lost += rep.NotInLog
 	fr.LiveSessions, fr.LiveDrops, fr.Pushed = rep.LiveSessions, rep.LiveDrops, rep.Pushed
 	fr.requests = rep.Syncs + rep.APISent + rep.APIResent
 	if fr.SeqsReused, err = s.seqsReused(ctx, rep.Placed); err != nil && fr.Error == "" {
@@ -143,13 +139,13 @@ func noFault(context.Context, *stack) (string, error) { return "nothing broken",
 // started again once the round's checks run.
 func killAPI(ctx context.Context, s *stack) (string, error) {
 	for _, p := range s.apis {
-		if p.running() {
-			p.kill()
+		if p.Running() {
+			p.Kill()
 			go func() {
 				time.Sleep(10 * time.Second)
-				_ = p.start()
+				_ = p.Start()
 			}()
-			return "killed " + p.name + " (-9) with its live connections; restarted 10s later", nil
+			return "killed " + p.Name + " (-9) with its live connections; restarted 10s later", nil
 		}
 	}
 	return "", fmt.Errorf("no API node running")
@@ -161,11 +157,11 @@ func killWorkers(ctx context.Context, s *stack) (string, error) {
 	var names []string
 	for _, kind := range []string{"fanout", "push"} {
 		p := s.workers[kind][0]
-		p.kill()
-		names = append(names, p.name)
+		p.Kill()
+		names = append(names, p.Name)
 		go func() {
 			time.Sleep(10 * time.Second)
-			_ = p.start()
+			_ = p.Start()
 		}()
 	}
 	return "killed " + strings.Join(names, " and ") + " (-9); restarted 10s later", nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/embedded"
 )
 
@@ -143,7 +144,7 @@ func (s *stack) rounds(ctx context.Context, o options, keyring *auth.Keyring, lo
 
 // startStack brings the cluster up: stores, migrate, API nodes, workers.
 func startStack(ctx context.Context, o options, logger *log.Logger) (*stack, error) {
-	root, err := moduleRoot()
+	root, err := harness.ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func startStack(ctx context.Context, o options, logger *log.Logger) (*stack, err
 	}
 	s := &stack{dir: dir, prefix: "ob:", chDB: "cluster_bench", workers: map[string][]*proc{}}
 	logger.Printf("building ./cmd/offlinebox into %s", dir)
-	if s.bin, err = buildBinary(ctx, root, dir); err != nil {
+	if s.bin, err = harness.BuildBinary(ctx, root, dir); err != nil {
 		return nil, err
 	}
 	logger.Printf("starting a Redis Cluster of %d masters and %d replicas", o.masters, o.masters)
@@ -240,7 +241,7 @@ func (s *stack) startWorkers() error {
 func (s *stack) counts() map[string]int {
 	c := map[string]int{}
 	for _, p := range s.all {
-		if p.running() {
+		if p.Running() {
 			c[p.kind]++
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/embedded"
 )
 
@@ -156,7 +156,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 		return err
 	}
 	p := newProc("kafka", "kafka", s.dir, self, "kfake", "-brokers", fmt.Sprint(brokers), "-partitions", fmt.Sprint(partitions))
-	if err := p.start(); err != nil {
+	if err := p.Start(); err != nil {
 		return err
 	}
 	// Its first line of output, in its log file, names the brokers.
@@ -164,7 +164,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 	s.all = append(s.all, p)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if line := firstLine(p.logPath, "brokers "); line != "" {
+		if line := firstLine(p.LogPath, "brokers "); line != "" {
 			f := strings.Fields(line)
 			if len(f) == 4 {
 				s.brokers, s.control = strings.Split(f[1], ","), f[3]
@@ -173,7 +173,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("kafka process did not name its brokers (see %s)", p.logPath)
+	return fmt.Errorf("kafka process did not name its brokers (see %s)", p.LogPath)
 }
 
 func firstLine(path, prefix string) string {
@@ -212,8 +212,8 @@ func (s *stack) run(kind, name string, args ...string) (*proc, error) {
 	// Each process's /metrics would want a port of its own; the bench
 	// reads CPU and memory from /proc instead.
 	p := newProc(kind, name, s.dir, s.bin, append([]string{kind, "-metrics-listen="}, args...)...)
-	p.env = s.common()
-	if err := p.start(); err != nil {
+	p.Env = s.common()
+	if err := p.Start(); err != nil {
 		return nil, err
 	}
 	s.all = append(s.all, p)
@@ -249,7 +249,7 @@ func (s *stack) startAPIs(ctx context.Context, n int) error {
 		s.apiAddrs = append(s.apiAddrs, addr)
 	}
 	for _, a := range s.apiAddrs {
-		if err := waitHealthy(ctx, "http://"+a, time.Minute); err != nil {
+		if err := harness.WaitOK(ctx, "http://"+a+"/healthz", time.Minute); err != nil {
 			return err
 		}
 	}
@@ -259,37 +259,18 @@ func (s *stack) startAPIs(ctx context.Context, n int) error {
 		return err
 	}
 	s.balancer = newProc("balancer", "haproxy", s.dir, "haproxy", "-db", "-f", cfg)
-	if err := s.balancer.start(); err != nil {
+	if err := s.balancer.Start(); err != nil {
 		return err
 	}
 	s.all = append(s.all, s.balancer)
 	s.lbURL = "http://" + lb
-	return waitHealthy(ctx, s.lbURL, 30*time.Second)
-}
-
-func waitHealthy(ctx context.Context, base string, within time.Duration) error {
-	cl := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		resp, err := cl.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become healthy within %s", base, within)
+	return harness.WaitOK(ctx, s.lbURL+"/healthz", 30*time.Second)
 }
 
 // stop takes everything down, API nodes and workers first.
 func (s *stack) stop() {
 	for i := len(s.all) - 1; i >= 0; i-- {
-		s.all[i].stop(5 * time.Second)
+		s.all[i].Stop(5 * time.Second)
 	}
 	for _, n := range s.redis {
 		_ = n.Stop(context.Background())

@@ -174,21 +174,3 @@ func procCPU(pid int) time.Duration {
 	d, _ := harness.ProcessCPU(pid)
 	return d
 }
-
-// procRSS is a process's resident memory in bytes.
-func procRSS(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			f := strings.Fields(l)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}

@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
 // redisCommand is one command's share of redis-server's time in a phase
@@ -33,22 +34,9 @@ func commandStats(ctx context.Context, rdb *redis.Client, n int) []redisCommand 
 	}
 	var out []redisCommand
 	for _, l := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(l), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
+		if name, st, ok := harness.ParseCommandStat(l); ok {
+			out = append(out, redisCommand{Command: name, Calls: st.Calls, MS: float64(st.Usec) / 1000})
 		}
-		c := redisCommand{Command: strings.TrimPrefix(name, "cmdstat_")}
-		for _, kv := range strings.Split(rest, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "calls":
-				c.Calls, _ = strconv.ParseInt(v, 10, 64)
-			case "usec":
-				us, _ := strconv.ParseInt(v, 10, 64)
-				c.MS = float64(us) / 1000
-			}
-		}
-		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].MS > out[j].MS })
 	return out[:min(n, len(out))]

@@ -336,9 +336,9 @@ func (b *bench) rss() int64 {
 		if resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(s.URL+"/debug/free", "", nil); err == nil {
 			data, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			b.log.Printf("server %d memory: %s, rss %d", s.Pid, data, procRSS(s.Pid))
+			b.log.Printf("server %d memory: %s, rss %d", s.Pid, data, harness.ProcessRSS(s.Pid))
 		}
-		n += procRSS(s.Pid)
+		n += harness.ProcessRSS(s.Pid)
 	}
 	return n
 }

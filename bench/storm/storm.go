@@ -199,11 +199,11 @@ func (s *storm) level(ctx context.Context, srv *apiServer, n int, device string)
 	lv.RedisCalls = map[string]redisCalls{}
 	for cmd, a := range after.commands {
 		b := before.commands[cmd]
-		if a.calls == b.calls {
+		if a.Calls == b.Calls {
 			continue
 		}
-		lv.RedisCalls[cmd] = redisCalls{Calls: harness.Round(per(float64(a.calls-b.calls)), 2),
-			MS: harness.Round(per(float64(a.usec-b.usec)/1000), 3)}
+		lv.RedisCalls[cmd] = redisCalls{Calls: harness.Round(per(float64(a.Calls-b.Calls)), 2),
+			MS: harness.Round(per(float64(a.Usec-b.Usec)/1000), 3)}
 	}
 	s.log.Printf("%d users: p50 %.0f ms, p99 %.0f ms, %d errors, %d retries after 503, %.1f catch-ups/s, "+
 		"server CPU %.2f ms and Redis CPU %.2f ms per reconnect",
@@ -222,10 +222,8 @@ type costs struct {
 	// or a lone command that arrives in one piece is one, so it is the
 	// round trips Redis answered.
 	redisReads int64
-	commands   map[string]commandStat
+	commands   map[string]harness.CommandStat
 }
-
-type commandStat struct{ calls, usec int64 }
 
 func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 	var c costs
@@ -240,7 +238,7 @@ func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 	if err != nil {
 		return c, fmt.Errorf("redis info: %w", err)
 	}
-	c.commands = map[string]commandStat{}
+	c.commands = map[string]harness.CommandStat{}
 	var seen int
 	for _, line := range strings.Split(info, "\r\n") {
 		k, v, ok := strings.Cut(line, ":")
@@ -258,18 +256,10 @@ func (s *storm) costs(ctx context.Context, srv *apiServer) (costs, error) {
 			f, err = strconv.ParseFloat(v, 64)
 			c.redisCPU += f
 			seen++
-		case strings.HasPrefix(k, "cmdstat_"):
-			var st commandStat
-			for _, kv := range strings.Split(v, ",") {
-				name, num, _ := strings.Cut(kv, "=")
-				switch name {
-				case "calls":
-					st.calls, _ = strconv.ParseInt(num, 10, 64)
-				case "usec":
-					st.usec, _ = strconv.ParseInt(num, 10, 64)
-				}
+		default:
+			if name, st, ok := harness.ParseCommandStat(line); ok {
+				c.commands[name] = st
 			}
-			c.commands[strings.TrimPrefix(k, "cmdstat_")] = st
 		}
 		if err != nil {
 			return c, fmt.Errorf("redis info %s: %w", k, err)

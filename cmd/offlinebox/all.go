@@ -11,11 +11,8 @@ import (
 
 // runAll runs every worker and the API in this process.
 func runAll(ctx context.Context, args []string, _ io.Writer) error {
-	c, _, err := parseStack("all", args, nil)
+	c, err := parseServer("all", args, true)
 	if err != nil {
-		return err
-	}
-	if err := c.validate(true); err != nil {
 		return err
 	}
 	return runPipeline(ctx, c, nil)
@@ -24,20 +21,11 @@ func runAll(ctx context.Context, args []string, _ io.Writer) error {
 // runPipeline opens the stores, migrates, and runs every worker and the API
 // until ctx ends. ready, when not nil, is called once the API listens.
 func runPipeline(ctx context.Context, c *stackConfig, ready func(net.Addr)) error {
-	policies, err := loadPolicies(c)
-	if err != nil {
-		return err
-	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true, producer: true}, reg)
+	h, p, err := openPolicyServer(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(ctx, policies); err != nil {
-		return err
-	}
 	if err := ensureTopics(ctx, c); err != nil {
 		return err
 	}

@@ -27,14 +27,10 @@ const repairRetry = 2 * time.Second
 // rebuilt.
 func runRepairEvicted(ctx context.Context, args []string, stdout io.Writer) error {
 	var patience time.Duration
-	c, _, err := parseStack("repair-evicted", args, func(fs *flag.FlagSet) {
+	c, err := parseTool("repair-evicted", args, func(fs *flag.FlagSet) {
 		fs.DurationVar(&patience, "wait", time.Minute, "how long to wait for ClickHouse to catch up with a conversation it is behind on")
 	})
 	if err != nil {
-		return err
-	}
-	c.StoreWait = toolWait
-	if err := c.validate(false); err != nil {
 		return err
 	}
 	policies, err := loadPolicies(c)

@@ -36,6 +36,26 @@ func loadPolicies(c *stackConfig) (*retention.Source, error) {
 	return src, nil
 }
 
+// openPolicyServer is openServer for a process that applies the retention
+// policy (expiry, all): the file is read before anything is opened, so a
+// bad policy stops the process at once, and put in force once the stores
+// are open.
+func openPolicyServer(ctx context.Context, c *stackConfig, n needs) (*health, *processes, error) {
+	policies, err := loadPolicies(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, p, err := openServer(ctx, c, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.usePolicies(ctx, policies); err != nil {
+		p.close()
+		return nil, nil, err
+	}
+	return h, p, nil
+}
+
 // usePolicies makes src the process's policy (nil: built-in), judges it
 // against the policy last confirmed in Redis (a file that shortens it
 // unconfirmed refuses the start) and registers its metrics.

@@ -18,16 +18,12 @@ import (
 func runRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 	var user, device string
 	var keep time.Duration
-	c, _, err := parseStack("revoke", args, func(fs *flag.FlagSet) {
+	c, err := parseTool("revoke", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&user, "user", "", "the user whose tokens are revoked")
 		fs.StringVar(&device, "device", "", "only this device's tokens (and its connections); every device when empty")
 		fs.DurationVar(&keep, "keep", api.DefaultRevokeKeep, "how long the revocation is kept: at least the longest a token issued before now may live")
 	})
 	if err != nil {
-		return err
-	}
-	c.StoreWait = toolWait
-	if err := c.validate(false); err != nil {
 		return err
 	}
 	if err := schemas.ValidID("-user", user); err != nil {

@@ -20,13 +20,23 @@ import (
 	"github.com/offlinebox/offlinebox/verify"
 )
 
-func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
-	c, _, err := parseStack("migrate", args, nil)
+// parseTool parses and validates a one-shot tool's flags: the tool waits
+// toolWait for the stores, not a server's patience.
+func parseTool(name string, args []string, extra func(fs *flag.FlagSet)) (*stackConfig, error) {
+	c, _, err := parseStack(name, args, extra)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.StoreWait = toolWait
 	if err := c.validate(false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func runMigrate(ctx context.Context, args []string, stdout io.Writer) error {
+	c, err := parseTool("migrate", args, nil)
+	if err != nil {
 		return err
 	}
 	if err := ensureTopics(ctx, c); err != nil {
@@ -100,12 +110,8 @@ func runToken(_ context.Context, args []string, stdout io.Writer) error {
 }
 
 func runVerify(ctx context.Context, args []string, stdout io.Writer) error {
-	c, _, err := parseStack("verify", args, nil)
+	c, err := parseTool("verify", args, nil)
 	if err != nil {
-		return err
-	}
-	c.StoreWait = toolWait
-	if err := c.validate(false); err != nil {
 		return err
 	}
 	p, err := open(ctx, c, needs{redis: true})
@@ -145,16 +151,12 @@ func verifyStore(ctx context.Context, p *processes) (*verify.Report, error) {
 func runRebuild(ctx context.Context, args []string, stdout io.Writer) error {
 	var conv string
 	var all, force bool
-	c, _, err := parseStack("rebuild", args, func(fs *flag.FlagSet) {
+	c, err := parseTool("rebuild", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&conv, "conv", "", "the conversation to rebuild")
 		fs.BoolVar(&all, "all", false, "rebuild every conversation ClickHouse knows")
 		fs.BoolVar(&force, "force", false, "rebuild even when ClickHouse is behind the Redis counter")
 	})
 	if err != nil {
-		return err
-	}
-	c.StoreWait = toolWait
-	if err := c.validate(false); err != nil {
 		return err
 	}
 	if (conv == "") == !all {

@@ -63,6 +63,32 @@ func parseStackUsage(name, synopsis string, args []string, extra func(fs *flag.F
 	return c, fs, nil
 }
 
+// parseServer parses and validates a server subcommand's flags; servesAPI says
+// the process serves the API (its secret is then required).
+func parseServer(name string, args []string, servesAPI bool) (*stackConfig, error) {
+	c, _, err := parseStack(name, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validate(servesAPI); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// openServer serves a server process's health and metrics, then opens
+// what n names with its components registering on those metrics. The
+// caller closes the processes.
+func openServer(ctx context.Context, c *stackConfig, n needs) (*health, *processes, error) {
+	h, reg := newHealth(), newRegistry()
+	serveProcess(ctx, c.MetricsListen, reg, h)
+	p, err := openWith(ctx, c, n, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, p, nil
+}
+
 // processes holds what one process opened, for the workers it runs.
 type processes struct {
 	cfg      *stackConfig
@@ -290,16 +316,11 @@ func (p *processes) apiServer(secret string, h *health) (*api.Server, error) {
 
 // runOne is the body of the single-worker subcommands.
 func runOne(ctx context.Context, name string, args []string, n needs, build func(p *processes) (workerSpec, func(), error)) error {
-	c, _, err := parseStack(name, args, nil)
+	c, err := parseServer(name, args, false)
 	if err != nil {
 		return err
 	}
-	if err := c.validate(false); err != nil {
-		return err
-	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, n, reg)
+	h, p, err := openServer(ctx, c, n)
 	if err != nil {
 		return err
 	}
@@ -333,16 +354,11 @@ func runConvindex(ctx context.Context, args []string, _ io.Writer) error {
 }
 
 func runPush(ctx context.Context, args []string, _ io.Writer) error {
-	c, _, err := parseStack("push", args, nil)
+	c, err := parseServer("push", args, false)
 	if err != nil {
 		return err
 	}
-	if err := c.validate(false); err != nil {
-		return err
-	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, needs{redis: true}, reg)
+	h, p, err := openServer(ctx, c, needs{redis: true})
 	if err != nil {
 		return err
 	}
@@ -378,27 +394,15 @@ func runHistory(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
-	c, _, err := parseStack("expiry", args, nil)
+	c, err := parseServer("expiry", args, false)
 	if err != nil {
 		return err
 	}
-	if err := c.validate(false); err != nil {
-		return err
-	}
-	policies, err := loadPolicies(c)
-	if err != nil {
-		return err
-	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true}, reg)
+	h, p, err := openPolicyServer(ctx, c, needs{redis: true, clickhouse: true})
 	if err != nil {
 		return err
 	}
 	defer p.close()
-	if err := p.usePolicies(ctx, policies); err != nil {
-		return err
-	}
 	workers, err := p.expiryWorkers()
 	if err != nil {
 		return err
@@ -417,16 +421,11 @@ func runExpiry(ctx context.Context, args []string, _ io.Writer) error {
 }
 
 func runAPI(ctx context.Context, args []string, _ io.Writer) error {
-	c, _, err := parseStack("api", args, nil)
+	c, err := parseServer("api", args, true)
 	if err != nil {
 		return err
 	}
-	if err := c.validate(true); err != nil {
-		return err
-	}
-	h, reg := newHealth(), newRegistry()
-	serveProcess(ctx, c.MetricsListen, reg, h)
-	p, err := openWith(ctx, c, needs{redis: true, clickhouse: true, producer: true}, reg)
+	h, p, err := openServer(ctx, c, needs{redis: true, clickhouse: true, producer: true})
 	if err != nil {
 		return err
 	}

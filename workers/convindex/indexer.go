@@ -134,24 +134,17 @@ func (ix *Indexer) applyPreviews(ctx context.Context, latest map[string]sourced)
 		list = append(list, l.sq)
 		recs = append(recs, l.rec)
 	}
-	err := ix.router.ApplyPreviews(ctx, list)
-	var failed redisstore.ItemErrors
-	if err != nil && !errors.As(err, &failed) {
-		return nil, fmt.Errorf("convindex: %w", err)
-	}
-	var dead []stream.DeadLetter
-	for i, sq := range list {
-		e, ok := failed[i]
-		if !ok {
-			continue
-		}
+	dead, applied, err := deadItems(ix.router.ApplyPreviews(ctx, list), recs, func(i int, e error) string {
+		sq := list[i]
 		ix.cfg.Logger.Error("a preview can never be written; the message is dead-lettered",
 			"conv", sq.GetMessage().GetConvId(), "seq", sq.GetSeq(), "err", e)
-		dead = append(dead, stream.DeadLetter{Record: recs[i], Reason: fmt.Sprintf(
-			"the preview of seq %d of %s (epoch %d) can never be written: %v",
-			sq.GetSeq(), sq.GetMessage().GetConvId(), sq.GetEpoch(), e)})
+		return fmt.Sprintf("the preview of seq %d of %s (epoch %d) can never be written: %v",
+			sq.GetSeq(), sq.GetMessage().GetConvId(), sq.GetEpoch(), e)
+	})
+	if err != nil {
+		return nil, err
 	}
-	ix.metrics.previews.Add(float64(len(list) - len(failed)))
+	ix.metrics.previews.Add(float64(applied))
 	return dead, nil
 }
 
@@ -164,23 +157,35 @@ func (ix *Indexer) applyReads(ctx context.Context, reads []redisstore.ReadMark, 
 	}
 	raised, err := ix.router.ApplyReads(ctx, reads)
 	ix.metrics.readsRaised.Add(float64(raised))
-	var failed redisstore.ItemErrors
-	if err != nil && !errors.As(err, &failed) {
-		return nil, fmt.Errorf("convindex: %w", err)
-	}
-	var dead []stream.DeadLetter
-	for i, m := range reads {
-		e, ok := failed[i]
-		if !ok {
-			continue
-		}
+	dead, applied, err := deadItems(err, recs, func(i int, e error) string {
+		m := reads[i]
 		ix.cfg.Logger.Error("a read receipt can never be applied; dead-lettered", "user", m.User, "conv", m.Conv,
 			"seq", m.Seq, "err", e)
-		dead = append(dead, stream.DeadLetter{Record: recs[i], Reason: fmt.Sprintf(
-			"the read receipt of %s in %s up to seq %d can never be applied: %v", m.User, m.Conv, m.Seq, e)})
+		return fmt.Sprintf("the read receipt of %s in %s up to seq %d can never be applied: %v", m.User, m.Conv, m.Seq, e)
+	})
+	if err != nil {
+		return nil, err
 	}
-	ix.metrics.receipts.Add(float64(len(reads) - len(failed)))
+	ix.metrics.receipts.Add(float64(applied))
 	return dead, nil
+}
+
+// deadItems splits the error of a batched store call over recs: the items
+// it can never apply (redisstore.ItemErrors, by index) become dead letters
+// of their records, why(i, e) saying why item i is dead; any other error
+// is returned whole, so that the batch is retried. applied is how many
+// items went through.
+func deadItems(err error, recs []*kgo.Record, why func(i int, e error) string) (dead []stream.DeadLetter, applied int, _ error) {
+	var failed redisstore.ItemErrors
+	if err != nil && !errors.As(err, &failed) {
+		return nil, 0, fmt.Errorf("convindex: %w", err)
+	}
+	for i := range recs {
+		if e, ok := failed[i]; ok {
+			dead = append(dead, stream.DeadLetter{Record: recs[i], Reason: why(i, e)})
+		}
+	}
+	return dead, len(recs) - len(failed), nil
 }
 
 type metrics struct {

@@ -117,6 +117,25 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	return time.Duration(user+sys) * (time.Second / 100), nil // USER_HZ
 }
 
+// ProcessRSS is a process's resident memory in bytes, 0 when it cannot
+// be read.
+func ProcessRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			f := strings.Fields(l)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
 // ServeChild serves h on ln as a server process a benchmark started:
 // it prints "READY http://ADDR" for the parent to read, serves until its
 // stdin ends (the parent went) or it gets SIGINT/SIGTERM, then runs

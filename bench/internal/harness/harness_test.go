@@ -173,3 +173,23 @@ func TestFewestBatchesCutsEachKeysRecordsOfACallByTheMergeSize(t *testing.T) {
 		}
 	}
 }
+
+func TestParseCommandStatReadsCallsAndUsecOfCommandLinesOnly(t *testing.T) {
+	tests := []struct {
+		line   string
+		name   string
+		st     CommandStat
+		wantOK bool
+	}{
+		{"cmdstat_evalsha:calls=12,usec=340,usec_per_call=28.33,rejected_calls=0,failed_calls=0\r", "evalsha", CommandStat{Calls: 12, Usec: 340}, true},
+		{"cmdstat_get:calls=3,usec=10", "get", CommandStat{Calls: 3, Usec: 10}, true},
+		{"used_memory_dataset:1024", "", CommandStat{}, false},
+		{"# Commandstats", "", CommandStat{}, false},
+	}
+	for _, tt := range tests {
+		name, st, ok := ParseCommandStat(tt.line)
+		if name != tt.name || st != tt.st || ok != tt.wantOK {
+			t.Errorf("ParseCommandStat(%q) = %q, %+v, %v; want %q, %+v, %v", tt.line, name, st, ok, tt.name, tt.st, tt.wantOK)
+		}
+	}
+}
