@@ -60,6 +60,7 @@ func TestConversationsRelistedPastTheCatchUpQueueAreNamedInOneNotice(t *testing.
 	if got := testutil.ToFloat64(hub.Probe().Fallbacks().WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named", got, len(named))
 	}
+	le.listensToEveryGroup(carol, groups)
 }
 
 // namedOrPushed checks what d gets after one notice for groups g0 … g(n-1)

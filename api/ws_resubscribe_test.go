@@ -60,4 +60,5 @@ func TestConversationsResubscribedPastTheCatchUpQueueAreNamedInOneNotice(t *test
 	if got := testutil.ToFloat64(hub.Probe().Fallbacks().WithLabelValues("catch_up_full")); got != float64(len(named)) {
 		t.Errorf("catch-ups counted as not fitting the queue %v, want %d: those named, not those caught up (%v)", got, len(named), fit)
 	}
+	le.listensToEveryGroup(carol, groups)
 }

@@ -102,13 +102,14 @@ type catchUpDone struct {
 // connection that did not listen to conv yet catches up (see above): sq,
 // the record that came by name (nil for a listen envelope), waits with
 // what the channel brings. It reports whether sq is to be pushed now.
-// A catch-up that does not fit the workers' queue leaves conv to the
-// pull: c stops listening to it and is told to sync.
-// It runs on the dispatcher and makes no call to Redis.
+// A catch-up that does not fit the workers' queue is left to the pull
+// (catchUpFull, the one policy of doc.go): c keeps listening and is
+// told of conv by name. It runs on the dispatcher and makes no call to
+// Redis.
 func (h *liveHub) follow(c *liveConn, conv string, floor uint64, sq *schemas.Sequenced, frame []byte, large bool) bool {
 	job, push := h.startFollowing(c, conv, floor, sq, frame, large)
 	if job != nil && !h.queueCatchUp(*job) {
-		h.dropUnqueued(*job, jsonFrame(pullAllNotice()))
+		h.catchUpFull(*job)
 	}
 	return push
 }
@@ -172,15 +173,6 @@ func (h *liveHub) queueCatchUp(j catchUpJob) bool {
 	default:
 		return false
 	}
-}
-
-// dropUnqueued gives up the catch-up of a conversation a connection just
-// started following, which found the workers' queue full: the
-// connection stops listening to it, and notice (nil: the caller tells
-// the device) sends it to pull. It runs on the dispatcher.
-func (h *liveHub) dropUnqueued(j catchUpJob, notice []byte) {
-	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, drop: true, notice: notice})
 }
 
 // release ends the catch-ups of the conversations the notice read (after

@@ -83,10 +83,10 @@ func (h *liveHub) relist(c *liveConn) error {
 // followRelisted makes c follow the conversations relist found it not
 // listening to. The pass comes right after a resubscription whose own
 // catch-ups may fill the workers' queue: the conversations whose
-// catch-up does not fit are left to the pull, and c is told of them all
-// in one notice, not one each. It runs on the dispatcher.
+// catch-up does not fit are left to the pull (catchUpFull), and c is
+// told of them all in one notice, not one each. It runs on the
+// dispatcher.
 func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
-	notice := newPullNotice()
 	for _, it := range missing {
 		a := access[it.Conv]
 		if !a.Member {
@@ -104,8 +104,6 @@ func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, acc
 			h.metrics.relisted.Inc()
 			continue
 		}
-		h.dropUnqueued(*job, nil)
-		notice.name(it, a, cur)
+		h.catchUpFull(*job)
 	}
-	notice.send(c)
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -68,12 +69,19 @@ func (h *liveHub) noticeResubscribedFull() {
 	}
 }
 
-// catchUpFull ends j, which found the workers' queue full: what the
-// channel brings from now on is pushed, and the device is told to pull
-// what it lost meanwhile. Each counts as a fallback.
+// catchUpFull ends j, which found the workers' queue full, by the one
+// policy of every catch-up (doc.go): the connection keeps listening,
+// and the conversation is left to the pull, named to the device with
+// its counters in one notice with its others (pullSoon), whose pass
+// subscribes the channel before it reads them. So the notice covers
+// what the channel brought meanwhile, which is not pushed (a catch-up
+// that found the queue full holds nothing), and what comes after it is
+// pushed. Each counts as a fallback. It runs on the dispatcher.
 func (h *liveHub) catchUpFull(j catchUpJob) {
 	h.metrics.fallbacks.WithLabelValues("catch_up_full").Inc()
-	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: j.from, large: j.large, pull: true})
+	covered := max(j.from, j.cu.maxSeen)
+	j.cu.held, j.cu.overflow = nil, false
+	h.finish(catchUpDone{c: j.c, conv: j.conv, cu: j.cu, covered: covered, large: j.large, pull: true})
 }
 
 // recatch makes c catch up on conv once more: the channel was
@@ -154,7 +162,8 @@ func (h *liveHub) takeToPull(c *liveConn) map[string]bool {
 }
 
 // tellToPull sends c one notice naming the conversations it is left to
-// pull, in the order of its user's list. Their channels are confirmed
+// pull, in the order of its user's list, each read after its channel's
+// subscription was confirmed (listenTo). Their channels are confirmed
 // one after another, so the reads start again while more come for c.
 // A conversation past those the list reads makes the notice say to
 // sync; one the user left is not named.
@@ -175,8 +184,11 @@ func (h *liveHub) tellToPull(c *liveConn) {
 		for conv := range more {
 			convs[conv] = true
 		}
-		var err error
-		if items, _, err = h.liveConversations(ctx, c); err == nil {
+		err := h.listenTo(ctx, more)
+		if err == nil {
+			items, _, err = h.liveConversations(ctx, c)
+		}
+		if err == nil {
 			access, cur, err = h.readAccess(ctx, c, slices.Collect(maps.Keys(convs)))
 		}
 		if err != nil {
@@ -201,4 +213,26 @@ func (h *liveHub) tellToPull(c *liveConn) {
 		}
 	}
 	notice.send(c)
+}
+
+// listenTo subscribes the channels of convs, which a catch-up that did
+// not fit the workers' queue may never have subscribed, and returns once
+// the server confirmed them: what the pass then reads covers what they
+// carried before, and what they carry after is pushed. A connection may
+// have left one of them meanwhile; a channel no connection here listens
+// to is dropped again.
+func (h *liveHub) listenTo(ctx context.Context, convs map[string]bool) error {
+	chans := make([]string, 0, len(convs))
+	for conv := range convs {
+		chans = append(chans, h.store.Keys().ConvChannel(conv))
+	}
+	if err := h.sub.Add(ctx, chans...); err != nil {
+		return fmt.Errorf("listen to the conversations left to the pull: %w", err)
+	}
+	h.onDispatcher(func() {
+		for conv := range convs {
+			h.dropIfUnheard(conv)
+		}
+	})
+	return nil
 }
