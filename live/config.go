@@ -38,7 +38,7 @@ type Config struct {
 	// WriteTimeout bounds writing one frame.
 	WriteTimeout time.Duration
 	// WriteDelay is the most a pushed frame waits for others to share its
-	// connection's write (live_writer.go): 0 is DefaultLiveWriteDelay, a
+	// connection's write (writer.go): 0 is DefaultLiveWriteDelay, a
 	// negative delay writes each bus batch's frames at once.
 	WriteDelay time.Duration
 	// Heartbeat is how often the server pings each connection and extends

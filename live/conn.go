@@ -29,12 +29,12 @@ type liveConn struct {
 	// a newer connection of the device took it.
 	leased atomic.Bool
 	// tokenEnd: the connection is closed then (unix ms), its token's exp
-	// plus the leeway, unless a reauth moves it (live_token.go).
+	// plus the leeway, unless a reauth moves it (token.go).
 	tokenEnd atomic.Int64
 	// tokenIssued: its token's iat (unix ms), which a revocation is
 	// compared with.
 	tokenIssued atomic.Int64
-	// typing is the connection's ephemeral budget (live_budget.go).
+	// typing is the connection's ephemeral budget (budget.go).
 	typing connBudget
 
 	// mu guards every field below: the send queue and its writer's
@@ -68,7 +68,7 @@ type liveConn struct {
 	// is not theirs (the push stage may lag behind a join).
 	groups map[string]uint64
 	// catching are those of groups whose catch-up is not done: their
-	// channel's records wait (live_catchup.go).
+	// channel's records wait (catchup.go).
 	catching map[string]*catchUp
 }
 

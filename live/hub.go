@@ -25,7 +25,7 @@ type liveHub struct {
 	bus     *Bus
 	metrics *liveMetrics
 	log     *slog.Logger
-	typing  *userBudgets // the users' ephemeral buckets (live_budget.go, its own lock)
+	typing  *userBudgets // the users' ephemeral buckets (budget.go, its own lock)
 
 	// startOnce runs start once; startErr, sub, ctx, cancel and done are
 	// written inside it and only read after it (close, the loops).
@@ -43,13 +43,13 @@ type liveHub struct {
 	// of the live channel's other locks held inside them.
 
 	// index finds the connections here by id, device, user and
-	// conversation (live_index.go; index.mu is the outermost lock).
+	// conversation (index.go; index.mu is the outermost lock).
 	index liveIndex
 	// withPend lists the connections with pushes not acked
-	// (live_pending.go; withPend.mu is the innermost lock).
+	// (pending.go; withPend.mu is the innermost lock).
 	withPend pendingSet
 	// writes holds the writes deferred while the hub hands out what the
-	// bus brought (live_deferral.go).
+	// bus brought (deferral.go).
 	writes writeDeferral
 
 	// admission holds the node's bounds on connections (its own lock).
@@ -66,21 +66,21 @@ type liveHub struct {
 	pushes   *pushedBatcher
 	acks     *ackBatcher
 
-	// catchUps wait for a worker (live_catchup.go); dispatchRuns are
+	// catchUps wait for a worker (catchup.go); dispatchRuns are
 	// finished ones, run by the dispatcher in turn with the channels'
 	// records.
 	catchUps     chan catchUpJob
 	dispatchRuns chan func()
 	// resub holds the catch-ups after a resubscription that found the
 	// workers' queue full, for the dispatcher to turn into notices
-	// (live_resubscribe.go).
+	// (resubscribe.go).
 	resub fullCatchUps
 	// pull holds the conversations per connection whose catch-up after a
 	// resubscription found the queue full, for a pass that names them to
-	// each device in one notice (live_resubscribe.go).
+	// each device in one notice (resubscribe.go).
 	pull pullPasses
 	// relists runs the passes that read the connections' conversations
-	// again after the node's own channel was resubscribed (live_relist.go).
+	// again after the node's own channel was resubscribed (relist.go).
 	relists passGate
 	// beforeSubscribe, when set (tests), runs before a catch-up
 	// subscribes a conversation's channel.

@@ -15,8 +15,8 @@ import (
 )
 
 // The upgrade of GET /v1/live: the token (header, subprotocol or auth
-// frame), the connection's place in the node's bounds (live_admission.go),
-// then the connection's life (live_handler.go).
+// frame), the connection's place in the node's bounds (admission.go),
+// then the connection's life (handler.go).
 
 var errLiveUserFull = &edge.Error{Status: http.StatusTooManyRequests, Code: "too_many_connections",
 	Msg: "this user holds as many live connections on this node as it may; close one (each device needs one)"}
