@@ -3,6 +3,8 @@ package api
 import (
 	"reflect"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/edge"
 )
 
 // ackBodyCases are bodies of POST /v1/ack the fast reader must take (want
@@ -39,7 +41,7 @@ func TestAckBodyReaderTakesWhatDecodeJSONReadsTheSameAndLeavesTheRest(t *testing
 	s := &Server{cfg: Config{MaxCursors: 1000}}
 	for _, tc := range ackBodyCases {
 		t.Run(tc.name, func(t *testing.T) {
-			dev, items, ok := parseAckBody([]byte(tc.body))
+			dev, items, ok := edge.ParseAckBody([]byte(tc.body))
 			if ok != tc.want {
 				t.Fatalf("parseAckBody took it: %v, want %v", ok, tc.want)
 			}
@@ -68,7 +70,7 @@ func FuzzAckBodyReaderAgreesWithDecodeJSON(f *testing.F) {
 	}
 	s := &Server{cfg: Config{MaxCursors: 1000}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dev, items, ok := parseAckBody(data)
+		dev, items, ok := edge.ParseAckBody(data)
 		if !ok {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/edge"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -40,6 +41,9 @@ const (
 	DefaultListLimit = edge.DefaultListLimit
 	MaxListLimit     = edge.MaxListLimit
 )
+
+// LiveConfig tunes the live channel (package live).
+type LiveConfig = live.Config
 
 // Config tunes the server. Zero values take the defaults.
 type Config struct {
@@ -105,7 +109,7 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
-	c.Live = c.Live.withDefaults()
+	c.Live = c.Live.WithDefaults()
 	return c
 }
 

@@ -33,6 +33,14 @@
 // drifted apart are not visible on the request path; the device census
 // (workers/census) counts them.
 //
+// The live channel (GET /v1/live, the WebSocket) is package live's: the
+// server mounts live.Handler and lends it what every request shares (the
+// token check against the keyring and the revocation log, the strict
+// JSON decoder, the body opener, edge.Acker, which POST /v1/ack applies
+// acks through too); asyncapi.yaml beside this file documents its
+// frames. What the two edges share otherwise (errors, ack readers, the
+// message JSON) is package edge's, below both.
+//
 // The handlers are thin: reads and acks go to package redisstore, those of
 // users' keys through the InboxRouter's operations (users' keys may live
 // on a hot store), writes that belong to

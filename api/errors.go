@@ -17,9 +17,7 @@ import (
 // {"error": {"code", "field", "message"}} over HTTP.
 type apiError = edge.Error
 
-// errorBody is the JSON of every error answer.
-type errorBody = wire.ErrorBody
-
+// errorDetail is the JSON of every error answer's error.
 type errorDetail = wire.ErrorDetail
 
 var (
@@ -31,10 +29,9 @@ var (
 )
 
 var (
-	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Msg: "a valid bearer token is required"}
-	errOverloaded   = &apiError{Status: http.StatusServiceUnavailable, Code: "overloaded", Msg: "too many requests in flight; retry later"}
-	errUserBusy     = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests", Msg: "this user has too many requests under way; retry later"}
-	errNoHistory    = &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Msg: "history is not configured on this server"}
+	errOverloaded = &apiError{Status: http.StatusServiceUnavailable, Code: "overloaded", Msg: "too many requests in flight; retry later"}
+	errUserBusy   = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests", Msg: "this user has too many requests under way; retry later"}
+	errNoHistory  = &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Msg: "history is not configured on this server"}
 )
 
 // decodeJSON decodes one JSON object strictly: invalid UTF-8, keys given

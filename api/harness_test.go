@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
@@ -348,6 +349,11 @@ func founding(conv string, founders ...string) *schemas.Message {
 	return &schemas.Message{ClientMsgId: conv + "-create", ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP,
 		Sender: founders[0], Kind: schemas.Kind_KIND_MEMBER_JOIN, Recipients: founders}
 }
+
+// messageJSON is a message as the tests read it back.
+type messageJSON edge.MessageJSON
+
+var toMessageJSON = edge.ToMessageJSON
 
 // UnmarshalJSON reads either form of a message back, the text into Body,
 // as a client holds it.

@@ -7,8 +7,24 @@ import (
 	"net/url"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
+)
+
+// A message's JSON is written by package edge (message_json.go there),
+// which the live channel's frames share.
+type messageForm = edge.MessageForm
+
+const (
+	fullForm  = edge.FullForm
+	sliceForm = edge.SliceForm
+	textPlain = edge.TextPlain
+)
+
+var (
+	appendMessageJSON = edge.AppendMessageJSON
+	appendJSONString  = edge.AppendJSONString
 )
 
 // A page is bounded by its byte budget, counted as a sync answer's is

@@ -43,7 +43,7 @@ func (s *Server) read(r *http.Request, id auth.Identity) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	access, err := s.checkSeqItems(r.Context(), id.User, items)
+	access, err := s.acker.Check(r.Context(), id.User, items)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -5,32 +5,18 @@ import (
 	"net/http"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-// Message states as a sender is shown them.
+// Message states as a sender is shown them (edge.StateOf).
 const (
-	StateStored    = "stored"
-	StatePushed    = "pushed"
-	StateDelivered = "delivered"
-	StateRead      = "read"
+	StateStored    = edge.StateStored
+	StatePushed    = edge.StatePushed
+	StateDelivered = edge.StateDelivered
+	StateRead      = edge.StateRead
 )
-
-// stateOf is the furthest any recipient got: read, delivered (a device
-// stored it), pushed (a live connection was written it, not yet acked),
-// else stored.
-func stateOf(n redisstore.ReceiptCounts) string {
-	switch {
-	case n.Read > 0:
-		return StateRead
-	case n.Delivered > 0:
-		return StateDelivered
-	case n.Pushed > 0:
-		return StatePushed
-	}
-	return StateStored
-}
 
 // receiptsJSON answers GET /v1/conversations/{conv}/receipts?seq=N.
 type receiptsJSON struct {
@@ -75,7 +61,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, badRequest("seq", "is required, a number above 0")
 	}
 	items := []seqItem{{Field: "seq", Conv: conv, Seq: seq}}
-	access, err := s.checkSeqItems(r.Context(), id.User, items)
+	access, err := s.acker.Check(r.Context(), id.User, items)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -102,7 +88,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, err
 	}
 	out.Pushed, out.Delivered, out.Read, out.Members = &n.Pushed, &n.Delivered, &n.Read, &n.Others
-	out.State = stateOf(n)
+	out.State = edge.StateOf(n)
 	if a.Type == schemas.ConvType_CONV_TYPE_DIRECT {
 		peer, err := s.peerOf(r.Context(), conv, id.User)
 		if err != nil {
@@ -120,51 +106,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 
 // peerOf is the other participant of a direct conversation.
 func (s *Server) peerOf(ctx context.Context, conv, user string) (string, error) {
-	mem, err := s.router.Main().Members(ctx, conv)
-	if err != nil {
-		return "", err
-	}
-	for m := range mem {
-		if m != user {
-			return m, nil
-		}
-	}
-	return "", nil
-}
-
-// receiptMarks are the members' cursor raises of acks or reads; large
-// groups keep none.
-func receiptMarks(user string, acks []redisstore.AckItem, access map[string]redisstore.ConvAccess) []redisstore.ReceiptMark {
-	marks := make([]redisstore.ReceiptMark, 0, len(acks))
-	for _, a := range acks {
-		if !access[a.Conv].Large {
-			marks = append(marks, redisstore.ReceiptMark{Conv: a.Conv, Epoch: a.Epoch, Member: user, Seq: a.Seq})
-		}
-	}
-	return marks
-}
-
-// afterAcks tells this node's connection of the device, if it has one, to
-// stop pushing what was acked, and hands the raised cursors to the
-// receipt events (with the senders the connection knows from its pushes).
-func (s *Server) afterAcks(user, dev string, acks []redisstore.AckItem, raised []redisstore.RaisedReceipt) {
-	senders := s.ackedOnConn(user, dev, acks)
-	for _, r := range raised {
-		if r.Raised {
-			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq, senders[r.Conv])
-		}
-	}
-}
-
-// ackedOnConn tells this node's connection of the device, if it has one,
-// to stop pushing what was acked, and returns the senders of those pushes
-// (conv → sender → their newest seq; nil without a connection here).
-func (s *Server) ackedOnConn(user, dev string, acks []redisstore.AckItem) map[string]map[string]uint64 {
-	c := s.live.connOf(user, dev)
-	if c == nil {
-		return nil
-	}
-	return c.acknowledgedAll(acks)
+	return edge.PeerOf(ctx, s.router.Main(), conv, user)
 }
 
 // afterReads raises the reader's read (and delivered) cursors.
@@ -173,15 +115,11 @@ func (s *Server) afterReads(ctx context.Context, user string, items []seqItem, a
 	for i, it := range items {
 		acks[i] = redisstore.AckItem{Conv: it.Conv, Seq: it.Seq, Epoch: access[it.Conv].Epoch}
 	}
-	raised, err := s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptRead, receiptMarks(user, acks, access))
+	raised, err := s.router.Main().RaiseReceipts(ctx, redisstore.ReceiptRead, edge.ReceiptMarks(user, acks, access))
 	if err != nil {
 		return err
 	}
-	for _, r := range raised {
-		if r.Raised {
-			s.live.receipts.add(r.Conv, r.Epoch, user, r.Prev, r.Seq, nil)
-		}
-	}
+	s.live.Read(user, raised)
 	return nil
 }
 

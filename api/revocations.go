@@ -2,14 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -24,11 +23,11 @@ import (
 // began watching needs the user's record, read once and kept for
 // revokedCacheTTL (bounded).
 
+// What a token's check answers besides the keyring's errors (edge's, so
+// the live channel tells them apart too).
 var (
-	errRevoked = errors.New("the token was revoked")
-	// errRevocationsUnread: the user's revocations could not be read (the
-	// store is down), so the token is neither accepted nor refused.
-	errRevocationsUnread = errors.New("the token's revocations could not be read")
+	errRevoked           = edge.ErrRevoked
+	errRevocationsUnread = edge.ErrRevocationsUnread
 )
 
 // Bounds of what a node keeps of revocations.
@@ -277,22 +276,5 @@ func (s *Server) deviceRevoked(ctx context.Context, id auth.Identity, device str
 	return nil
 }
 
-// refusalOf is the refusal reason of a token that did not verify.
-func refusalOf(err error) string {
-	switch {
-	case errors.Is(err, errRevoked):
-		return refusedRevoked
-	case errors.Is(err, errRevocationsUnread):
-		return refusedStoreDown
-	}
-	return refusedUnauthorized
-}
-
-// tokenRefusal answers a token that did not verify: 401, or 503 when the
-// revocations could not be read.
-func tokenRefusal(err error) *apiError {
-	if !errors.Is(err, errRevocationsUnread) {
-		return errUnauthorized
-	}
-	return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the token's revocations could not be read; retry later"}
-}
+// tokenRefusal answers a token that did not verify (edge.TokenRefusal).
+var tokenRefusal = edge.TokenRefusal

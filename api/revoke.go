@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/auth"
-	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -48,20 +47,4 @@ func (s *Server) revokeDevices(r *http.Request, id auth.Identity) (int, any, err
 	}
 	s.log.Info("revoked", "user", id.User, "device", body.DeviceID)
 	return http.StatusOK, revokeResponse{DeviceID: body.DeviceID, RevokedBeforeMS: at.UnixMilli()}, nil
-}
-
-// closeRevoked closes the connections here that a revocation covers: the
-// user's (of its device, unless it covers every device) whose token was
-// issued before it. A connection reauthed with a later token stays.
-func (h *liveHub) closeRevoked(e redisstore.RevocationEntry) {
-	var rec redisstore.Revocation
-	rec.Merge(e.Device, e.At)
-	hit := h.index.userConns(e.User, func(c *liveConn) bool {
-		return rec.Covers(c.device, time.UnixMilli(c.tokenIssued.Load()))
-	})
-	for _, c := range hit {
-		if c.close(CloseRevoked, "this user or device was revoked; sign in again") {
-			h.metrics.tokenCloses.WithLabelValues("revoked").Inc()
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	obclient "github.com/offlinebox/offlinebox/client"
+	"github.com/offlinebox/offlinebox/live"
 )
 
 func wantStatus(t *testing.T, what string, err error, status int) {
@@ -49,7 +50,7 @@ func TestARevokedDeviceOrUserIsClosedOnEveryNodeAndRefusedByREST(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitClosed(t, phoneA, int(CloseRevoked))
+	waitClosed(t, phoneA, int(live.CloseRevoked))
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("the revoked phone's socket closed %s after the revocation", d)
 	}
@@ -84,8 +85,8 @@ func TestARevokedDeviceOrUserIsClosedOnEveryNodeAndRefusedByREST(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	waitClosed(t, phoneB, int(CloseRevoked))
-	waitClosed(t, laptop, int(CloseRevoked))
+	waitClosed(t, phoneB, int(live.CloseRevoked))
+	waitClosed(t, laptop, int(live.CloseRevoked))
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("bob's sockets on both nodes closed %s after the revocation", d)
 	}

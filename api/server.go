@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/edge"
+	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
 )
 
@@ -63,7 +65,8 @@ type Server struct {
 	encoded  *sharedEncodings
 	frames   *sharedFrames
 	handler  http.Handler
-	live     *liveHub
+	live     *live.Handler
+	acker    *edge.Acker
 	revoked  *revocations
 	coders   *coders
 	closed   sync.Once
@@ -100,16 +103,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	lm, err := newLiveMetrics(deps.Metrics)
-	if err != nil {
-		return nil, fmt.Errorf("api: register live metrics: %w", err)
-	}
-	s.live = newLiveHub(s, lm)
-	if err := s.live.registerPending(deps.Metrics); err != nil {
+	s.acker = &edge.Acker{Router: deps.Router, Clock: cfg.Clock}
+	s.revoked = newRevocations(deps.Router.Main(), s.log)
+	if s.live, err = s.newLive(deps); err != nil {
 		return nil, err
 	}
-	s.revoked = newRevocations(deps.Router.Main(), s.log)
-	s.revoked.onRevoked = s.live.closeRevoked
+	s.revoked.onRevoked = s.live.CloseRevoked
 	s.revoked.run()
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -117,6 +116,29 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.handler = s.unrouted(mux)
 	return s, nil
+}
+
+// newLive is the live channel this server mounts at /v1/live: it checks
+// tokens, decodes frames, opens bodies and applies acks as the server
+// does, so that a device is answered the same on either.
+func (s *Server) newLive(deps Deps) (*live.Handler, error) {
+	return live.NewHandler(s.cfg.Live, live.Deps{
+		Router: deps.Router, Acker: s.acker, Tokens: liveTokens{s}, Producer: deps.Producer,
+		Open: s.openMessage, Decode: decodeJSON, Logger: s.log, Metrics: deps.Metrics,
+		RequestTimeout: s.cfg.RequestTimeout, RetryAfter: s.cfg.RetryAfter, MessagesTopic: s.cfg.MessagesTopic,
+		Limits: s.cfg.Limits, MaxCursors: s.cfg.MaxCursors, Clock: s.cfg.Clock, Leeway: deps.Keyring.Leeway(),
+	})
+}
+
+// liveTokens checks the live channel's tokens as every request's are.
+type liveTokens struct{ s *Server }
+
+func (t liveTokens) Verify(ctx context.Context, tok string) (auth.Identity, error) {
+	return t.s.verifyToken(ctx, tok)
+}
+
+func (t liveTokens) DeviceRevoked(ctx context.Context, id auth.Identity, device string) error {
+	return t.s.deviceRevoked(ctx, id, device)
 }
 
 // unrouted answers what no route takes in the API's JSON error format, as
@@ -165,7 +187,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // revocation log; Close is idempotent.
 func (s *Server) Close() {
 	s.closed.Do(func() {
-		s.live.close()
+		s.live.Close()
 		s.revoked.close()
 	})
 }
@@ -200,7 +222,7 @@ func (s *Server) routes() []route {
 		{method: "GET", pattern: "/v1/conversations/{conv}/members", h: s.members},
 		{method: "GET", pattern: "/v1/rejections", h: s.rejections},
 		{method: "POST", pattern: "/v1/devices/revoke", h: s.revokeDevices},
-		{method: "GET", pattern: "/v1/live", raw: s.serveLive},
+		{method: "GET", pattern: "/v1/live", raw: s.live.Serve},
 	}
 }
 
@@ -385,39 +407,14 @@ func (a *admission) acquire(user string) (release func(), err *apiError) {
 	}), nil
 }
 
-// classify maps a handler error to its answer.
+// classify maps a handler error to its answer (edge.Classify).
 func (s *Server) classify(r *http.Request, err error) *apiError {
-	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, redisstore.ErrNotMember):
-		return forbidden("not a member of this conversation")
-	case errors.Is(err, redisstore.ErrUserMoved):
-		// The router routed again and was still refused: the move to the hot
-		// store is under way. Nothing was written; the retry will land.
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "this user's data is being moved; retry shortly"}
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		s.log.Warn("api request timed out", "path", r.URL.Path, "err", err)
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "the store did not answer in time; retry later"}
-	}
-	s.log.Error("api request failed", "path", r.URL.Path, "err", err)
-	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Msg: "internal error"}
+	return edge.Classify(s.log, r.URL.Path, err)
 }
 
+// writeError answers e (edge.WriteError).
 func (s *Server) writeError(w http.ResponseWriter, e *apiError) (int, int) {
-	if (e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second)))
-	}
-	return writeJSON(w, e.Status, errorBody{Error: errorDetail{Code: e.Code, Field: e.Field, Message: e.Msg}})
-}
-
-// writeJSON answers status with body (pre-encoded when a []byte), as it
-// is: errors and what is answered before a request is read.
-func writeJSON(w http.ResponseWriter, status int, body any) (int, int) {
-	data, status := encodeJSON(status, body)
-	w.Header().Set("Vary", "Accept-Encoding")
-	return writeRaw(w, status, data)
+	return edge.WriteError(w, e, s.cfg.RetryAfter)
 }
 
 // encodeJSON is body as JSON (as it is when a []byte); an answer that

@@ -47,8 +47,8 @@ type stackConfig struct {
 	// RetentionPolicy is the retention policy file (retention/); empty:
 	// the built-in retention.
 	RetentionPolicy string
-	// LiveBusFormat is the form the push stage publishes on the live bus
-	// (live.Format): json until every API node reads binary.
+	// LiveBusFormat is the form the push stage and the API nodes publish
+	// on the live bus (live.Format): json until every API node reads binary.
 	LiveBusFormat string
 
 	// origin says, per flag name, where a value that did not come from the
@@ -102,7 +102,7 @@ func (c *stackConfig) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.KeyFile, "key-file", "", "master key file (JSON lines {\"id\",\"key\"}, newest last) bodies are sealed with; without it or "+masterKeysEnv+" bodies are stored in the clear (env OFFLINEBOX_KEY_FILE)")
 	fs.Uint64Var(&c.DriftThreshold, "drift-threshold", census.DefaultDriftThreshold, "device census: seqs (summed over conversations) by which a user's devices may differ before they count as drifted (env OFFLINEBOX_DRIFT_THRESHOLD)")
 	fs.StringVar(&c.RetentionPolicy, "retention-policy", "", "retention policy file (YAML; reloaded on SIGHUP or when it changes); empty: the built-in windows (env OFFLINEBOX_RETENTION_POLICY)")
-	fs.StringVar(&c.LiveBusFormat, "live-bus-format", string(live.DefaultFormat), "form the push stage publishes batches in on the live bus: json, which every release's API nodes read, or binary, once every API node runs a release that reads it (env OFFLINEBOX_LIVE_BUS_FORMAT)")
+	fs.StringVar(&c.LiveBusFormat, "live-bus-format", string(live.DefaultFormat), "form the push stage and the API nodes publish batches in on the live bus: json, which every release's API nodes read, or binary, once every API node runs a release that reads it (env OFFLINEBOX_LIVE_BUS_FORMAT)")
 	fs.StringVar(&c.Node, "node", "", "API node id on the live bus, unique per API process; random when empty (env OFFLINEBOX_NODE)")
 	fs.IntVar(&c.Partitions, "partitions", 8, "partitions of each topic when offlinebox creates them")
 	fs.DurationVar(&c.SessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead worker's partitions move (0: the client's default, 45s)")

@@ -57,7 +57,7 @@ var stackUses = map[string]flagUse{
 	"history":           useWorker | useClickHouse,
 	"history sql":       useClickHouse,
 	"expiry":            useStores | useMetrics | useRetention | useCensus,
-	"api":               useKafka | useStores | useMetrics | useAPI,
+	"api":               useKafka | useStores | useMetrics | useAPI | useLiveBus,
 	"migrate":           useKafka | useClickHouse,
 	"verify":            useStores,
 	"rebuild":           useStores | useRetention,

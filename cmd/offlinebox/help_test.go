@@ -67,7 +67,7 @@ func TestHelpListsOnlyTheFlagsASubcommandReads(t *testing.T) {
 		{[]string{"migrate", "-h"}, []string{"-kafka", "-clickhouse", "-partitions"}, []string{"-redis", "-listen", "-jwt-secret"}},
 		{[]string{"fanout", "-h"}, []string{"-kafka", "-redis", "-metrics-listen", "-session-timeout"}, []string{"-listen", "-jwt-secret", "-retention-policy", "-live-bus-format"}},
 		{[]string{"push", "-h"}, []string{"-redis", "-session-timeout", "-live-bus-format"}, []string{"-listen", "-jwt-secret", "-retention-policy"}},
-		{[]string{"api", "-h"}, []string{"-listen", "-jwt-secret", "-node", "-redis"}, []string{"-drift-threshold", "-retention-policy", "-session-timeout"}},
+		{[]string{"api", "-h"}, []string{"-listen", "-jwt-secret", "-node", "-redis", "-live-bus-format"}, []string{"-drift-threshold", "-retention-policy", "-session-timeout"}},
 		{[]string{"all", "-h"}, []string{"-listen", "-kafka", "-retention-policy", "-drift-threshold"}, nil},
 	}
 	for _, c := range cases {

@@ -311,7 +311,7 @@ func (p *processes) apiServer(secret string, h *health) (*api.Server, error) {
 	if p.sealer != nil {
 		deps.Opener = p.sealer
 	}
-	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node}}, deps)
+	return api.New(api.Config{Live: api.LiveConfig{Node: p.cfg.Node, BusFormat: live.Format(p.cfg.LiveBusFormat)}}, deps)
 }
 
 // runOne is the body of the single-worker subcommands.
