@@ -21,6 +21,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // Deps are the parts the server talks to.
@@ -51,6 +52,7 @@ type Deps struct {
 type Server struct {
 	cfg      Config
 	router   *redisstore.InboxRouter
+	reads    *readpath.Reader // sync, pages and the list, over router
 	keyring  *auth.Keyring
 	producer *kgo.Client
 	history  HistoryReader
@@ -92,7 +94,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s := &Server{
-		coders: cs, cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
+		coders: cs, cfg: cfg, router: deps.Router, reads: readpath.New(deps.Router), keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, ready: deps.Ready, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 		frames: newSharedFrames(),
@@ -391,7 +393,7 @@ func (s *Server) classify(r *http.Request, err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, redisstore.ErrNotMember):
+	case errors.Is(err, readpath.ErrNotMember):
 		return forbidden("not a member of this conversation")
 	case errors.Is(err, redisstore.ErrUserMoved):
 		// The router routed again and was still refused: the move to the hot

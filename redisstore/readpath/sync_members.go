@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // A small group's members, read once for all its members' syncs. Every
@@ -51,26 +53,26 @@ func (c *memberCopy) size() int { return len(c.joined) + len(c.past) }
 // current reports whether the copy is of the meta's epoch and mver as
 // read (replies; a nil epoch: no meta).
 func (c *memberCopy) current(epoch, mver any) bool {
-	return epoch != nil && readReplyUint(epoch) == c.epoch && readReplyUint(mver) == c.mver
+	return epoch != nil && redisstore.ReplyUint(epoch) == c.epoch && redisstore.ReplyUint(mver) == c.mver
 }
 
 // memberCopies are the copies, by conversation, and the groups a sync is
 // taking a copy of.
 type memberCopies struct {
 	mu     sync.Mutex
-	copies bounded[*memberCopy] // weight: entries
+	copies *redisstore.Bounded[*memberCopy] // weight: entries
 	taking map[string]bool
 }
 
 func newMemberCopies() *memberCopies {
-	return &memberCopies{copies: newBounded[*memberCopy](maxMemberCopies, maxMembersKept), taking: map[string]bool{}}
+	return &memberCopies{copies: redisstore.NewBounded[*memberCopy](maxMemberCopies, maxMembersKept), taking: map[string]bool{}}
 }
 
 // get is conv's copy, nil without one.
 func (n *memberCopies) get(conv string) *memberCopy {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	c, _ := n.copies.get(conv)
+	c, _ := n.copies.Get(conv)
 	return c
 }
 
@@ -79,7 +81,7 @@ func (n *memberCopies) get(conv string) *memberCopy {
 func (n *memberCopies) use(conv string) (c *memberCopy, take bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c, _ := n.copies.get(conv); c != nil {
+	if c, _ := n.copies.Get(conv); c != nil {
 		return c, false
 	}
 	if n.taking[conv] {
@@ -97,15 +99,15 @@ func (n *memberCopies) took(conv string, c *memberCopy) {
 	if c == nil {
 		return
 	}
-	n.copies.put(conv, c, c.size())
+	n.copies.Put(conv, c, c.size())
 }
 
 // drop forgets conv's copy c, one its group outlived.
 func (n *memberCopies) drop(conv string, c *memberCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if kept, _ := n.copies.get(conv); kept == c {
-		n.copies.remove(conv)
+	if kept, _ := n.copies.Get(conv); kept == c {
+		n.copies.Remove(conv)
 	}
 }
 
@@ -122,7 +124,7 @@ type memberRead struct {
 // queueMembership queues on p what the heads read of user's membership in
 // conv, after the conversation's meta read (which reads mver too); small
 // says whether conv is a small group.
-func (s *Store) queueMembership(ctx context.Context, p redis.Pipeliner, conv, user string, small bool) *memberRead {
+func (s *Reader) queueMembership(ctx context.Context, p redis.Pipeliner, conv, user string, small bool) *memberRead {
 	r := &memberRead{}
 	take := false
 	if small {
@@ -135,7 +137,7 @@ func (s *Store) queueMembership(ctx context.Context, p redis.Pipeliner, conv, us
 	if take {
 		r.mem = p.HScan(ctx, s.keys.Members(conv), 0, "", maxMembersCopied)
 		r.former = p.HScan(ctx, s.keys.PastMembers(conv), 0, "", maxMembersCopied)
-		r.again = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaEpoch, MetaMemberVersion)
+		r.again = p.HMGet(ctx, s.keys.ConvMeta(conv), redisstore.MetaEpoch, redisstore.MetaMemberVersion)
 	}
 	return r
 }
@@ -145,7 +147,7 @@ func (s *Store) queueMembership(ctx context.Context, p redis.Pipeliner, conv, us
 // (nil: absent). settled is false when the copy used is of another
 // (epoch, mver): the caller reads the user's fields again. A copy this
 // read took is kept.
-func (s *Store) membership(conv, user string, r *memberRead, epoch, mver any) (joined string, member bool, past string, settled bool, err error) {
+func (s *Reader) membership(conv, user string, r *memberRead, epoch, mver any) (joined string, member bool, past string, settled bool, err error) {
 	if c := r.from; c != nil {
 		if !c.current(epoch, mver) {
 			s.members.drop(conv, c)
@@ -171,7 +173,7 @@ func (s *Store) membership(conv, user string, r *memberRead, epoch, mver any) (j
 
 // abandonTakes ends the takes of reads that did not get to keep their
 // copy (a sync that failed first).
-func (s *Store) abandonTakes(convs []string, reads []*memberRead) {
+func (s *Reader) abandonTakes(convs []string, reads []*memberRead) {
 	for i, r := range reads {
 		if r != nil && r.mem != nil {
 			s.members.took(convs[i], nil)
@@ -188,8 +190,8 @@ func takenCopy(r *memberRead, epoch, mver any) *memberCopy {
 		return nil
 	}
 	again := r.again.Val()
-	c := &memberCopy{epoch: readReplyUint(epoch), mver: readReplyUint(mver)}
-	if again[0] == nil || readReplyUint(again[0]) != c.epoch || readReplyUint(again[1]) != c.mver {
+	c := &memberCopy{epoch: redisstore.ReplyUint(epoch), mver: redisstore.ReplyUint(mver)}
+	if again[0] == nil || redisstore.ReplyUint(again[0]) != c.epoch || redisstore.ReplyUint(again[1]) != c.mver {
 		return nil
 	}
 	var ok bool
@@ -217,7 +219,7 @@ func scannedHash(cmd *redis.ScanCmd) (map[string]string, bool) {
 
 // rereadMembership reads, in one pipeline, the user's fields of the
 // conversations whose copy their meta outlived (again).
-func (s *Store) rereadMembership(ctx context.Context, convs []string, user string, reads []*memberRead, again []int) error {
+func (s *Reader) rereadMembership(ctx context.Context, convs []string, user string, reads []*memberRead, again []int) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, i := range again {
 			reads[i] = &memberRead{joined: p.HGet(ctx, s.keys.Members(convs[i]), user), past: p.HGet(ctx, s.keys.PastMembers(convs[i]), user)}

@@ -1,9 +1,11 @@
-package redisstore
+package readpath
 
 import (
 	"sort"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // convPlan is how one conversation will be answered, decided before any
@@ -24,7 +26,7 @@ type convPlan struct {
 	incomplete bool
 	left       bool
 	mentions   int
-	spans      []MemberSpan // the user's spans, as readSyncHeads read them
+	spans      []redisstore.MemberSpan // the user's spans, as readSyncHeads read them
 }
 
 // planSync decides, per conversation with news, where its slice starts and
@@ -63,9 +65,9 @@ func planSync(req SyncRequest, us *syncUser, heads map[string]syncHead) ([]convP
 // the client is known to hold); read is the user's read seq.
 func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPlan, floor, read uint64) {
 	p = convPlan{conv: conv, epoch: h.epoch, maxSeq: h.seq, first: h.first, activity: us.activity[conv], left: h.left, spans: h.spans}
-	readSeq := readReplyUint(us.inbox[InboxField(conv, FieldRead)])
+	readSeq := redisstore.ReplyUint(us.inbox[redisstore.InboxField(conv, redisstore.FieldRead)])
 	read = max(readSeq, h.joined)
-	form := inboxFormOf(us.inbox[InboxField(conv, FieldType)])
+	form := redisstore.InboxFormOf(us.inbox[redisstore.InboxField(conv, redisstore.FieldType)])
 	p.ctype, p.large = form.Type(), form.Large()
 	if us.large[conv] {
 		p.large, p.activity = true, h.lts
@@ -84,7 +86,7 @@ func planConv(req SyncRequest, us *syncUser, conv string, h syncHead) (p convPla
 	} else {
 		// the inbox counts every seq delivered (C:l - C:r); notices are no
 		// one's unread
-		p.unread = subFloor(subFloor(readReplyUint(us.inbox[InboxField(conv, FieldLast)]), readSeq), h.notices)
+		p.unread = subFloor(subFloor(redisstore.ReplyUint(us.inbox[redisstore.InboxField(conv, redisstore.FieldLast)]), readSeq), h.notices)
 	}
 	cur, held := req.Cursors[conv]
 	if !held {

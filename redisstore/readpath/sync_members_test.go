@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould syncs members,
@@ -32,7 +34,7 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 			fields.Add(1)
 		}
 	}))
-	s, err := New(rdb, Config{Prefix: prefix})
+	s, err := newRig(rdb, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 	membership(schemas.Kind_KIND_MEMBER_JOIN, "dan")
 	talk(2)
 	users := []string{"bob", "cid", "dan", "eve"}
-	sync := func(st *Store, user string) (string, int64) {
+	sync := func(st *rig, user string) (string, int64) {
 		t.Helper()
 		before := fields.Load()
 		res, err := st.Sync(ctx, syncReq(user, "phone", 50, 1<<20))
@@ -63,7 +65,7 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 		}
 		return render(res), fields.Load() - before
 	}
-	list := func(st *Store, user string) (string, int64) {
+	list := func(st *rig, user string) (string, int64) {
 		t.Helper()
 		before := reads.Load()
 		l, err := st.ListConversations(ctx, user, "", ListCursor{}, 10)
@@ -78,7 +80,7 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 	}
 	same := func(step string) {
 		t.Helper()
-		fresh, err := New(rdb, Config{Prefix: prefix})
+		fresh, err := newRig(rdb, redisstore.Config{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,11 +116,11 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 
 	// Another epoch whose members differ at the same mver (what a rebuild
 	// from other history could leave).
-	meta, err := rdb.HMGet(ctx, s.keys.ConvMeta("g"), MetaEpoch).Result()
+	meta, err := rdb.HMGet(ctx, s.keys.ConvMeta("g"), redisstore.MetaEpoch).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.HSet(ctx, s.keys.ConvMeta("g"), MetaEpoch, readReplyUint(meta[0])+1).Err(); err != nil {
+	if err := rdb.HSet(ctx, s.keys.ConvMeta("g"), redisstore.MetaEpoch, redisstore.ReplyUint(meta[0])+1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.HSet(ctx, s.keys.Members("g"), "bob", 0).Err(); err != nil {
@@ -128,7 +130,7 @@ func TestSyncReadsSmallGroupMembershipFromItsCopyAsRedisWould(t *testing.T) {
 }
 
 func TestAMemberCopyIsTakenByOneSyncAtATimeAndAnAbandonedTakeFreesIt(t *testing.T) {
-	s := &Store{members: newMemberCopies()}
+	s := &Reader{members: newMemberCopies()}
 	if _, take := s.members.use("g"); !take {
 		t.Fatal("the first sync without a copy does not take it")
 	}
@@ -140,7 +142,7 @@ func TestAMemberCopyIsTakenByOneSyncAtATimeAndAnAbandonedTakeFreesIt(t *testing.
 		t.Fatal("after an abandoned take no sync takes the copy")
 	}
 	s.members.took("g", &memberCopy{epoch: 1, mver: 2, joined: map[string]string{"ann": "0"}})
-	if c, take := s.members.use("g"); c == nil || take || s.members.copies.weight != 1 {
-		t.Fatalf("after a take: copy %v, take %v, %d entries kept; want the copy", c, take, s.members.copies.weight)
+	if c, take := s.members.use("g"); c == nil || take || s.members.copies.Weight() != 1 {
+		t.Fatalf("after a take: copy %v, take %v, %d entries kept; want the copy", c, take, s.members.copies.Weight())
 	}
 }

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -97,7 +97,7 @@ type laneEntry struct {
 // laneReader reads the lane's messages in order, a wave per round trip,
 // as far as they are asked for.
 type laneReader struct {
-	s    *Store
+	s    *Reader
 	req  SyncRequest
 	refs []mentionRef
 	got  []laneEntry

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestListConversationsPagesByActivityWithoutDuplicatesOrMisses(t *testing.T) {
@@ -63,7 +65,7 @@ func TestListConversationsShowsCountersPreviewsMentionsAndLargeGroups(t *testing
 	if err := s.ApplyPreviews(ctx, latestOf(t, s, "small", last)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{"small", 2, 1}}, 1); err != nil {
+	if _, err := s.AckDevice(ctx, "ann", "phone", []redisstore.AckItem{{Conv: "small", Seq: 2, Epoch: 1}}, 1); err != nil {
 		t.Fatal(err)
 	}
 	l, err := s.ListConversations(ctx, "ann", "phone", ListCursor{}, 10)
@@ -89,7 +91,7 @@ small group large=false unread=%d last=%d mentions=1 acked=2 preview=bob:"and th
 }
 
 // latestOf reads back the conversation's entry of seq, as convindex gets it.
-func latestOf(t *testing.T, s *Store, conv string, seq uint64) []*schemas.Sequenced {
+func latestOf(t *testing.T, s *rig, conv string, seq uint64) []*schemas.Sequenced {
 	t.Helper()
 	p, err := s.ReadPage(context.Background(), "bob", conv, PageQuery{HasAfter: true, After: seq - 1, Limit: 1})
 	if err != nil || len(p.Messages) != 1 {

@@ -1,10 +1,12 @@
-package redisstore
+package readpath
 
 import (
 	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // Slice reads of sync that are the same in every input (range, limit, cut
@@ -19,9 +21,9 @@ func TestSyncSliceReadsJoinOnlyAReadInFlightWithTheSameInputs(t *testing.T) {
 	for i := range 9 {
 		rs.say("g", group, "bob", "", fmt.Sprintf("message %d", i)) // seqs 2..10
 	}
-	annSpans := []MemberSpan{{Joined: 1}}
+	annSpans := []redisstore.MemberSpan{{Joined: 1}}
 	q := rangeQuery{conv: "g", lo: 1, limit: 200, fromTop: true}
-	read := func(user string, spans []MemberSpan, maxSeq uint64) <-chan []timelineSlice {
+	read := func(user string, spans []redisstore.MemberSpan, maxSeq uint64) <-chan []timelineSlice {
 		out := make(chan []timelineSlice, 1)
 		go func() {
 			sls, err := s.readSlicesShared(ctx, user, []rangeQuery{q}, []sliceReader{{spans: spans, maxSeq: maxSeq}})
@@ -41,7 +43,7 @@ func TestSyncSliceReadsJoinOnlyAReadInFlightWithTheSameInputs(t *testing.T) {
 	s.flights.m[sliceKey(inFlight, annSpans)] = f
 
 	// cid's spans as its heads saw them differ (a rejoin since, say).
-	other := <-read("cid", []MemberSpan{{Joined: 1, Left: 2}, {Joined: 1}}, 10)
+	other := <-read("cid", []redisstore.MemberSpan{{Joined: 1, Left: 2}, {Joined: 1}}, 10)
 	if len(other) != 1 || other[0].epoch == 777 || fmt.Sprint(seqsOf(other[0].entries)) != "[2 3 4 5 6 7 8 9 10]" {
 		t.Fatalf("a reader with other spans got %+v, want its own read of seqs 2..10", other)
 	}
@@ -78,7 +80,7 @@ func TestARecentSliceReadAnswersOnlyReadersWhoseHeadsAgree(t *testing.T) {
 	for i := range 5 {
 		rs.say("g", group, "bob", "", fmt.Sprintf("message %d", i)) // seqs 2..6
 	}
-	spans := []MemberSpan{{Joined: 1}}
+	spans := []redisstore.MemberSpan{{Joined: 1}}
 	q := rangeQuery{conv: "g", lo: 1, limit: 200, fromTop: true}
 	fresh, err := s.readSlices(ctx, "ann", []rangeQuery{q})
 	if err != nil {

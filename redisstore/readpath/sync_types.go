@@ -1,9 +1,11 @@
-package redisstore
+package readpath
 
 import (
 	"fmt"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // SyncRequest is one catch-up request of one device.
@@ -12,7 +14,7 @@ type SyncRequest struct {
 	Device string
 	// Cursors the client sent. A conversation it does not name starts from
 	// the device's acked cursor, else from where the user joined.
-	Cursors map[string]Position
+	Cursors map[string]redisstore.Position
 	// Limit is the most messages per conversation.
 	Limit int
 	// NowMS, when set, marks the device used at this time (unix ms), as

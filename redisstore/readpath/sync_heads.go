@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // syncHead is what sync reads of one conversation before slicing it.
 type syncHead struct {
-	member bool         // the user is or was a member
-	left   bool         // was, and is not now
-	joined uint64       // the join seq of the oldest span the user belonged to
-	spans  []MemberSpan // every span the user belonged to, the current one last (Left 0)
+	member bool                    // the user is or was a member
+	left   bool                    // was, and is not now
+	joined uint64                  // the join seq of the oldest span the user belonged to
+	spans  []redisstore.MemberSpan // every span the user belonged to, the current one last (Left 0)
 	seq    uint64
 	epoch  uint64
 	first  uint64
@@ -59,7 +61,7 @@ type membership struct {
 
 // readSyncHeads reads every conversation's counters and the user's
 // membership in one pipeline (each conversation in its own slot).
-func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (map[string]syncHead, error) {
+func (s *Reader) readSyncHeads(ctx context.Context, user string, us *syncUser) (map[string]syncHead, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	r := newHeadReads(us.syncConvs())
@@ -100,17 +102,17 @@ func (s *Store) readSyncHeads(ctx context.Context, user string, us *syncUser) (m
 // queueHeads queues on p, for each of the user's conversations, its meta,
 // the user's membership, and what its unread counted of notices and
 // mentions of all.
-func (s *Store) queueHeads(ctx context.Context, p redis.Pipeliner, user string, us *syncUser, r *headReads) {
+func (s *Reader) queueHeads(ctx context.Context, p redis.Pipeliner, user string, us *syncUser, r *headReads) {
 	for i, c := range r.convs {
-		r.reads[i] = readReplyUint(us.inbox[InboxField(c, FieldRead)])
-		group := us.inbox[InboxField(c, FieldType)] == string(InboxGroup)
+		r.reads[i] = redisstore.ReplyUint(us.inbox[redisstore.InboxField(c, redisstore.FieldRead)])
+		group := us.inbox[redisstore.InboxField(c, redisstore.FieldType)] == string(redisstore.InboxGroup)
 		if us.large[c] {
 			// Counted before the counter is read (see fillLargeGroups).
 			r.notices[i] = p.ZCount(ctx, s.keys.Notices(c), strconv.FormatUint(r.reads[i]+1, 10), "+inf")
-		} else if last := readReplyUint(us.inbox[InboxField(c, FieldLast)]); last > r.reads[i] && group {
+		} else if last := redisstore.ReplyUint(us.inbox[redisstore.InboxField(c, redisstore.FieldLast)]); last > r.reads[i] && group {
 			r.small[i] = s.queueNotices(ctx, p, c, r.reads[i]+1, last)
 		}
-		r.metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), MetaSeq, MetaEpoch, MetaFirst, MetaLastTime, MetaType, MetaMemberVersion)
+		r.metas[i] = p.HMGet(ctx, s.keys.ConvMeta(c), redisstore.MetaSeq, redisstore.MetaEpoch, redisstore.MetaFirst, redisstore.MetaLastTime, redisstore.MetaType, redisstore.MetaMemberVersion)
 		s.queueCopy(ctx, p, c, r.small[i])
 		r.members[i] = s.queueMembership(ctx, p, c, user, group && !us.large[c])
 		if us.large[c] {
@@ -122,7 +124,7 @@ func (s *Store) queueHeads(ctx context.Context, p redis.Pipeliner, user string, 
 // settleMemberships is the user's membership of each conversation: from
 // what the pipeline read, and for a kept copy that was no longer current,
 // from the hashes read again in one more round trip.
-func (s *Store) settleMemberships(ctx context.Context, user string, r *headReads) ([]membership, error) {
+func (s *Reader) settleMemberships(ctx context.Context, user string, r *headReads) ([]membership, error) {
 	ms := make([]membership, len(r.convs))
 	var again []int
 	for i, c := range r.convs {
@@ -157,15 +159,15 @@ func (s *Store) settleMemberships(ctx context.Context, user string, r *headReads
 func (r *headReads) head(i int, ms membership, count uint64) (syncHead, bool) {
 	c := r.convs[i]
 	j := ms.joined
-	spans := parsePastSpans(ms.past)
+	spans := redisstore.ParsePastSpans(ms.past)
 	if !ms.member && len(spans) == 0 {
 		return syncHead{}, false
 	}
 	m := r.metas[i].Val()
-	h := syncHead{member: true, joined: readReplyUint(j), seq: readReplyUint(m[0]), epoch: readReplyUint(m[1])}
+	h := syncHead{member: true, joined: redisstore.ReplyUint(j), seq: redisstore.ReplyUint(m[0]), epoch: redisstore.ReplyUint(m[1])}
 	h.spans = spans
 	if ms.member {
-		h.spans = append(h.spans, MemberSpan{Joined: readReplyUint(j)})
+		h.spans = append(h.spans, redisstore.MemberSpan{Joined: redisstore.ReplyUint(j)})
 	}
 	if len(spans) > 0 {
 		// Each span the user belonged to is theirs to read; a former
@@ -175,12 +177,12 @@ func (r *headReads) head(i int, ms membership, count uint64) (syncHead, bool) {
 			h.left, h.seq = true, min(h.seq, spans[len(spans)-1].Left-1)
 		}
 	}
-	h.first = readReplyUint(m[2])
+	h.first = redisstore.ReplyUint(m[2])
 	if h.first == 0 {
 		h.first = h.seq + 1
 	}
-	h.lts = int64(readReplyUint(m[3]))
-	h.ctype = ConvTypeOfCode(readReplyString(m[4]))
+	h.lts = int64(redisstore.ReplyUint(m[3]))
+	h.ctype = redisstore.ConvTypeOfCode(redisstore.ReplyString(m[4]))
 	if r.notices[i] != nil {
 		h.notices, h.noticesAbove = uint64(r.notices[i].Val()), r.reads[i]
 	} else if r.small[i] != nil {

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 var (
@@ -38,7 +40,7 @@ type ConvItem struct {
 	ReadSeq uint64
 	// Activity is the write time (ms) of the conversation's last message.
 	Activity int64
-	Preview  *Preview
+	Preview  *redisstore.Preview
 	// Mentions pending for the user in this conversation.
 	Mentions int
 	// Acked is the highest seq the asking device acked (0: none).
@@ -60,16 +62,18 @@ type ConvList struct {
 // large groups' order and counters are derived from them, and whether the
 // user left a small one). The script's work is bounded by the page and
 // the user's large groups; a user whose list indexes predate them gets
-// them built first, in bounded steps (BuildListIndex). device may be empty; then Acked is 0. s holds the conversations and the
-// user's keys; InboxRouter.ListConversations reads the user's from the
-// store holding them.
-func (s *Store) ListConversations(ctx context.Context, user, device string, after ListCursor, limit int) (ConvList, error) {
-	return s.listConversationsWith(ctx, s, user, device, after, limit)
+// them built first, in bounded steps (BuildListIndex). device may be
+// empty; then Acked is 0. The groups are read on the main store, the
+// user's keys on the store the router routes them to.
+func (s *Reader) ListConversations(ctx context.Context, user, device string, after ListCursor, limit int) (ConvList, error) {
+	return redisstore.OnUser(ctx, s.router, user, func(users *redisstore.Store) (ConvList, error) {
+		return s.listConversationsWith(ctx, users, user, device, after, limit)
+	})
 }
 
 // listConversationsWith is ListConversations with the user's keys on
 // users; ErrUserMoved means users no longer holds them.
-func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, device string, after ListCursor, limit int) (ConvList, error) {
+func (s *Reader) listConversationsWith(ctx context.Context, users *redisstore.Store, user, device string, after ListCursor, limit int) (ConvList, error) {
 	if limit < 1 {
 		return ConvList{}, fmt.Errorf("list conversations of %s: limit %d is below 1", user, limit)
 	}
@@ -77,14 +81,14 @@ func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, d
 	if after.Conv != "" {
 		score, afterConv = strconv.FormatInt(after.Activity, 10), after.Conv
 	}
-	vals, err := users.listPage(ctx, user, device, score, afterConv, limit+1)
-	if redis.HasErrorPrefix(err, refusalUnindexed) {
+	vals, err := sideOf(users).listPage(ctx, user, device, score, afterConv, limit+1)
+	if redis.HasErrorPrefix(err, redisstore.RefusalUnindexed) {
 		if err = users.BuildListIndex(ctx, user); err == nil {
-			vals, err = users.listPage(ctx, user, device, score, afterConv, limit+1)
+			vals, err = sideOf(users).listPage(ctx, user, device, score, afterConv, limit+1)
 		}
 	}
 	if err != nil {
-		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, asUserMoved(err))
+		return ConvList{}, fmt.Errorf("list conversations of %s: %w", user, redisstore.AsUserMoved(err))
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
@@ -112,7 +116,7 @@ func (s *Store) listConversationsWith(ctx context.Context, users *Store, user, d
 }
 
 // listPage runs conversations_page.lua on the user's keys.
-func (s *Store) listPage(ctx context.Context, user, device, score, afterConv string, limit int) ([]any, error) {
+func (s side) listPage(ctx context.Context, user, device, score, afterConv string, limit int) ([]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	k := s.keys
@@ -142,24 +146,24 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 	if len(vals) < 1 || (len(vals)-1)%listRecordLen != 0 {
 		return nil, nil, fmt.Errorf("script answered %d values", len(vals))
 	}
-	nSmall := int(readReplyUint(vals[0]))
+	nSmall := int(redisstore.ReplyUint(vals[0]))
 	for i := 1; i < len(vals); i += listRecordLen {
 		r := vals[i : i+listRecordLen]
-		it := ConvItem{Conv: readReplyString(r[0])}
-		it.Activity, _ = strconv.ParseInt(readReplyString(r[1]), 10, 64)
-		it.LastSeq, it.ReadSeq = readReplyUint(r[2]), readReplyUint(r[3])
+		it := ConvItem{Conv: redisstore.ReplyString(r[0])}
+		it.Activity, _ = strconv.ParseInt(redisstore.ReplyString(r[1]), 10, 64)
+		it.LastSeq, it.ReadSeq = redisstore.ReplyUint(r[2]), redisstore.ReplyUint(r[3])
 		it.Unread = subFloor(it.LastSeq, it.ReadSeq)
-		joined := readReplyUint(r[4])
-		form := inboxFormOf(readReplyString(r[5]))
+		joined := redisstore.ReplyUint(r[4])
+		form := redisstore.InboxFormOf(redisstore.ReplyString(r[5]))
 		it.Type, it.Large = form.Type(), form.Large()
-		if pv := readReplyString(r[6]); pv != "" {
-			var p Preview
+		if pv := redisstore.ReplyString(r[6]); pv != "" {
+			var p redisstore.Preview
 			if json.Unmarshal([]byte(pv), &p) == nil {
 				it.Preview = &p
 			}
 		}
-		it.Acked = readReplyUint(r[7])
-		it.Mentions = int(readReplyUint(r[8]))
+		it.Acked = redisstore.ReplyUint(r[7])
+		it.Mentions = int(redisstore.ReplyUint(r[8]))
 		if (i-1)/listRecordLen < nSmall {
 			small = append(small, it)
 			continue
@@ -176,7 +180,7 @@ func parseListRecords(vals []any) (small, large []ConvItem, err error) {
 // one pipeline: the large groups' counters (fillLargeGroups) and which
 // small groups the user left, with their notices (markLeft). A group
 // whose copies its meta outlived is read again in a second one.
-func (s *Store) readGroupSides(ctx context.Context, user string, small, large []ConvItem) error {
+func (s *Reader) readGroupSides(ctx context.Context, user string, small, large []ConvItem) error {
 	var fill func()
 	var mark func() []int
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -208,7 +212,7 @@ func (s *Store) readGroupSides(ctx context.Context, user string, small, large []
 // unread is the seqs above the user's read (or join) seq less the join and
 // leave notices among them (P{c:C}:ns). It queues its reads on p and
 // returns what fills large once p ran.
-func (s *Store) fillLargeGroups(ctx context.Context, p redis.Pipeliner, large []ConvItem) func() {
+func (s *Reader) fillLargeGroups(ctx context.Context, p redis.Pipeliner, large []ConvItem) func() {
 	metas := make([]*redis.SliceCmd, len(large))
 	alls := make([]*redis.StringSliceCmd, len(large))
 	notices := make([]*redis.IntCmd, len(large))
@@ -218,20 +222,20 @@ func (s *Store) fillLargeGroups(ctx context.Context, p redis.Pipeliner, large []
 		// read, never a message hidden.
 		seen := max(it.ReadSeq, it.LastSeq)
 		notices[i] = p.ZCount(ctx, s.keys.Notices(it.Conv), strconv.FormatUint(seen+1, 10), "+inf")
-		metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaSeq, MetaLastTime, MetaLastSender, MetaLastPreview, MetaEpoch)
+		metas[i] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), redisstore.MetaSeq, redisstore.MetaLastTime, redisstore.MetaLastSender, redisstore.MetaLastPreview, redisstore.MetaEpoch)
 		alls[i] = p.ZRange(ctx, s.keys.MentionAll(it.Conv), 0, -1)
 	}
 	return func() {
 		for i := range large {
 			it := &large[i]
 			m := metas[i].Val()
-			seq := readReplyUint(m[0])
+			seq := redisstore.ReplyUint(m[0])
 			seen := max(it.ReadSeq, it.LastSeq) // LastSeq holds the join seq here
 			it.LastSeq = seq
 			it.Unread = subFloor(subFloor(seq, seen), uint64(notices[i].Val()))
-			it.Activity, _ = strconv.ParseInt(readReplyString(m[1]), 10, 64)
+			it.Activity, _ = strconv.ParseInt(redisstore.ReplyString(m[1]), 10, 64)
 			if seq > 0 {
-				it.Preview = &Preview{Seq: seq, Epoch: readReplyUint(m[4]), Sender: readReplyString(m[2]), TS: it.Activity, Text: readReplyString(m[3])}
+				it.Preview = &redisstore.Preview{Seq: seq, Epoch: redisstore.ReplyUint(m[4]), Sender: redisstore.ReplyString(m[2]), TS: it.Activity, Text: redisstore.ReplyString(m[3])}
 			}
 			for _, a := range alls[i].Val() {
 				if n, err := strconv.ParseUint(a, 10, 64); err == nil && n > seen {
@@ -261,7 +265,7 @@ func subFloor(a, b uint64) uint64 {
 // sync_notices.go). It queues its reads of items[groups] on p and returns
 // what marks items once p ran, which reports the groups whose copies the
 // meta outlived.
-func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, items []ConvItem, groups []int, copies bool) func() []int {
+func (s *Reader) markLeft(ctx context.Context, p redis.Pipeliner, user string, items []ConvItem, groups []int, copies bool) func() []int {
 	in := make([]*redis.BoolCmd, len(groups))
 	notices := make([]*redis.IntCmd, len(groups))
 	metas := make([]*redis.SliceCmd, len(groups))
@@ -276,7 +280,7 @@ func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, it
 					if it.Unread > 0 {
 						counts[k] = &c
 					}
-					metas[k] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), MetaEpoch, MetaFirst, MetaMemberVersion)
+					metas[k] = p.HMGet(ctx, s.keys.ConvMeta(it.Conv), redisstore.MetaEpoch, redisstore.MetaFirst, redisstore.MetaMemberVersion)
 					continue
 				}
 			}
@@ -291,7 +295,7 @@ func (s *Store) markLeft(ctx context.Context, p redis.Pipeliner, user string, it
 			it := &items[i]
 			if m := metas[k]; m != nil {
 				v := m.Val()
-				epoch, mc, nc := readReplyUint(v[0]), members[k], counts[k]
+				epoch, mc, nc := redisstore.ReplyUint(v[0]), members[k], counts[k]
 				staleMembers := !mc.current(v[0], v[2])
 				staleNotices := nc != nil && nc.epoch != epoch
 				if staleMembers || staleNotices {

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestSmallGroupUnreadLeavesOutJoinAndLeaveNoticesAsLargeGroupsDo(t *testing.T) {
@@ -45,7 +47,7 @@ func TestSmallGroupUnreadLeavesOutJoinAndLeaveNoticesAsLargeGroupsDo(t *testing.
 	if got := unread(); got != 20 {
 		t.Fatalf("unread %d after 31 join and leave records and 20 messages, want 20", got)
 	}
-	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "cid", Conv: "small", Seq: last - 5}}); err != nil {
+	if _, err := s.ApplyReads(ctx, []redisstore.ReadMark{{User: "cid", Conv: "small", Seq: last - 5}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := unread(); got != 5 {

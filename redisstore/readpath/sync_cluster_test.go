@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // The read path on a Redis Cluster: every script stays in one slot and
 // the pipelines that span conversations are split per node.
 func TestReadPathRunsOnRedisCluster(t *testing.T) {
 	rdb, prefix := testenv.RedisCluster(t)
-	s, err := New(rdb, Config{Prefix: prefix, LargeGroupThreshold: 3})
+	s, err := newRig(rdb, redisstore.Config{Prefix: prefix, LargeGroupThreshold: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +46,12 @@ func TestReadPathRunsOnRedisCluster(t *testing.T) {
 	if _, err := s.ReadPage(ctx, "ann", "c3", PageQuery{HasAfter: true, Limit: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{"c1", 3, res.Convs[0].Epoch}}, 1); err != nil {
+	if _, err := s.AckDevice(ctx, "ann", "phone", []redisstore.AckItem{{Conv: "c1", Seq: 3, Epoch: res.Convs[0].Epoch}}, 1); err != nil {
 		t.Fatal(err)
 	}
-	var marks []ReadMark
+	var marks []redisstore.ReadMark
 	for i, m := range mentions {
-		marks = append(marks, ReadMark{User: "ann", Conv: fmt.Sprint("c", i), Seq: m})
+		marks = append(marks, redisstore.ReadMark{User: "ann", Conv: fmt.Sprint("c", i), Seq: m})
 	}
 	if _, err := s.ApplyReads(ctx, marks); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // testSizer charges the protobuf size of a message plus a fixed overhead.
@@ -22,7 +24,7 @@ func (testSizer) Message(m *schemas.Sequenced) int { return proto.Size(m) + 40 }
 func (testSizer) Summary(SyncSummary) int          { return 100 }
 
 func syncReq(user, device string, limit, budget int) SyncRequest {
-	return SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{}, Cursors: map[string]Position{}}
+	return SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{}, Cursors: map[string]redisstore.Position{}}
 }
 
 func seqsOf(ms []*schemas.Sequenced) []uint64 {
@@ -104,7 +106,7 @@ func TestReadPageWalksTheWindowAndRefusesStrangers(t *testing.T) {
 }
 
 // popHead removes n entries from the timeline's head as expiry does.
-func popHead(t *testing.T, s *Store, conv string, n int) {
+func popHead(t *testing.T, s *rig, conv string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	if err := s.rdb.LPopCount(ctx, s.keys.Timeline(conv), n).Err(); err != nil {
@@ -158,7 +160,7 @@ omitted=0
 	}
 	// With cursors past the first mention, only the second is pending.
 	req := syncReq("ann", "phone", 5, 64<<10)
-	req.Cursors["noisy"] = Position{Seq: m1, Epoch: res.Convs[0].Epoch}
+	req.Cursors["noisy"] = redisstore.Position{Seq: m1, Epoch: res.Convs[0].Epoch}
 	res, err = s.Sync(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -181,30 +183,31 @@ func TestReadPathFollowsAUserMovedToTheHotStore(t *testing.T) {
 	// (a slice that carries a mention is not repeated there).
 	rs.say("g", group, "bob", "", "more")
 	ctx := context.Background()
-	router := NewInboxRouter(s, hot, 0)
+	router := redisstore.NewInboxRouter(s.Store, hot.Store, 0)
+	reads := New(router)
 	if err := router.MoveToHot(ctx, "ann"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10)); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.Sync(ctx, syncReq("ann", "phone", 10, 64<<10)); !errors.Is(err, redisstore.ErrUserMoved) {
 		t.Fatalf("sync on the stale store: %v, want ErrUserMoved", err)
 	}
-	if _, err := s.ListConversations(ctx, "ann", "", ListCursor{}, 10); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.ListConversations(ctx, "ann", "", ListCursor{}, 10); !errors.Is(err, redisstore.ErrUserMoved) {
 		t.Fatalf("list on the stale store: %v, want ErrUserMoved", err)
 	}
-	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{"g", 1, 1}}, 1); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.AckDevice(ctx, "ann", "phone", []redisstore.AckItem{{Conv: "g", Seq: 1, Epoch: 1}}, 1); !errors.Is(err, redisstore.ErrUserMoved) {
 		t.Fatalf("ack on the stale store: %v, want ErrUserMoved", err)
 	}
-	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "g", Seq: 1}}); !errors.Is(err, ErrUserMoved) {
+	if _, err := s.ApplyReads(ctx, []redisstore.ReadMark{{User: "ann", Conv: "g", Seq: 1}}); !errors.Is(err, redisstore.ErrUserMoved) {
 		t.Fatalf("read on the stale store: %v, want ErrUserMoved", err)
 	}
-	res, err := router.Sync(ctx, syncReq("ann", "phone", 1, 64<<10))
+	res, err := reads.Sync(ctx, syncReq("ann", "phone", 1, 64<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Mentions) != 1 || res.Mentions[0].Message.Seq != seq || len(res.Convs) != 1 {
 		t.Fatalf("sync through the router:\n%s", render(res))
 	}
-	l, err := router.ListConversations(ctx, "ann", "", ListCursor{}, 10)
+	l, err := reads.ListConversations(ctx, "ann", "", ListCursor{}, 10)
 	if err != nil || len(l.Items) != 1 || l.Items[0].Mentions != 1 {
 		t.Fatalf("list through the router: %+v, %v", l, err)
 	}

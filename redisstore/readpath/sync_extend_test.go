@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // A sync answer is read in two passes: the first caps a group's slice to
@@ -58,7 +60,7 @@ func TestSyncExtensionStepsOverSeqsOutsideTheUsersSpansOnly(t *testing.T) {
 			s := readTestStore(t, 100)
 			tc.seed(newReadSeed(t, s))
 			req := syncReq("ann", "phone", 200, 64<<10)
-			req.Cursors["g"] = Position{Seq: 16}
+			req.Cursors["g"] = redisstore.Position{Seq: 16}
 			// The first pass keeps one message of the group: its cap is
 			// the block's head and a byte.
 			req.GroupSliceBytes = testSizer{}.Conv(nil) + 1

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // Counting a small group's notices without asking Redis each time. Sync
@@ -65,18 +67,18 @@ func (c noticeCopy) count(lo, hi, first uint64) uint64 {
 // noticeCopies are the copies, by conversation.
 type noticeCopies struct {
 	mu     sync.Mutex
-	copies bounded[noticeCopy] // entries only
+	copies *redisstore.Bounded[noticeCopy] // entries only
 }
 
 func newNoticeCopies() *noticeCopies {
-	return &noticeCopies{copies: newBounded[noticeCopy](maxNoticeConvs, 0)}
+	return &noticeCopies{copies: redisstore.NewBounded[noticeCopy](maxNoticeConvs, 0)}
 }
 
 // covering is the copy of conv that counts up to hi, if one is kept.
 func (n *noticeCopies) covering(conv string, hi uint64) (noticeCopy, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	c, ok := n.copies.get(conv)
+	c, ok := n.copies.Get(conv)
 	return c, ok && hi <= c.upTo
 }
 
@@ -84,10 +86,10 @@ func (n *noticeCopies) covering(conv string, hi uint64) (noticeCopy, bool) {
 func (n *noticeCopies) keep(conv string, c noticeCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if old, ok := n.copies.get(conv); ok && old.epoch == c.epoch && old.upTo >= c.upTo {
+	if old, ok := n.copies.Get(conv); ok && old.epoch == c.epoch && old.upTo >= c.upTo {
 		return
 	}
-	n.copies.put(conv, c, 0)
+	n.copies.Put(conv, c, 0)
 }
 
 // drop forgets conv's copy of epoch, one the conversation outlived, so
@@ -95,8 +97,8 @@ func (n *noticeCopies) keep(conv string, c noticeCopy) {
 func (n *noticeCopies) drop(conv string, epoch uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c, ok := n.copies.get(conv); ok && c.epoch == epoch {
-		n.copies.remove(conv)
+	if c, ok := n.copies.Get(conv); ok && c.epoch == epoch {
+		n.copies.Remove(conv)
 	}
 }
 
@@ -114,7 +116,7 @@ type noticeRead struct {
 // queueNotices queues on p the count of conv's notices in [lo, hi]: none
 // when a kept copy covers hi, else a ZCOUNT. queueCopy, queued after the
 // meta read, takes a copy when none was used.
-func (s *Store) queueNotices(ctx context.Context, p redis.Pipeliner, conv string, lo, hi uint64) *noticeRead {
+func (s *Reader) queueNotices(ctx context.Context, p redis.Pipeliner, conv string, lo, hi uint64) *noticeRead {
 	r := &noticeRead{lo: lo, hi: hi}
 	if c, ok := s.notices.covering(conv, hi); ok {
 		r.use = &c
@@ -126,12 +128,12 @@ func (s *Store) queueNotices(ctx context.Context, p redis.Pipeliner, conv string
 
 // queueCopy queues the reads of a copy of conv's notices, for a read that
 // had none; it must follow the meta read of the same pipeline.
-func (s *Store) queueCopy(ctx context.Context, p redis.Pipeliner, conv string, r *noticeRead) {
+func (s *Reader) queueCopy(ctx context.Context, p redis.Pipeliner, conv string, r *noticeRead) {
 	if r == nil || r.use != nil {
 		return
 	}
 	r.set = p.ZRangeByScore(ctx, s.keys.Notices(conv), &redis.ZRangeBy{Min: "-inf", Max: "+inf", Count: maxNoticesKept + 1})
-	r.again = p.HMGet(ctx, s.keys.ConvMeta(conv), MetaEpoch, MetaFirst)
+	r.again = p.HMGet(ctx, s.keys.ConvMeta(conv), redisstore.MetaEpoch, redisstore.MetaFirst)
 }
 
 // settle gives the count once the pipeline ran, meta being its meta read
@@ -139,8 +141,8 @@ func (s *Store) queueCopy(ctx context.Context, p redis.Pipeliner, conv string, r
 // copy's, else from the ZCOUNT; keeping the copy the pipeline took. ok is
 // false when neither answers (the epoch changed since the copy): the
 // caller counts again.
-func (s *Store) settle(conv string, r *noticeRead, meta []any) (n uint64, ok bool) {
-	seq, epoch := readReplyUint(meta[0]), readReplyUint(meta[1])
+func (s *Reader) settle(conv string, r *noticeRead, meta []any) (n uint64, ok bool) {
+	seq, epoch := redisstore.ReplyUint(meta[0]), redisstore.ReplyUint(meta[1])
 	if r.use != nil {
 		if r.use.epoch != epoch || meta[1] == nil {
 			s.notices.drop(conv, r.use.epoch)
@@ -150,7 +152,7 @@ func (s *Store) settle(conv string, r *noticeRead, meta []any) (n uint64, ok boo
 	}
 	if r.set != nil && r.set.Err() == nil && r.again.Err() == nil && meta[1] != nil {
 		again := r.again.Val()
-		if vs := r.set.Val(); len(vs) <= maxNoticesKept && readReplyUint(again[0]) == epoch {
+		if vs := r.set.Val(); len(vs) <= maxNoticesKept && redisstore.ReplyUint(again[0]) == epoch {
 			c := noticeCopy{epoch: epoch, from: noticeFirst(again[1]), upTo: seq}
 			for _, v := range vs {
 				if n, err := strconv.ParseUint(v, 10, 64); err == nil && n >= c.from && n <= seq {
@@ -170,13 +172,13 @@ func noticeFirst(v any) uint64 {
 	if v == nil {
 		return 1
 	}
-	return readReplyUint(v)
+	return redisstore.ReplyUint(v)
 }
 
 // settleNotices gives the small groups' notice counts of a heads
 // pipeline that ran (reads[i] nil: none asked), counting again in one
 // pipeline those whose copy the epoch outlived.
-func (s *Store) settleNotices(ctx context.Context, convs []string, reads []*noticeRead, metas []*redis.SliceCmd) ([]uint64, error) {
+func (s *Reader) settleNotices(ctx context.Context, convs []string, reads []*noticeRead, metas []*redis.SliceCmd) ([]uint64, error) {
 	counts := make([]uint64, len(convs))
 	var again []int
 	for i, r := range reads {

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestNoticeCopyCountsAsZCountOfWhatExpiryLeft(t *testing.T) {
@@ -48,7 +50,7 @@ func TestSyncCountsSmallGroupNoticesFromItsCopyAsRedisWould(t *testing.T) {
 			zcounts.Add(1)
 		}
 	}))
-	s, err := New(rdb, Config{Prefix: prefix})
+	s, err := newRig(rdb, redisstore.Config{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +67,10 @@ func TestSyncCountsSmallGroupNoticesFromItsCopyAsRedisWould(t *testing.T) {
 		return last
 	}
 	grow(6)
-	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "cid", Conv: "g", Seq: 4}}); err != nil {
+	if _, err := s.ApplyReads(ctx, []redisstore.ReadMark{{User: "cid", Conv: "g", Seq: 4}}); err != nil {
 		t.Fatal(err)
 	}
-	sync := func(st *Store) (string, int64) {
+	sync := func(st *rig) (string, int64) {
 		t.Helper()
 		before := zcounts.Load()
 		res, err := st.Sync(ctx, syncReq("cid", "phone", 50, 1<<20))
@@ -79,7 +81,7 @@ func TestSyncCountsSmallGroupNoticesFromItsCopyAsRedisWould(t *testing.T) {
 	}
 	same := func(step string) {
 		t.Helper()
-		fresh, err := New(rdb, Config{Prefix: prefix})
+		fresh, err := newRig(rdb, redisstore.Config{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +106,7 @@ func TestSyncCountsSmallGroupNoticesFromItsCopyAsRedisWould(t *testing.T) {
 	grow(4)
 	same("notices added above the copy")
 
-	exp, err := s.ExpireConversation(ctx, "g", time.Now(), Retention{}, 9)
+	exp, err := s.ExpireConversation(ctx, "g", time.Now(), redisstore.Retention{}, 9)
 	if err != nil || exp.Timeline != 9 {
 		t.Fatalf("expiry: %+v (err %v); want 9 records gone", exp, err)
 	}
@@ -112,12 +114,12 @@ func TestSyncCountsSmallGroupNoticesFromItsCopyAsRedisWould(t *testing.T) {
 
 	// Another epoch whose notices differ below the copy's reach (what a
 	// rebuild from other history could leave).
-	meta, err := rdb.HMGet(ctx, s.keys.ConvMeta("g"), MetaEpoch, MetaSeq).Result()
+	meta, err := rdb.HMGet(ctx, s.keys.ConvMeta("g"), redisstore.MetaEpoch, redisstore.MetaSeq).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := readReplyUint(meta[1])
-	if err := rdb.HSet(ctx, s.keys.ConvMeta("g"), MetaEpoch, readReplyUint(meta[0])+1).Err(); err != nil {
+	top := redisstore.ReplyUint(meta[1])
+	if err := rdb.HSet(ctx, s.keys.ConvMeta("g"), redisstore.MetaEpoch, redisstore.ReplyUint(meta[0])+1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.ZAdd(ctx, s.keys.Notices("g"), redis.Z{Score: float64(top - 1), Member: fmt.Sprint(top - 1)}).Err(); err != nil {

@@ -1,10 +1,12 @@
-package redisstore
+package readpath
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestMentionMarkReadsBackWhatItWrote(t *testing.T) {
@@ -86,7 +88,7 @@ func TestSyncPagesALongMentionLaneWithinTheBudget(t *testing.T) {
 			t.Fatalf("mention %d seen %d times over %d pages", seq, seen[seq], pages)
 		}
 	}
-	if _, err := s.AckDevice(ctx, "ann", "phone", []AckItem{{Conv: "g", Seq: top, Epoch: epoch}}, 1); err != nil {
+	if _, err := s.AckDevice(ctx, "ann", "phone", []redisstore.AckItem{{Conv: "g", Seq: top, Epoch: epoch}}, 1); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Sync(ctx, syncReq("ann", "phone", 5, budget))

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // Collapsing identical slice reads. When many users of a conversation
@@ -78,7 +80,7 @@ func newSliceFlights() *sliceFlights {
 // sliceReader is whoever reads a slice, as their heads saw the
 // conversation.
 type sliceReader struct {
-	spans        []MemberSpan
+	spans        []redisstore.MemberSpan
 	maxSeq       uint64
 	epoch, first uint64
 }
@@ -135,7 +137,7 @@ func (f *sliceFlights) keep(key string, sl timelineSlice, now time.Time) {
 
 // sliceKey is everything that shapes a slice's answer for a reader whose
 // spans are spans.
-func sliceKey(q rangeQuery, spans []MemberSpan) string {
+func sliceKey(q rangeQuery, spans []redisstore.MemberSpan) string {
 	var b strings.Builder
 	b.Grow(len(q.conv) + 64 + 24*len(spans))
 	b.WriteString(q.conv)
@@ -160,7 +162,7 @@ func sliceKey(q rangeQuery, spans []MemberSpan) string {
 // waits for its answer, one identical to a recent read its heads agree
 // with takes that, instead of reading again; the others are read in one
 // pipeline, as readSlices does.
-func (s *Store) readSlicesShared(ctx context.Context, user string, qs []rangeQuery, readers []sliceReader) ([]timelineSlice, error) {
+func (s *Reader) readSlicesShared(ctx context.Context, user string, qs []rangeQuery, readers []sliceReader) ([]timelineSlice, error) {
 	out := make([]timelineSlice, len(qs))
 	keys, flights, lead := s.flights.claim(qs, readers, out, time.Now())
 	if len(lead) > 0 {
@@ -268,7 +270,7 @@ func awaitFlights(ctx context.Context, flights []*sliceFlight, out []timelineSli
 
 // readSlicesOf reads the queries of qs at the indices idx in one
 // pipeline: the k-th slice answers qs[idx[k]].
-func (s *Store) readSlicesOf(ctx context.Context, user string, qs []rangeQuery, idx []int) ([]timelineSlice, error) {
+func (s *Reader) readSlicesOf(ctx context.Context, user string, qs []rangeQuery, idx []int) ([]timelineSlice, error) {
 	sub := make([]rangeQuery, len(idx))
 	for k, i := range idx {
 		sub[k] = qs[i]

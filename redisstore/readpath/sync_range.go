@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 var (
@@ -45,19 +47,19 @@ type timelineSlice struct {
 }
 
 // readSlices reads every query in one pipeline.
-func (s *Store) readSlices(ctx context.Context, user string, qs []rangeQuery) ([]timelineSlice, error) {
-	calls := make([]scriptCall, len(qs))
+func (s *Reader) readSlices(ctx context.Context, user string, qs []rangeQuery) ([]timelineSlice, error) {
+	calls := make([]redisstore.ScriptCall, len(qs))
 	for i, q := range qs {
 		top := 0
 		if q.fromTop {
 			top = 1
 		}
-		calls[i] = scriptCall{
-			keys: []string{s.keys.ConvMeta(q.conv), s.keys.Timeline(q.conv), s.keys.Members(q.conv), s.keys.PastMembers(q.conv)},
-			args: []any{user, q.lo, q.hi, q.limit, top, q.maxBytes},
+		calls[i] = redisstore.ScriptCall{
+			Keys: []string{s.keys.ConvMeta(q.conv), s.keys.Timeline(q.conv), s.keys.Members(q.conv), s.keys.PastMembers(q.conv)},
+			Args: []any{user, q.lo, q.hi, q.limit, top, q.maxBytes},
 		}
 	}
-	cmds, err := s.evalPiped(ctx, syncRangeScript, calls)
+	cmds, err := s.st.EvalPiped(ctx, syncRangeScript, calls)
 	if err != nil {
 		return nil, fmt.Errorf("read timelines for %s: %w", user, err)
 	}
@@ -91,16 +93,16 @@ func parseSlice(c *redis.Cmd, conv string) (timelineSlice, error) {
 		return sl, fmt.Errorf("short script answer of %d values", len(vals))
 	}
 	sl.member = true
-	sl.floor = readReplyUint(vals[1])
-	sl.seq = readReplyUint(vals[2])
-	sl.epoch = readReplyUint(vals[3])
-	sl.first = readReplyUint(vals[4])
-	sl.available = int(readReplyUint(vals[5]))
+	sl.floor = redisstore.ReplyUint(vals[1])
+	sl.seq = redisstore.ReplyUint(vals[2])
+	sl.epoch = redisstore.ReplyUint(vals[3])
+	sl.first = redisstore.ReplyUint(vals[4])
+	sl.available = int(redisstore.ReplyUint(vals[5]))
 	sl.entries = make([]*schemas.Sequenced, 0, len(vals)-6)
 	for _, v := range vals[6:] {
 		raw, _ := v.(string)
 		sl.rawBytes += len(raw)
-		e, err := DecodeEntry([]byte(raw), conv, sl.epoch)
+		e, err := redisstore.DecodeEntry([]byte(raw), conv, sl.epoch)
 		if err != nil {
 			return sl, err
 		}
@@ -176,7 +178,7 @@ func (e *EpochError) Error() string {
 func (e *EpochError) Is(target error) bool { return target == ErrEpochChanged }
 
 // ReadPage reads one page of the conversation for user.
-func (s *Store) ReadPage(ctx context.Context, user, conv string, q PageQuery) (Page, error) {
+func (s *Reader) ReadPage(ctx context.Context, user, conv string, q PageQuery) (Page, error) {
 	if q.Limit < 1 {
 		return Page{}, fmt.Errorf("read page of %s: limit %d is below 1", conv, q.Limit)
 	}

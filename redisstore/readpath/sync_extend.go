@@ -1,9 +1,11 @@
-package redisstore
+package readpath
 
 import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // extension names a group whose first-pass slice was cut by its cap: the
@@ -16,7 +18,7 @@ type extension struct {
 // priority order: each gets the messages just older than its slice, as
 // many as fit, up to the limit. Its slice stays the newest messages of its
 // news, contiguous, so the gap and has_more are only recomputed.
-func (s *Store) extendSlices(ctx context.Context, req SyncRequest, plans []convPlan, ext []extension, res *SyncResult, b *syncBudget) error {
+func (s *Reader) extendSlices(ctx context.Context, req SyncRequest, plans []convPlan, ext []extension, res *SyncResult, b *syncBudget) error {
 	for start := 0; start < len(ext) && b.left() > 0; start += syncWave {
 		wave := ext[start:min(start+syncWave, len(ext))]
 		qs := make([]rangeQuery, len(wave))
@@ -94,7 +96,7 @@ func extendReadBytes(room int) int {
 }
 
 // readsAny reports whether any of spans covers a seq of [from, to].
-func readsAny(spans []MemberSpan, from, to uint64) bool {
+func readsAny(spans []redisstore.MemberSpan, from, to uint64) bool {
 	for _, sp := range spans {
 		if from <= to && sp.Joined+1 <= to && (sp.Left == 0 || sp.Left-1 >= from) {
 			return true

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // fairSeed is the founding scenario scaled down: a noisy group whose
 // backlog alone is several budgets, with two early mentions of ann, six
 // direct conversations and a quiet group.
-func fairSeed(t *testing.T) *Store {
+func fairSeed(t *testing.T) *rig {
 	s := readTestStore(t, 100)
 	rs := newReadSeed(t, s)
 	rs.group("noisy", "bob", "ann", "cid")

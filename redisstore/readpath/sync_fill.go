@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 // fillConvs places conversations while the budget lasts, extends the
 // capped ones with what is left, then summarises the others in priority
 // order.
-func (s *Store) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
+func (s *Reader) fillConvs(ctx context.Context, req SyncRequest, plans []convPlan, res *SyncResult, b *syncBudget) error {
 	outcome := make([]placement, len(plans))
 	b.reserveSummaries(req, plans)
 	fs, err := s.placeConvs(ctx, req, plans, outcome, res, b)
@@ -72,7 +72,7 @@ func (f firstSlices) extensions() []extension {
 // estimated to fit. Each measured wave sharpens the estimate, so a
 // conversation passed over by an early guess gets another look. The
 // blocks are put back in priority order at the end.
-func (s *Store) placeConvs(ctx context.Context, req SyncRequest, plans []convPlan, outcome []placement, res *SyncResult, b *syncBudget) (firstSlices, error) {
+func (s *Reader) placeConvs(ctx context.Context, req SyncRequest, plans []convPlan, outcome []placement, res *SyncResult, b *syncBudget) (firstSlices, error) {
 	var fs firstSlices
 	decided := make([]bool, len(plans))
 	est := &syncEstimate{}

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/offlinebox/offlinebox/embedded"
 	"github.com/offlinebox/offlinebox/schemas"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // privateRedis starts a redis-server of the test's own, so that its SLOWLOG
@@ -40,7 +42,7 @@ func privateRedis(t *testing.T) *redis.Client {
 // (4 at a time), then ApplyInboxes for the user, pipelined 2,000 at a time.
 // Conversation i is named prefix+i, written at startMS+i, and mentions the
 // user when i is a multiple of mentionEvery.
-func seedDirects(t *testing.T, s *Store, user, prefix string, n int, startMS int64, mentionEvery int) {
+func seedDirects(t *testing.T, s *rig, user, prefix string, n int, startMS int64, mentionEvery int) {
 	t.Helper()
 	ctx := context.Background()
 	seqs := make([]uint64, n)
@@ -69,14 +71,14 @@ func seedDirects(t *testing.T, s *Store, user, prefix string, n int, startMS int
 		t.Fatalf("seed %s: %v", user, err)
 	}
 	for from := 0; from < n; from += 2000 {
-		var ups []InboxUpdate
+		var ups []redisstore.InboxUpdate
 		for i := from; i < min(from+2000, n); i++ {
-			kind := InboxDelivered
+			kind := redisstore.InboxDelivered
 			if mentionEvery > 0 && i%mentionEvery == 0 {
-				kind = InboxMentioned
+				kind = redisstore.InboxMentioned
 			}
-			ups = append(ups, InboxUpdate{User: user, Conv: fmt.Sprint(prefix, i), Form: InboxDirect,
-				Events: []InboxEvent{{Kind: kind, Seq: seqs[i], WriteMS: startMS + int64(i)}}})
+			ups = append(ups, redisstore.InboxUpdate{User: user, Conv: fmt.Sprint(prefix, i), Form: redisstore.InboxDirect,
+				Events: []redisstore.InboxEvent{{Kind: kind, Seq: seqs[i], WriteMS: startMS + int64(i)}}})
 		}
 		_, errs := s.ApplyInboxes(ctx, ups)
 		for _, err := range errs {
@@ -89,7 +91,7 @@ func seedDirects(t *testing.T, s *Store, user, prefix string, n int, startMS int
 
 // seedLargeGroup makes a large group of user's, newest of all (writeMS),
 // through sequencing and the large inbox form.
-func seedLargeGroup(t *testing.T, s *Store, user, conv string, writeMS int64) {
+func seedLargeGroup(t *testing.T, s *rig, user, conv string, writeMS int64) {
 	t.Helper()
 	ctx := context.Background()
 	join := &schemas.Message{ConvId: conv, ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MEMBER_JOIN,
@@ -100,8 +102,8 @@ func seedLargeGroup(t *testing.T, s *Store, user, conv string, writeMS int64) {
 		t.Fatal(err)
 	}
 	s.rdb.HSet(ctx, s.keys.ConvMeta(conv), "large", 1, "lgs", 1)
-	_, errs := s.ApplyInboxes(ctx, []InboxUpdate{{User: user, Conv: conv, Form: InboxLarge,
-		Events: []InboxEvent{{Kind: InboxJoined, Seq: 1, WriteMS: writeMS}}}})
+	_, errs := s.ApplyInboxes(ctx, []redisstore.InboxUpdate{{User: user, Conv: conv, Form: redisstore.InboxLarge,
+		Events: []redisstore.InboxEvent{{Kind: redisstore.InboxJoined, Seq: 1, WriteMS: writeMS}}}})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}
@@ -114,7 +116,7 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 	const n, mentionEvery = 100_000, 50
 	ctx := context.Background()
 	rdb := privateRedis(t)
-	s, err := New(rdb, Config{Prefix: "scale:"})
+	s, err := newRig(rdb, redisstore.Config{Prefix: "scale:"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestListingAHundredThousandConversationsKeepsEveryScriptUnderFiveMillisecon
 // listWhileOthersList has the vip page through the first 2,000
 // conversations and jump deep into the list while three other users list,
 // checks every page, and returns what SLOWLOG caught meanwhile.
-func listWhileOthersList(t *testing.T, s *Store, rdb *redis.Client, n, mentionEvery int, others []string) []string {
+func listWhileOthersList(t *testing.T, s *rig, rdb *redis.Client, n, mentionEvery int, others []string) []string {
 	t.Helper()
 	ctx := context.Background()
 	resetSlowlog(t, rdb)

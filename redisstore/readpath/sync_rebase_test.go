@@ -1,10 +1,12 @@
-package redisstore
+package readpath
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
@@ -36,7 +38,7 @@ func TestSyncKeepsTheAnswerWithinTheByteBudget(t *testing.T) {
 	// Asked again with the direct conversation held, the most recent group
 	// comes first and is cut to its newest messages, with a gap.
 	req := syncReq("ann", "phone", 50, budget)
-	req.Cursors["dm"] = Position{Seq: 1, Epoch: res.Convs[0].Epoch}
+	req.Cursors["dm"] = redisstore.Position{Seq: 1, Epoch: res.Convs[0].Epoch}
 	if res, err = s.Sync(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +86,18 @@ func TestSyncRebasesOnlyCursorsThatMeanNothingAndNamesTheGapOfTheFarBehind(t *te
 	fmt.Sscan(epoch, &e)
 	cases := []struct {
 		name       string
-		cur        Position
+		cur        redisstore.Position
 		pop        int
 		reason     string
 		incomplete bool
 		gap        *SeqRange
 	}{
-		{"continues", Position{Seq: 17, Epoch: e}, 0, "", false, nil},
-		{"continues with gap", Position{Seq: 11, Epoch: e}, 0, "", false, &SeqRange{12, 17}},
-		{"far behind keeps the cursor", Position{Seq: 2, Epoch: e}, 0, "", false, &SeqRange{3, 17}},
-		{"other epoch", Position{Seq: 15, Epoch: e + 1}, 0, RebaseEpoch, false, nil},
-		{"cursor ahead", Position{Seq: 99, Epoch: e}, 0, RebaseAhead, false, nil},
-		{"older than the window keeps the cursor", Position{Seq: 2, Epoch: e}, 5, "", true, &SeqRange{3, 17}},
+		{"continues", redisstore.Position{Seq: 17, Epoch: e}, 0, "", false, nil},
+		{"continues with gap", redisstore.Position{Seq: 11, Epoch: e}, 0, "", false, &SeqRange{12, 17}},
+		{"far behind keeps the cursor", redisstore.Position{Seq: 2, Epoch: e}, 0, "", false, &SeqRange{3, 17}},
+		{"other epoch", redisstore.Position{Seq: 15, Epoch: e + 1}, 0, RebaseEpoch, false, nil},
+		{"cursor ahead", redisstore.Position{Seq: 99, Epoch: e}, 0, RebaseAhead, false, nil},
+		{"older than the window keeps the cursor", redisstore.Position{Seq: 2, Epoch: e}, 5, "", true, &SeqRange{3, 17}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,12 +132,12 @@ func TestSyncTellsAnEvictedDeviceToResync(t *testing.T) {
 	rs.say("g", group, "bob", "", "one")
 	ctx := context.Background()
 	for i := range 6 {
-		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
+		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []redisstore.AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	req := syncReq("ann", "dev0", 10, 64<<10)
-	req.Cursors["g"] = Position{Seq: 2, Epoch: 1}
+	req.Cursors["g"] = redisstore.Position{Seq: 2, Epoch: 1}
 	res, err := s.Sync(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,7 @@ func TestSyncDerivesLargeGroupsFromTheGroup(t *testing.T) {
 		// every seq but the founding join
 		t.Fatalf("large group counters:\n%s", render(res))
 	}
-	if _, err := s.ApplyReads(ctx, []ReadMark{{User: "ann", Conv: "big", Seq: allSeq}}); err != nil {
+	if _, err := s.ApplyReads(ctx, []redisstore.ReadMark{{User: "ann", Conv: "big", Seq: allSeq}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = s.Sync(ctx, syncReq("ann", "phone", 1, 64<<10))
@@ -200,7 +202,7 @@ func TestSyncMarksTheDeviceUsedSoAnActiveDeviceIsNotEvicted(t *testing.T) {
 	rs.say("g", group, "bob", "", "one")
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
+		if _, err := s.AckDevice(ctx, "ann", fmt.Sprint("dev", i), []redisstore.AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, int64(1000+i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +211,7 @@ func TestSyncMarksTheDeviceUsedSoAnActiveDeviceIsNotEvicted(t *testing.T) {
 	if _, err := s.Sync(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.AckDevice(ctx, "ann", "dev5", []AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, 3000)
+	res, err := s.AckDevice(ctx, "ann", "dev5", []redisstore.AckItem{{Conv: "g", Seq: 2, Epoch: 1}}, 3000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package redisstore
+package readpath
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/redisstore"
 )
 
 // syncUser is a snapshot of the user's slot as sync needs it.
@@ -16,7 +18,7 @@ type syncUser struct {
 	activity map[string]int64
 	large    map[string]bool
 	mentions []mentionRef
-	cursors  map[string]Position
+	cursors  map[string]redisstore.Position
 	evicted  bool
 	convs    []string // syncConvs, once sorted
 }
@@ -31,27 +33,30 @@ type mentionRef struct {
 
 // Sync answers one device's catch-up request: a page of the pending
 // mentions first (sync_mentions.go), then conversations by priority, each
-// sliced on its own, the whole within the byte budget (see schemas/redis-keys.md and the read path in DESIGN.md). It
+// sliced on its own, the whole within the byte budget (see schemas/redis-keys.md and the read path in
+// DESIGN.md). It
 // writes nothing but, with req.NowMS, the device's last-use time, in the
 // transaction that reads the user's slot (a registered device only: an
 // evicted or new one is registered by its next ack). Every refusal of a
 // request comes before that (the API validates first). A device that
 // syncs is in use whether or not it had anything new to ack, so the least
-// recently used device evicted past the bound is one that stopped pulling. The same request on
-// the same state gets the same answer. s holds the conversations and the
-// user's keys; InboxRouter.Sync reads the user's from the store holding
-// them.
-func (s *Store) Sync(ctx context.Context, req SyncRequest) (*SyncResult, error) {
-	return s.syncWith(ctx, s, req)
+// recently used device evicted past the bound is one that stopped pulling.
+// The same request on the same state gets the same answer. The
+// conversations are read on the main store, the user's keys on the store
+// the router routes them to (routed again once when they moved meanwhile).
+func (s *Reader) Sync(ctx context.Context, req SyncRequest) (*SyncResult, error) {
+	return redisstore.OnUser(ctx, s.router, req.User, func(users *redisstore.Store) (*SyncResult, error) {
+		return s.syncWith(ctx, users, req)
+	})
 }
 
 // syncWith is Sync with the user's keys on users; ErrUserMoved means
 // users no longer holds them.
-func (s *Store) syncWith(ctx context.Context, users *Store, req SyncRequest) (*SyncResult, error) {
+func (s *Reader) syncWith(ctx context.Context, users *redisstore.Store, req SyncRequest) (*SyncResult, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	us, err := users.readSyncUser(ctx, req.User, req.Device, req.NowMS)
+	us, err := sideOf(users).readSyncUser(ctx, req.User, req.Device, req.NowMS)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +86,7 @@ func (s *Store) syncWith(ctx context.Context, users *Store, req SyncRequest) (*S
 
 // readSyncUser reads the user's slot in one transaction, so that inbox,
 // list, lane and cursors are of one moment.
-func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int64) (*syncUser, error) {
+func (s side) readSyncUser(ctx context.Context, user, device string, nowMS int64) (*syncUser, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	var (
@@ -96,7 +101,7 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int
 		mn = p.ZRangeWithScores(ctx, s.keys.Mentions(user), 0, -1)
 		cur = p.HGetAll(ctx, s.keys.Cursor(user, device))
 		ev = p.SIsMember(ctx, s.keys.Evicted(user), device)
-		loc = p.HGet(ctx, s.keys.Profile(user), ProfileLocation)
+		loc = p.HGet(ctx, s.keys.Profile(user), redisstore.ProfileLocation)
 		if nowMS > 0 {
 			p.ZAddXX(ctx, s.keys.Devices(user), redis.Z{Score: float64(nowMS), Member: device})
 		}
@@ -105,14 +110,14 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int
 	if err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("sync %s: read inbox: %w", user, err)
 	}
-	if loc.Val() == ProfileOnHot {
-		return nil, fmt.Errorf("sync %s: %w", user, ErrUserMoved)
+	if loc.Val() == redisstore.ProfileOnHot {
+		return nil, fmt.Errorf("sync %s: %w", user, redisstore.ErrUserMoved)
 	}
 	us := &syncUser{
 		inbox:    ib.Val(),
 		activity: make(map[string]int64, len(cl.Val())),
 		large:    largeGroupsOf(ib.Val()),
-		cursors:  deviceCursors(cur.Val()),
+		cursors:  redisstore.ParseCursors(cur.Val()),
 		evicted:  ev.Val(),
 	}
 	for _, z := range cl.Val() {
@@ -132,7 +137,7 @@ func (s *Store) readSyncUser(ctx context.Context, user, device string, nowMS int
 func largeGroupsOf(inbox map[string]string) map[string]bool {
 	out := map[string]bool{}
 	for f, v := range inbox {
-		if v == string(InboxLarge) && strings.HasSuffix(f, ":"+string(rune(FieldType))) {
+		if v == string(redisstore.InboxLarge) && strings.HasSuffix(f, ":"+string(rune(redisstore.FieldType))) {
 			out[f[:len(f)-2]] = true
 		}
 	}
