@@ -30,7 +30,7 @@ const (
 	DefaultSyncLimit = 200
 	// DefaultSyncBytes is the default byte budget of a sync answer, and
 	// MinSyncBytes..MaxSyncBytes the budgets a client may ask for: how an
-	// answer shares its budget is redisstore/sync_budget.go.
+	// answer shares its budget is redisstore/readpath/sync_budget.go.
 	DefaultSyncBytes = readpath.DefaultSyncBytes
 	MinSyncBytes     = readpath.MinSyncBytes
 	MaxSyncBytes     = readpath.MaxSyncBytes

@@ -12,7 +12,7 @@ import (
 )
 
 // A page is bounded by its byte budget, counted as a sync answer's is
-// (redisstore/sync_budget.go): max_bytes of JSON, DefaultSyncBytes unless
+// (redisstore/readpath/sync_budget.go): max_bytes of JSON, DefaultSyncBytes unless
 // the client asks. With max_bytes the limit may go up to
 // MaxBudgetedPageLimit: a background catch-up asks for pages the budget
 // bounds, not 200 messages.
