@@ -142,7 +142,9 @@ func (r *InboxRouter) ApplyPreviews(ctx context.Context, latest []*schemas.Seque
 }
 
 // OnUser runs op on the store holding user's keys (routeEach with one
-// item).
+// item): an op answering ErrUserMoved runs once more after the hot set is
+// reloaded. The stages built on the store (redisstore/readpath's sync and
+// list) route their users through it.
 func OnUser[T any](ctx context.Context, r *InboxRouter, user string, op func(users *Store) (T, error)) (T, error) {
 	var out T
 	var opErr error
