@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -43,18 +43,18 @@ func clientAnswerMessages() []*schemas.Sequenced {
 func clientAnswers(t *testing.T) map[string][]byte {
 	t.Helper()
 	ms := clientAnswerMessages()
-	res := &redisstore.SyncResult{
+	res := &readpath.SyncResult{
 		Resync:   true,
-		Mentions: []redisstore.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "g-chat", Message: ms[len(ms)-4]}},
-		Convs: []redisstore.SyncConv{
+		Mentions: []readpath.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "g-chat", Message: ms[len(ms)-4]}},
+		Convs: []readpath.SyncConv{
 			{Conv: "g<1>", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:6], Older: 2,
-				HasMore: true, Gap: &redisstore.SeqRange{From: 5, To: ^uint64(0)}},
+				HasMore: true, Gap: &readpath.SeqRange{From: 5, To: ^uint64(0)}},
 			{Conv: "d-a-b", Type: schemas.ConvType_CONV_TYPE_DIRECT, Epoch: 1, MaxSeq: 7, Messages: ms[6:13], Rebase: true,
-				RebaseReason: redisstore.RebaseResync, Incomplete: true},
+				RebaseReason: readpath.RebaseResync, Incomplete: true},
 			{Conv: "g-chat", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 2, MaxSeq: 120, Unread: 5, Messages: ms[13:]},
 			{Conv: "empty\u2028"},
 		},
-		Summaries: []redisstore.SyncSummary{{Conv: "g-2", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 2, MaxSeq: 1 << 50, Unread: 9, Mentions: 2}},
+		Summaries: []readpath.SyncSummary{{Conv: "g-2", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 2, MaxSeq: 1 << 50, Unread: 9, Mentions: 2}},
 		Omitted:   17,
 	}
 	sync, err := newSyncSizer(context.Background(), "phone", (&Server{}).openMessage).encode(res)

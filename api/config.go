@@ -8,7 +8,7 @@ import (
 	"github.com/offlinebox/offlinebox/bounds"
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/live"
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -31,10 +31,10 @@ const (
 	DefaultSyncLimit = 200
 	// DefaultSyncBytes is the default byte budget of a sync answer, and
 	// MinSyncBytes..MaxSyncBytes the budgets a client may ask for: how an
-	// answer shares its budget is redisstore/sync_budget.go.
-	DefaultSyncBytes = redisstore.DefaultSyncBytes
-	MinSyncBytes     = redisstore.MinSyncBytes
-	MaxSyncBytes     = redisstore.MaxSyncBytes
+	// answer shares its budget is redisstore/readpath/sync_budget.go.
+	DefaultSyncBytes = readpath.DefaultSyncBytes
+	MinSyncBytes     = readpath.MinSyncBytes
+	MaxSyncBytes     = readpath.MaxSyncBytes
 
 	DefaultPageLimit = 50
 	MaxPageLimit     = 200

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/offlinebox/offlinebox/auth"
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -58,7 +58,7 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	page, err := s.router.ListConversations(r.Context(), id.User, dev, after, limit)
+	page, err := s.reads.ListConversations(r.Context(), id.User, dev, after, limit)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -85,22 +85,22 @@ func (s *Server) listConversations(r *http.Request, id auth.Identity) (int, any,
 }
 
 // The list cursor is opaque to clients: base64url("ACTIVITY.CONV").
-func formatListCursor(c redisstore.ListCursor) string {
+func formatListCursor(c readpath.ListCursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Activity, 10) + "." + c.Conv))
 }
 
-func parseListCursor(v string) (redisstore.ListCursor, error) {
+func parseListCursor(v string) (readpath.ListCursor, error) {
 	if v == "" {
-		return redisstore.ListCursor{}, nil
+		return readpath.ListCursor{}, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(v)
 	if err != nil {
-		return redisstore.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
+		return readpath.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
 	}
 	act, conv, ok := strings.Cut(string(raw), ".")
 	n, err := strconv.ParseInt(act, 10, 64)
 	if !ok || err != nil || schemas.ValidID("cursor", conv) != nil {
-		return redisstore.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
+		return readpath.ListCursor{}, badRequest("cursor", "is not a cursor this server gave")
 	}
-	return redisstore.ListCursor{Activity: n, Conv: conv}, nil
+	return readpath.ListCursor{Activity: n, Conv: conv}, nil
 }

@@ -19,7 +19,7 @@
 // Sync fills its answer in the design's order (the whole mention lane,
 // then conversations with pending mentions, direct ones, then by
 // activity) within a byte budget shared in two passes: how is written
-// once, in redisstore/sync_budget.go. The API's part is the sizer
+// once, in redisstore/readpath/sync_budget.go. The API's part is the sizer
 // (sync_sizer.go), which measures each part of the answer as it will be encoded.
 //
 // Answers are compressed as Accept-Encoding asks (encoding.go: zstd or

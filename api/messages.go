@@ -8,7 +8,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/edge"
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -28,7 +28,7 @@ var (
 )
 
 // A page is bounded by its byte budget, counted as a sync answer's is
-// (redisstore/sync_budget.go): max_bytes of JSON, DefaultSyncBytes unless
+// (redisstore/readpath/sync_budget.go): max_bytes of JSON, DefaultSyncBytes unless
 // the client asks. With max_bytes the limit may go up to
 // MaxBudgetedPageLimit: a background catch-up asks for pages the budget
 // bounds, not 200 messages.
@@ -56,8 +56,8 @@ type pageJSON struct {
 // cursors are: after is a seq the client holds), or from and to
 // (inclusive, as a sync gap names them: the page for gap {from, to} is
 // from=F&to=T).
-func pageRange(q url.Values) (redisstore.PageQuery, error) {
-	var pq redisstore.PageQuery
+func pageRange(q url.Values) (readpath.PageQuery, error) {
+	var pq readpath.PageQuery
 	var err error
 	if pq.After, pq.HasAfter, err = seqParam(q.Get("after"), "after"); err != nil {
 		return pq, err
@@ -123,8 +123,8 @@ func (s *Server) pageMessages(r *http.Request, id auth.Identity) (int, any, erro
 	}
 	// The store cuts on raw entry bytes, never more than their JSON: what
 	// it leaves out could not have fitted; the JSON is cut below.
-	p, err := s.router.Main().ReadPage(r.Context(), id.User, conv, pq)
-	if ee := (*redisstore.EpochError)(nil); errors.As(err, &ee) {
+	p, err := s.reads.ReadPage(r.Context(), id.User, conv, pq)
+	if ee := (*readpath.EpochError)(nil); errors.As(err, &ee) {
 		return 0, nil, epochMismatch("epoch", ee.Asked, ee.Current)
 	}
 	if err != nil {

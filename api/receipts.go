@@ -7,6 +7,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) receipts(r *http.Request, id auth.Identity) (int, any, error) {
 		return 0, nil, forbidden("not a member of conversation %q now: receipts are shown to current members", conv)
 	}
 	main := s.router.Main()
-	page, err := main.ReadPage(r.Context(), id.User, conv, redisstore.PageQuery{After: seq - 1, HasAfter: true, Before: seq + 1, Limit: 1})
+	page, err := s.reads.ReadPage(r.Context(), id.User, conv, readpath.PageQuery{After: seq - 1, HasAfter: true, Before: seq + 1, Limit: 1})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -136,7 +137,7 @@ func (s *Server) peerCursors(ctx context.Context, user string, types map[string]
 }
 
 // addPeerReceipts fills the peer cursors of list, the JSON of items.
-func (s *Server) addPeerReceipts(ctx context.Context, user string, items []redisstore.ConvItem, list []conversationJSON) error {
+func (s *Server) addPeerReceipts(ctx context.Context, user string, items []readpath.ConvItem, list []conversationJSON) error {
 	types := make(map[string]schemas.ConvType, len(items))
 	for _, it := range items {
 		types[it.Conv] = it.Type

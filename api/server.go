@@ -23,6 +23,7 @@ import (
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/live"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // Deps are the parts the server talks to.
@@ -53,6 +54,7 @@ type Deps struct {
 type Server struct {
 	cfg      Config
 	router   *redisstore.InboxRouter
+	reads    *readpath.Reader // sync, pages and the list, over router
 	keyring  *auth.Keyring
 	producer *kgo.Client
 	history  HistoryReader
@@ -95,7 +97,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: %w", err)
 	}
 	s := &Server{
-		coders: cs, cfg: cfg, router: deps.Router, keyring: deps.Keyring, producer: deps.Producer,
+		coders: cs, cfg: cfg, router: deps.Router, reads: readpath.New(deps.Router), keyring: deps.Keyring, producer: deps.Producer,
 		history: deps.History, opener: deps.Opener, ready: deps.Ready, log: deps.Logger, metrics: m, slots: make(chan struct{}, cfg.MaxInFlight),
 		admitted: newAdmission(cfg.MaxPerUser, cfg.MaxAdmitted), encoded: newSharedEncodings(),
 		frames: newSharedFrames(),
@@ -123,7 +125,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 // does, so that a device is answered the same on either.
 func (s *Server) newLive(deps Deps) (*live.Handler, error) {
 	return live.NewHandler(s.cfg.Live, live.Deps{
-		Router: deps.Router, Acker: s.acker, Tokens: liveTokens{s}, Producer: deps.Producer,
+		Router: deps.Router, Reads: s.reads, Acker: s.acker, Tokens: liveTokens{s}, Producer: deps.Producer,
 		Open: s.openMessage, Decode: decodeJSON, Logger: s.log, Metrics: deps.Metrics,
 		RequestTimeout: s.cfg.RequestTimeout, RetryAfter: s.cfg.RetryAfter, MessagesTopic: s.cfg.MessagesTopic,
 		Limits: s.cfg.Limits, MaxCursors: s.cfg.MaxCursors, Clock: s.cfg.Clock, Leeway: deps.Keyring.Leeway(),

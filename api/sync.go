@@ -8,6 +8,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -87,16 +88,16 @@ type summaryJSON struct {
 }
 
 // parseSync validates a sync body; nothing is read before it passes.
-func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncRequest, error) {
+func (s *Server) parseSync(data []byte, id auth.Identity) (readpath.SyncRequest, error) {
 	var body syncRequest
 	if err := decodeJSON(data, &body, ""); err != nil {
-		return redisstore.SyncRequest{}, err
+		return readpath.SyncRequest{}, err
 	}
 	dev, err := deviceOf(id, body.DeviceID, "device_id", true)
 	if err != nil {
-		return redisstore.SyncRequest{}, err
+		return readpath.SyncRequest{}, err
 	}
-	req := redisstore.SyncRequest{User: id.User, Device: dev, Limit: DefaultSyncLimit, MaxBytes: DefaultSyncBytes,
+	req := readpath.SyncRequest{User: id.User, Device: dev, Limit: DefaultSyncLimit, MaxBytes: DefaultSyncBytes,
 		NowMS: s.cfg.Clock().UnixMilli(), Cursors: make(map[string]redisstore.Position, len(body.Cursors))}
 	if body.Limit != nil {
 		if *body.Limit < 1 || *body.Limit > DefaultSyncLimit {
@@ -111,7 +112,7 @@ func (s *Server) parseSync(data []byte, id auth.Identity) (redisstore.SyncReques
 		req.MaxBytes = *body.MaxBytes
 	}
 	if body.MentionsAfter != nil {
-		m, err := redisstore.ParseMentionMark(*body.MentionsAfter)
+		m, err := readpath.ParseMentionMark(*body.MentionsAfter)
 		if err != nil || schemas.ValidID("mentions_after", m.Conv) != nil {
 			return req, badRequest("mentions_after", "is not a mark an answer gave in mentions_next")
 		}
@@ -157,7 +158,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	sz := newSyncSizer(r.Context(), req.Device, s.openMessage)
 	sz.shared = s.encoded
 	req.Sizer = sz
-	res, err := s.router.Sync(r.Context(), req)
+	res, err := s.reads.Sync(r.Context(), req)
 	if err == nil {
 		err = sz.err
 	}
@@ -184,7 +185,7 @@ func (s *Server) sync(r *http.Request, id auth.Identity) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) observeSync(res *redisstore.SyncResult) {
+func (s *Server) observeSync(res *readpath.SyncResult) {
 	n := len(res.Mentions)
 	for _, c := range res.Convs {
 		n += len(c.Messages)
@@ -195,7 +196,7 @@ func (s *Server) observeSync(res *redisstore.SyncResult) {
 	s.metrics.syncMsgs.Observe(float64(n))
 }
 
-func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
+func convJSON(c *readpath.SyncConv, msgs []json.RawMessage) syncConvJSON {
 	if msgs == nil {
 		msgs = []json.RawMessage{}
 	}
@@ -207,7 +208,7 @@ func convJSON(c *redisstore.SyncConv, msgs []json.RawMessage) syncConvJSON {
 	return out
 }
 
-func summaryOf(s redisstore.SyncSummary) summaryJSON {
+func summaryOf(s readpath.SyncSummary) summaryJSON {
 	return summaryJSON{ConvID: s.Conv, Kind: schemas.ConvTypeName(s.Type), Large: s.Large, Epoch: s.Epoch, MaxSeq: s.MaxSeq, Unread: s.Unread, Mentions: s.Mentions}
 }
 

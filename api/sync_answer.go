@@ -6,7 +6,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // encode assembles the answer from the encodings the budget was counted
@@ -14,7 +14,7 @@ import (
 // but splices the message encodings in as they are: json.Marshal re-scans
 // every json.RawMessage once per level of nesting, which cost more than
 // encoding the messages did.
-func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
+func (z *syncSizer) encode(res *readpath.SyncResult) ([]byte, error) {
 	w := &answerWriter{z: z, out: make([]byte, 0, z.sizeHint(res))}
 	if err := z.write(w, res); err != nil {
 		return nil, err
@@ -25,7 +25,7 @@ func (z *syncSizer) encode(res *redisstore.SyncResult) ([]byte, error) {
 // encodeZstd is encode compressed in zstd as spliced frames
 // (sync_frames.go): the runs of messages already compressed by another
 // answer are neither copied nor compressed again.
-func (z *syncSizer) encodeZstd(res *redisstore.SyncResult, enc *zstd.Encoder, frames *sharedFrames) (*codedAnswer, error) {
+func (z *syncSizer) encodeZstd(res *readpath.SyncResult, enc *zstd.Encoder, frames *sharedFrames) (*codedAnswer, error) {
 	w := &answerWriter{z: z, out: make([]byte, 0, 4096), enc: enc, shared: frames, frames: make([][]byte, 0, 2*len(res.Convs)+2)}
 	if err := z.write(w, res); err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func (z *syncSizer) encodeZstd(res *redisstore.SyncResult, enc *zstd.Encoder, fr
 }
 
 // write writes the answer to w.
-func (z *syncSizer) write(w *answerWriter, res *redisstore.SyncResult) error {
+func (z *syncSizer) write(w *answerWriter, res *readpath.SyncResult) error {
 	w.out = append(w.out, `{"device_id":`...)
 	w.out = appendJSONString(w.out, z.device)
 	w.out = append(w.out, `,"resync":`...)
@@ -87,7 +87,7 @@ func (z *syncSizer) write(w *answerWriter, res *redisstore.SyncResult) error {
 // writeConv writes a conversation block: its fields as json.Marshal
 // writes them (messages is the last one), then the messages' encodings,
 // a run per slice read they came from.
-func (z *syncSizer) writeConv(w *answerWriter, c *redisstore.SyncConv) error {
+func (z *syncSizer) writeConv(w *answerWriter, c *readpath.SyncConv) error {
 	cj := convJSON(c, nil)
 	if p, ok := z.peers[c.Conv]; ok {
 		d, r := p.Delivered, p.Read
@@ -116,7 +116,7 @@ func (z *syncSizer) writeConv(w *answerWriter, c *redisstore.SyncConv) error {
 
 // sizeHint is the answer's length give or take the blocks' headers, so
 // that the buffer grows once or not at all.
-func (z *syncSizer) sizeHint(res *redisstore.SyncResult) int {
+func (z *syncSizer) sizeHint(res *readpath.SyncResult) int {
 	n := 256 + 512*(len(res.Mentions)+len(res.Convs)+len(res.Summaries))
 	for _, m := range res.Mentions {
 		n += len(z.message(m.Message, fullForm))

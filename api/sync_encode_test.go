@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -57,7 +57,7 @@ func TestAppendMessageJSONWritesWhatJSONMarshalWrites(t *testing.T) {
 
 // marshalSyncAnswer is how the answer was built before encode spliced the
 // message encodings in: json.Marshal over the parts.
-func marshalSyncAnswer(t *testing.T, device string, res *redisstore.SyncResult) []byte {
+func marshalSyncAnswer(t *testing.T, device string, res *readpath.SyncResult) []byte {
 	t.Helper()
 	out := syncResponse{DeviceID: device, Resync: res.Resync, Omitted: res.Omitted, MentionsMore: res.MentionsMore,
 		Mentions: []json.RawMessage{}, Conversations: []json.RawMessage{}, Summaries: []json.RawMessage{}}
@@ -90,29 +90,29 @@ func marshalSyncAnswer(t *testing.T, device string, res *redisstore.SyncResult) 
 
 func TestSyncEncodeWritesWhatJSONMarshalOfThePartsWrote(t *testing.T) {
 	ms := awkwardMessages()
-	full := &redisstore.SyncResult{
+	full := &readpath.SyncResult{
 		Resync:       true,
-		Mentions:     []redisstore.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "d-a-b", Message: ms[5]}},
+		Mentions:     []readpath.SyncMention{{Conv: "g<1>", All: true, Message: ms[2]}, {Conv: "d-a-b", Message: ms[5]}},
 		MentionsMore: true,
-		MentionsNext: &redisstore.MentionMark{TS: 1 << 42, Conv: "d-\"a\"\u2028", Seq: 1 << 60},
-		Convs: []redisstore.SyncConv{
+		MentionsNext: &readpath.MentionMark{TS: 1 << 42, Conv: "d-\"a\"\u2028", Seq: 1 << 60},
+		Convs: []readpath.SyncConv{
 			{Conv: "g<1>", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 3, MaxSeq: 99, Unread: 12, Messages: ms[:4], Older: 2,
-				HasMore: true, Gap: &redisstore.SeqRange{From: 5, To: ^uint64(0)}},
+				HasMore: true, Gap: &readpath.SeqRange{From: 5, To: ^uint64(0)}},
 			{Conv: "d-a-b", Type: schemas.ConvType_CONV_TYPE_DIRECT, Epoch: 1, MaxSeq: 7, Messages: ms[4:], Rebase: true,
-				RebaseReason: redisstore.RebaseResync, Incomplete: true},
+				RebaseReason: readpath.RebaseResync, Incomplete: true},
 			{Conv: "empty\u2028"},
 		},
-		Summaries: []redisstore.SyncSummary{{Conv: "g-2", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 2, MaxSeq: 1 << 50, Unread: 9, Mentions: 2}},
+		Summaries: []readpath.SyncSummary{{Conv: "g-2", Type: schemas.ConvType_CONV_TYPE_GROUP, Large: true, Epoch: 2, MaxSeq: 1 << 50, Unread: 9, Mentions: 2}},
 		Omitted:   17,
 	}
 	tests := []struct {
 		name   string
 		device string
-		res    *redisstore.SyncResult
+		res    *readpath.SyncResult
 	}{
-		{"an empty answer", "phone", &redisstore.SyncResult{}},
+		{"an empty answer", "phone", &readpath.SyncResult{}},
 		{"every kind of part with awkward strings", `dev"<&>`, full},
-		{"conversations only", "tablet", &redisstore.SyncResult{Convs: full.Convs[:1]}},
+		{"conversations only", "tablet", &readpath.SyncResult{Convs: full.Convs[:1]}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

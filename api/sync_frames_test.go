@@ -15,7 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	sdk "github.com/offlinebox/offlinebox/client"
-	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -71,14 +71,14 @@ func TestSharedRunsAreCompressedOnceAndSplicedIntoEachAnswer(t *testing.T) {
 	answer := func(device string, unread uint64, olderKept int) (plain []byte, coded *codedAnswer) {
 		t.Helper()
 		msgs := append(append([]*schemas.Sequenced{}, older[len(older)-olderKept:]...), first...)
-		res := &redisstore.SyncResult{
-			Mentions: []redisstore.SyncMention{{Conv: "g2", Message: other[3]}},
-			Convs: []redisstore.SyncConv{
+		res := &readpath.SyncResult{
+			Mentions: []readpath.SyncMention{{Conv: "g2", Message: other[3]}},
+			Convs: []readpath.SyncConv{
 				{Conv: "g1", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 1, MaxSeq: 139, Unread: unread, Messages: msgs, Older: olderKept, HasMore: true},
 				{Conv: "g2", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 1, MaxSeq: 30, Unread: unread, Messages: other},
 				{Conv: "g3", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 1, MaxSeq: 1, Unread: 1, Messages: groupEntries("g3", 1, 1)},
 			},
-			Summaries: []redisstore.SyncSummary{{Conv: "g4", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 1, MaxSeq: 5, Unread: 5}},
+			Summaries: []readpath.SyncSummary{{Conv: "g4", Type: schemas.ConvType_CONV_TYPE_GROUP, Epoch: 1, MaxSeq: 5, Unread: 5}},
 		}
 		sizer := func() *syncSizer {
 			z := newSyncSizer(context.Background(), device, (&Server{}).openMessage)

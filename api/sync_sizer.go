@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
 // syncSizer measures the parts of the answer by encoding them, and keeps
 // the encodings so that the answer is assembled from them: the
-// redisstore.SyncSizer the budget is counted with (redisstore/sync_budget.go).
+// readpath.SyncSizer the budget is counted with (redisstore/sync_budget.go).
 //
 // Sealed bodies are opened as they are encoded: the first failure is kept
 // in err and fails the answer.
@@ -70,14 +71,14 @@ func (z *syncSizer) Envelope() int {
 	return len(b) + 16 + len(`,"mentions_next":""`) + 2*20 + 2 + 2*schemas.MaxIDBytes
 }
 
-func (z *syncSizer) Mention(m redisstore.SyncMention) int {
+func (z *syncSizer) Mention(m readpath.SyncMention) int {
 	b, _ := json.Marshal(mentionJSON{ConvID: m.Conv, All: m.All, Message: z.message(m.Message, fullForm)})
 	return len(b) + 1
 }
 
 // Conv is the block without messages, with room for a gap and the flags
 // that are decided once the messages are.
-func (z *syncSizer) Conv(c *redisstore.SyncConv) int {
+func (z *syncSizer) Conv(c *readpath.SyncConv) int {
 	b, _ := json.Marshal(convJSON(c, nil))
 	return len(b) + 1 + len(`,"gap":{"from":18446744073709551615,"to":18446744073709551615}`) + len(`,"rebase_reason":"retention"`) +
 		len(`,"peer_delivered_seq":18446744073709551615,"peer_read_seq":18446744073709551615`)
@@ -85,12 +86,12 @@ func (z *syncSizer) Conv(c *redisstore.SyncConv) int {
 
 func (z *syncSizer) Message(m *schemas.Sequenced) int { return len(z.message(m, sliceForm)) + 1 }
 
-func (z *syncSizer) Summary(sm redisstore.SyncSummary) int {
+func (z *syncSizer) Summary(sm readpath.SyncSummary) int {
 	b, _ := json.Marshal(summaryOf(sm))
 	return len(b) + 1
 }
 
-// Messages measures one slice read's entries (redisstore.SyncReadSizer),
+// Messages measures one slice read's entries (readpath.SyncReadSizer),
 // with the encodings another sync made of the same read if there are.
 func (z *syncSizer) Messages(entries []*schemas.Sequenced, sizes []int) {
 	encs, ok := z.shared.get(entries)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -42,7 +43,7 @@ func Classify(log *slog.Logger, path string, err error) *Error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, redisstore.ErrNotMember):
+	case errors.Is(err, readpath.ErrNotMember):
 		return Forbidden("not a member of this conversation")
 	case errors.Is(err, redisstore.ErrUserMoved):
 		// The router routed again and was still refused: the move to the hot

@@ -7,6 +7,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -248,10 +249,9 @@ func (h *liveHub) catchUp(j catchUpJob) catchUpDone {
 			d.covered = j.from
 		}
 	}
-	st := h.router.Main()
-	page, err := st.ReadPage(ctx, j.c.user, j.conv, redisstore.PageQuery{After: j.from, HasAfter: true, Limit: h.cfg.ReplayMax})
+	page, err := h.reads.ReadPage(ctx, j.c.user, j.conv, readpath.PageQuery{After: j.from, HasAfter: true, Limit: h.cfg.ReplayMax})
 	switch {
-	case errors.Is(err, redisstore.ErrNotMember):
+	case errors.Is(err, readpath.ErrNotMember):
 		d.drop = true // left since: nothing to push
 		return d
 	case err != nil:
@@ -372,7 +372,7 @@ func newPullNotice() *pullNotice {
 
 // name adds the conversation of it, with its access a and the device's
 // cursors cur (what the device acked counts in a's epoch only).
-func (n *pullNotice) name(it redisstore.ConvItem, a redisstore.ConvAccess, cur map[string]redisstore.Position) {
+func (n *pullNotice) name(it readpath.ConvItem, a redisstore.ConvAccess, cur map[string]redisstore.Position) {
 	var acked uint64
 	if p, ok := cur[it.Conv]; ok && p.Epoch == a.Epoch {
 		acked = p.Seq
@@ -416,8 +416,8 @@ func (h *liveHub) readAccess(ctx context.Context, c *liveConn, convs []string) (
 // conversation just had news, so it heads the conversation list: its
 // counters come from the list's first page; when it is not there, the
 // notice says to sync.
-func (h *liveHub) catchUpNotice(ctx context.Context, c *liveConn, conv string, page redisstore.Page) noticeFrame {
-	list, err := h.router.ListConversations(ctx, c.user, c.device, redisstore.ListCursor{}, min(edge.MaxListLimit, 20))
+func (h *liveHub) catchUpNotice(ctx context.Context, c *liveConn, conv string, page readpath.Page) noticeFrame {
+	list, err := h.reads.ListConversations(ctx, c.user, c.device, readpath.ListCursor{}, min(edge.MaxListLimit, 20))
 	if err != nil {
 		return pullAllNotice()
 	}

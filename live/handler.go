@@ -18,6 +18,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 	"github.com/offlinebox/offlinebox/wire"
 )
@@ -265,11 +266,11 @@ func (h *liveHub) liveEphemeral(ctx context.Context, c *liveConn, f clientFrame)
 // liveConversations lists the conversations a live connection follows:
 // the first NoticeConversations of its user's list, in list order;
 // truncated says the list holds more.
-func (h *liveHub) liveConversations(ctx context.Context, c *liveConn) (items []redisstore.ConvItem, truncated bool, _ error) {
+func (h *liveHub) liveConversations(ctx context.Context, c *liveConn) (items []readpath.ConvItem, truncated bool, _ error) {
 	most := h.cfg.NoticeConversations
-	var after redisstore.ListCursor
+	var after readpath.ListCursor
 	for len(items) < most {
-		page, err := h.router.ListConversations(ctx, c.user, c.device, after, min(edge.MaxListLimit, most-len(items)))
+		page, err := h.reads.ListConversations(ctx, c.user, c.device, after, min(edge.MaxListLimit, most-len(items)))
 		if err != nil {
 			return nil, false, err
 		}
@@ -342,9 +343,9 @@ func (h *liveHub) notice(ctx context.Context, c *liveConn, prev redisstore.Prese
 
 // noticeNews names the conversations of the user's list with something
 // the device has not acked, in list order.
-func noticeNews(items []redisstore.ConvItem) ([]string, map[string]redisstore.ConvItem) {
+func noticeNews(items []readpath.ConvItem) ([]string, map[string]readpath.ConvItem) {
 	var news []string
-	byConv := map[string]redisstore.ConvItem{}
+	byConv := map[string]readpath.ConvItem{}
 	for _, it := range items {
 		if it.LastSeq > it.Acked {
 			news = append(news, it.Conv)
@@ -356,7 +357,7 @@ func noticeNews(items []redisstore.ConvItem) ([]string, map[string]redisstore.Co
 
 // laterNews adds to news the listened conversations of items whose
 // access shows them sequenced after the list was read.
-func laterNews(items []redisstore.ConvItem, access map[string]redisstore.ConvAccess, news []string, byConv map[string]redisstore.ConvItem) []string {
+func laterNews(items []readpath.ConvItem, access map[string]redisstore.ConvAccess, news []string, byConv map[string]readpath.ConvItem) []string {
 	for _, it := range items {
 		if _, ok := byConv[it.Conv]; ok || it.Left {
 			continue
@@ -373,7 +374,7 @@ func laterNews(items []redisstore.ConvItem, access map[string]redisstore.ConvAcc
 // noticeListen makes c listen to the conversations of items the user did
 // not leave, then reads the access of those and of the left ones with
 // news, and releases what the new channels held from each one's join.
-func (h *liveHub) noticeListen(ctx context.Context, c *liveConn, items []redisstore.ConvItem) (map[string]redisstore.ConvAccess, error) {
+func (h *liveHub) noticeListen(ctx context.Context, c *liveConn, items []readpath.ConvItem) (map[string]redisstore.ConvAccess, error) {
 	var listened []string
 	for _, it := range items {
 		if !it.Left {
@@ -422,7 +423,7 @@ func (h *liveHub) noticeListen(ctx context.Context, c *liveConn, items []redisst
 func (h *liveHub) noticeReplay(ctx context.Context, c *liveConn, out noticeFrame) (noticeFrame, []*schemas.Sequenced, error) {
 	var replay []*schemas.Sequenced
 	for _, nc := range out.Conversations {
-		page, err := h.router.Main().ReadPage(ctx, c.user, nc.ConvID, redisstore.PageQuery{After: nc.DeviceAckedSeq, HasAfter: true,
+		page, err := h.reads.ReadPage(ctx, c.user, nc.ConvID, readpath.PageQuery{After: nc.DeviceAckedSeq, HasAfter: true,
 			Limit: h.cfg.ReplayMax, Epoch: nc.Epoch})
 		if err != nil || page.Incomplete {
 			h.metrics.notices.WithLabelValues("pull").Inc()

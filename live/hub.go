@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // liveHub holds this node's live connections: it reads the node's channel
@@ -21,6 +22,7 @@ type liveHub struct {
 	deps    Deps
 	store   *redisstore.Store // the main store: presence, conversations
 	router  *redisstore.InboxRouter
+	reads   *readpath.Reader
 	acker   *edge.Acker
 	bus     *Bus
 	metrics *liveMetrics
@@ -89,11 +91,14 @@ type liveHub struct {
 
 func newLiveHub(cfg Config, deps Deps, m *liveMetrics) *liveHub {
 	st := deps.Router.Main()
-	h := &liveHub{cfg: cfg, deps: deps, store: st, router: deps.Router, acker: deps.Acker,
+	h := &liveHub{cfg: cfg, deps: deps, store: st, router: deps.Router, reads: deps.Reads, acker: deps.Acker,
 		bus: NewBusFormat(st.Client(), st.Config().CallTimeout, cfg.BusFormat), metrics: m, log: deps.Logger.With("node", cfg.Node),
 		index: newLiveIndex(), withPend: newPendingSet(), admission: newLiveAdmission(cfg),
 		catchUps: make(chan catchUpJob, catchUpQueue), dispatchRuns: make(chan func(), dispatchQueue),
 		resub: newFullCatchUps()}
+	if h.reads == nil {
+		h.reads = readpath.New(deps.Router)
+	}
 	h.typing = newUserBudgets(h.cfg)
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = &raiseBatcher{h: h}

@@ -15,6 +15,7 @@ import (
 	"github.com/offlinebox/offlinebox/auth"
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -36,6 +37,9 @@ type Deps struct {
 	// Router finds each user's store; its main store holds presence, the
 	// conversations and the bus. Required.
 	Router *redisstore.InboxRouter
+	// Reads reads conversations, pages and lists; the API's own reader,
+	// so that its caches serve both (one over Router when nil).
+	Reads *readpath.Reader
 	// Acker applies acks as POST /v1/ack does; NewHandler sets its Acked
 	// hook. Required.
 	Acker *edge.Acker

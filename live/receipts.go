@@ -8,6 +8,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // receiptCoalescer gathers the cursor changes of each conversation for
@@ -112,7 +113,7 @@ func (rc *receiptCoalescer) send(ctx context.Context, ready map[string]*receiptR
 		newest := r.senders
 		if r.scan {
 			lo := max(r.lo, r.hi-min(r.hi, maxReceiptScan))
-			page, err := st.ReadPage(ctx, r.member, conv, redisstore.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
+			page, err := rc.h.reads.ReadPage(ctx, r.member, conv, readpath.PageQuery{After: lo, HasAfter: true, Before: r.hi + 1,
 				Limit: maxReceiptScan, Epoch: r.epoch})
 			if err != nil {
 				rc.h.log.Warn("read whose messages receipts cover", "conv", conv, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // What the push stage sent this node by name while its own channel was
@@ -59,7 +60,7 @@ func (h *liveHub) relist(c *liveConn) error {
 	if err != nil {
 		return err
 	}
-	var missing []redisstore.ConvItem
+	var missing []readpath.ConvItem
 	var convs []string
 	c.mu.Lock()
 	for _, it := range items {
@@ -86,7 +87,7 @@ func (h *liveHub) relist(c *liveConn) error {
 // catch-up does not fit are left to the pull (catchUpFull), and c is
 // told of them all in one notice, not one each. It runs on the
 // dispatcher.
-func (h *liveHub) followRelisted(c *liveConn, missing []redisstore.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
+func (h *liveHub) followRelisted(c *liveConn, missing []readpath.ConvItem, access map[string]redisstore.ConvAccess, cur map[string]redisstore.Position) {
 	for _, it := range missing {
 		a := access[it.Conv]
 		if !a.Member {

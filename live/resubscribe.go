@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 // When the bus connection drops (a Redis restart, a network blip, a
@@ -171,7 +172,7 @@ func (h *liveHub) tellToPull(c *liveConn) {
 	ctx, cancel := context.WithTimeout(h.ctx, h.deps.RequestTimeout)
 	defer cancel()
 	convs := map[string]bool{}
-	var items []redisstore.ConvItem
+	var items []readpath.ConvItem
 	var access map[string]redisstore.ConvAccess
 	var cur map[string]redisstore.Position
 	for more := h.takeToPull(c); len(more) > 0; more = h.takeToPull(c) {

@@ -47,7 +47,7 @@ func (s *Store) AckDevice(ctx context.Context, user, device string, items []AckI
 		return err
 	})
 	if err != nil {
-		return AckResult{}, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
+		return AckResult{}, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, AsUserMoved(err))
 	}
 	return ackResultOf(vals), nil
 }
@@ -118,8 +118,8 @@ func (s *Store) withDeviceSet(ctx context.Context, user string, n int64, fn func
 	return err
 }
 
-// deviceCursors parses a device cursor hash (C -> seq, C:e -> epoch).
-func deviceCursors(h map[string]string) map[string]Position {
+// ParseCursors parses a device cursor hash (C -> seq, C:e -> epoch).
+func ParseCursors(h map[string]string) map[string]Position {
 	out := make(map[string]Position, len(h)/2)
 	for f, v := range h {
 		if len(f) > 2 && f[len(f)-2:] == ":e" {
@@ -164,7 +164,7 @@ func (s *Store) AckDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, 
 		case redis.HasErrorPrefix(cerr, refusalDevices):
 			res[i], errs[i] = s.AckDevice(ctx, a.User, a.Device, a.Items, a.NowMS)
 		default:
-			errs[i] = fmt.Errorf("ack %d conversations for %s/%s: %w", len(a.Items), a.User, a.Device, asUserMoved(cerr))
+			errs[i] = fmt.Errorf("ack %d conversations for %s/%s: %w", len(a.Items), a.User, a.Device, AsUserMoved(cerr))
 		}
 	}
 	return res, errs

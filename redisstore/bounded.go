@@ -50,3 +50,27 @@ func (b *bounded[V]) remove(k string) {
 		delete(b.m, k)
 	}
 }
+
+// Bounded is the bounded map for the stages built on the store (the read
+// path's member and notice copies, redisstore/readpath), so that every
+// cache of the store makes room the same way. Not safe for concurrent
+// use, as bounded.
+type Bounded[V any] struct{ b bounded[V] }
+
+// NewBounded: see bounded (maxWeight 0: entries only).
+func NewBounded[V any](maxEntries, maxWeight int) *Bounded[V] {
+	return &Bounded[V]{b: newBounded[V](maxEntries, maxWeight)}
+}
+
+// Get returns k's value.
+func (b *Bounded[V]) Get(k string) (V, bool) { return b.b.get(k) }
+
+// Put keeps v, of weight w, as k's value (not kept when heavier than the
+// whole bound).
+func (b *Bounded[V]) Put(k string, v V, w int) { b.b.put(k, v, w) }
+
+// Remove forgets k's value.
+func (b *Bounded[V]) Remove(k string) { b.b.remove(k) }
+
+// Weight is the sum of the kept values' weights.
+func (b *Bounded[V]) Weight() int { return b.b.weight }

@@ -87,7 +87,7 @@ func (s *Store) conversationAccess(ctx context.Context, user string, convs []str
 			if err := pasts[i].Err(); err != nil && err != redis.Nil {
 				return nil, fmt.Errorf("read past membership of %s in %s: %w", user, c, err)
 			}
-			a.Spans = parsePastSpans(pasts[i].Val())
+			a.Spans = ParsePastSpans(pasts[i].Val())
 		}
 		if j, err := mems[i].Result(); err == nil {
 			a.Member = true

@@ -34,7 +34,7 @@ func (s *Store) BuildListIndex(ctx context.Context, user string) error {
 		done, err := listIndexBuildScript.Run(callCtx, s.rdb, keys, listIndexStepCount).Int()
 		cancel()
 		if err != nil {
-			return fmt.Errorf("build list index of %s (step %d): %w", user, steps, asUserMoved(err))
+			return fmt.Errorf("build list index of %s (step %d): %w", user, steps, AsUserMoved(err))
 		}
 		if done == 1 {
 			return nil

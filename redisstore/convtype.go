@@ -47,9 +47,9 @@ const (
 	InboxLarge InboxForm = typeCodeLarge
 )
 
-// inboxFormOf reads the inbox's C:t field. An absent or unknown field is a
+// InboxFormOf reads the inbox's C:t field. An absent or unknown field is a
 // group's: only a direct conversation's inbox says so.
-func inboxFormOf(v string) InboxForm {
+func InboxFormOf(v string) InboxForm {
 	if len(v) == 1 && (v[0] == typeCodeDirect || v[0] == typeCodeLarge) {
 		return InboxForm(v[0])
 	}

@@ -35,7 +35,7 @@ var temporaryReplies = map[string]bool{
 	"LOADING": true, "BUSY": true, "TRYAGAIN": true, "CLUSTERDOWN": true, "MASTERDOWN": true,
 	"READONLY": true, "NOREPLICAS": true, "OOM": true, "MISCONF": true, "MOVED": true, "ASK": true,
 	"NOSCRIPT": true, "NOAUTH": true, "WRONGPASS": true, "NOPERM": true,
-	refusalFenced: true, refusalMoved: true, refusalDedupe: true, refusalDevices: true, refusalUnindexed: true,
+	refusalFenced: true, refusalMoved: true, refusalDedupe: true, refusalDevices: true, RefusalUnindexed: true,
 }
 
 // Permanent reports whether err is an answer that the same call can never

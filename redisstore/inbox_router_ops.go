@@ -15,22 +15,9 @@ import (
 // part once more. Every operation is idempotent, so running a part again
 // is safe.
 
-// Sync answers one device's catch-up request (see Store.Sync).
-func (r *InboxRouter) Sync(ctx context.Context, req SyncRequest) (*SyncResult, error) {
-	return onUser(ctx, r, req.User, func(users *Store) (*SyncResult, error) { return r.main.syncWith(ctx, users, req) })
-}
-
-// ListConversations reads one page of user's conversation list (see
-// Store.ListConversations).
-func (r *InboxRouter) ListConversations(ctx context.Context, user, device string, after ListCursor, limit int) (ConvList, error) {
-	return onUser(ctx, r, user, func(users *Store) (ConvList, error) {
-		return r.main.listConversationsWith(ctx, users, user, device, after, limit)
-	})
-}
-
 // AckDevice raises one device's cursors (see Store.AckDevice).
 func (r *InboxRouter) AckDevice(ctx context.Context, user, device string, items []AckItem, nowMS int64) (AckResult, error) {
-	return onUser(ctx, r, user, func(users *Store) (AckResult, error) {
+	return OnUser(ctx, r, user, func(users *Store) (AckResult, error) {
 		return users.AckDevice(ctx, user, device, items, nowMS)
 	})
 }
@@ -52,14 +39,14 @@ func (r *InboxRouter) AckAndRaise(ctx context.Context, user, device string, item
 
 // DeviceCursors reads one device's acked cursors.
 func (r *InboxRouter) DeviceCursors(ctx context.Context, user, device string) (map[string]Position, error) {
-	return onUser(ctx, r, user, func(users *Store) (map[string]Position, error) {
+	return OnUser(ctx, r, user, func(users *Store) (map[string]Position, error) {
 		return users.DeviceCursors(ctx, user, device)
 	})
 }
 
 // WasEvicted reports whether device was evicted from user's devices.
 func (r *InboxRouter) WasEvicted(ctx context.Context, user, device string) (bool, error) {
-	return onUser(ctx, r, user, func(users *Store) (bool, error) { return users.WasEvicted(ctx, user, device) })
+	return OnUser(ctx, r, user, func(users *Store) (bool, error) { return users.WasEvicted(ctx, user, device) })
 }
 
 // ApplyInboxes applies updates (see Store.ApplyInboxes), one pipeline per
@@ -154,9 +141,11 @@ func (r *InboxRouter) ApplyPreviews(ctx context.Context, latest []*schemas.Seque
 	return err
 }
 
-// onUser runs op on the store holding user's keys (routeEach with one
-// item).
-func onUser[T any](ctx context.Context, r *InboxRouter, user string, op func(users *Store) (T, error)) (T, error) {
+// OnUser runs op on the store holding user's keys (routeEach with one
+// item): an op answering ErrUserMoved runs once more after the hot set is
+// reloaded. The stages built on the store (redisstore/readpath's sync and
+// list) route their users through it.
+func OnUser[T any](ctx context.Context, r *InboxRouter, user string, op func(users *Store) (T, error)) (T, error) {
 	var out T
 	var opErr error
 	_, err := r.routeEach(ctx, []string{user}, false, func(st *Store, idx []int) ([]int, error) {

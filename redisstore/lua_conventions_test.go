@@ -12,10 +12,10 @@ import (
 )
 
 // scriptDirs are the folders of Lua scripts the conventions hold for:
-// this package's and the live bus's (package live cannot be imported
-// here; its own tests run its scripts behind the keys guard and check
-// their status codes).
-var scriptDirs = []string{"lua", "../live/lua"}
+// this package's, the read path's and the live bus's (packages that
+// import this one; their own tests run their scripts behind the keys
+// guard and check their status codes).
+var scriptDirs = []string{"lua", "readpath/lua", "../live/lua"}
 
 // readScripts reads every script of scriptDirs, by file name (this
 // package's bare, others' with their folder).
@@ -63,7 +63,7 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 		"receipts_ack.lua": {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
-		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": refusalUnindexed,
+		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": RefusalUnindexed,
 		"REFUSAL_HELD": refusalHeld, "REFUSAL_LIVE_DEVICES": refusalLiveDevices}
 	unspelled := regexp.MustCompile(`error_reply\('OB`)
 	scripts := readScripts(t)

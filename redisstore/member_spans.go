@@ -16,9 +16,9 @@ func (sp MemberSpan) Reads(seq uint64) bool {
 	return seq > sp.Joined && (sp.Left == 0 || seq < sp.Left)
 }
 
-// parsePastSpans reads a `past` value: the ended spans "JOINED-LEFT,..."
+// ParsePastSpans reads a `past` value: the ended spans "JOINED-LEFT,..."
 // (see schemas/redis-keys.md), oldest first. Malformed spans are skipped.
-func parsePastSpans(v string) []MemberSpan {
+func ParsePastSpans(v string) []MemberSpan {
 	if v == "" {
 		return nil
 	}

@@ -216,7 +216,7 @@ func (s *Store) DeviceCursors(ctx context.Context, user, device string) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("read cursors of %s/%s: %w", user, device, err)
 	}
-	return deviceCursors(h), nil
+	return ParseCursors(h), nil
 }
 
 // WasEvicted reports whether device was evicted from user's devices (its

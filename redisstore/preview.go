@@ -133,7 +133,7 @@ func (s *Store) writePreviews(ctx context.Context, ws []previewWrite) ([]int, It
 	var moved []int
 	failed := ItemErrors{}
 	for i, c := range cmds {
-		switch cerr := asUserMoved(c.Err()); {
+		switch cerr := AsUserMoved(c.Err()); {
 		case cerr == nil:
 		case errors.Is(cerr, ErrUserMoved):
 			moved = append(moved, i)

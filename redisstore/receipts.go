@@ -188,7 +188,7 @@ func (s *Store) AckAndRaise(ctx context.Context, user, device string, items []Ac
 		return err
 	})
 	if err != nil {
-		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, asUserMoved(err))
+		return AckResult{}, nil, fmt.Errorf("ack %d conversations for %s/%s: %w", len(items), user, device, AsUserMoved(err))
 	}
 	return res, raised, nil
 }

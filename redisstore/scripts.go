@@ -33,8 +33,8 @@ const (
 	// refusalLiveDevices: the user has as many devices connected as they
 	// may (ErrTooManyDevices).
 	refusalLiveDevices = "OBLIVEDEVICES"
-	// refusalUnindexed: the user's list indexes are not complete yet.
-	refusalUnindexed = "OBINDEX"
+	// RefusalUnindexed: the user's list indexes are not complete yet.
+	RefusalUnindexed = "OBINDEX"
 	// noScript is the server's answer to EVALSHA of a script it does not
 	// hold (a restart, a failover, SCRIPT FLUSH).
 	noScript = "NOSCRIPT"
@@ -130,9 +130,9 @@ func (s *Store) pipelineScript(ctx context.Context, sc *redis.Script, calls []sc
 	return cmds
 }
 
-// asUserMoved turns a script's OBMOVED answer into ErrUserMoved, so the
+// AsUserMoved turns a script's OBMOVED answer into ErrUserMoved, so the
 // caller routes the user again (see InboxRouter).
-func asUserMoved(err error) error {
+func AsUserMoved(err error) error {
 	if redis.HasErrorPrefix(err, refusalMoved) {
 		return ErrUserMoved
 	}
@@ -182,6 +182,30 @@ func readReplyString(v any) string {
 		return strconv.FormatInt(x, 10)
 	}
 	return ""
+}
+
+// ReplyUint and ReplyString are the reply readers for the stages built
+// on the store (redisstore/readpath), the same the store's own calls use.
+func ReplyUint(v any) uint64 { return readReplyUint(v) }
+
+// ReplyString: see ReplyUint.
+func ReplyString(v any) string { return readReplyString(v) }
+
+// ScriptCall is one run of a script within EvalPiped's pipeline.
+type ScriptCall struct {
+	Keys []string
+	Args []any
+}
+
+// EvalPiped runs one script many times in one pipeline, surviving a lost
+// script cache as the store's own calls do (evalPiped), for the stages
+// built on the store.
+func (s *Store) EvalPiped(ctx context.Context, sc *redis.Script, calls []ScriptCall) ([]*redis.Cmd, error) {
+	in := make([]scriptCall, len(calls))
+	for i, c := range calls {
+		in[i] = scriptCall{keys: c.Keys, args: c.Args}
+	}
+	return s.evalPiped(ctx, sc, in)
 }
 
 // anyNoScript reports whether any call of a pipeline met a server without

@@ -11,7 +11,7 @@ import (
 // answered "unchanged" instead of the hash: every change of the member
 // set raises mver in the script that makes it, and a rebuild starts
 // another epoch or replays the member set with the mver it had (the same
-// identity the sync's copies rely on, sync_members.go). A list is good
+// identity the sync's copies rely on, readpath/sync_members.go). A list is good
 // only on the server instances it was read from (the verified run_ids,
 // fenceArg): a server restored from an older state may reach the same
 // mver again with other members before a restore notices. Without it

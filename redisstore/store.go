@@ -102,12 +102,6 @@ type Store struct {
 	// predicted is each conversation's (epoch, last seq) as the last
 	// sealed sequencing left it.
 	predicted *positionCache
-	// flights collapse identical concurrent slice reads of sync.
-	flights *sliceFlights
-	// notices are copies of small groups' notices that sync counts from.
-	notices *noticeCopies
-	// members are copies of small groups' members that sync reads from.
-	members *memberCopies
 	// memberLists: the member maps sequencing answered (sequence_members.go)
 	memberLists *memberLists
 }
@@ -119,8 +113,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache), flights: newSliceFlights(), notices: newNoticeCopies(), members: newMemberCopies(),
-		memberLists: newMemberLists()}, nil
+		predicted: newPositionCache(cfg.PredictCache), memberLists: newMemberLists()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

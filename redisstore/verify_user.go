@@ -133,7 +133,7 @@ func (s *Store) ReadDevice(ctx context.Context, user, device string) (DeviceStat
 		return DeviceState{}, fmt.Errorf("read device %s of %s: %w", device, user, err)
 	}
 	return DeviceState{Moved: loc.Val() == ProfileOnHot, Registered: score.Err() == nil, Devices: n.Val(),
-		Cursors: deviceCursors(cur.Val())}, nil
+		Cursors: ParseCursors(cur.Val())}, nil
 }
 
 // ReadDeviceSet reads a user's registered devices.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 )
 
 //go:embed baseline_page.lua
@@ -59,7 +60,7 @@ type result struct {
 }
 
 // lister lists one page of a user's conversations.
-type lister func(ctx context.Context, user string, after redisstore.ListCursor) error
+type lister func(ctx context.Context, user string, after readpath.ListCursor) error
 
 func run(ctx context.Context, f *harness.Flags, o options) error {
 	log := harness.NewLog()
@@ -94,14 +95,14 @@ func run(ctx context.Context, f *harness.Flags, o options) error {
 	res.SeedMS = harness.Millis(time.Since(start))
 	log.Printf("seeded %d conversations of %s and %d of %d other users in %.0f ms", n, bigUser, otherConvs, otherUsers, res.SeedMS)
 
-	router := redisstore.NewInboxRouter(s, nil, 0) // the path the API lists through
-	ours := func(ctx context.Context, user string, after redisstore.ListCursor) error {
-		_, err := router.ListConversations(ctx, user, "", after, pageLimit)
+	reads := readpath.New(redisstore.NewInboxRouter(s, nil, 0)) // the path the API lists through
+	ours := func(ctx context.Context, user string, after readpath.ListCursor) error {
+		_, err := reads.ListConversations(ctx, user, "", after, pageLimit)
 		return err
 	}
 	baselineScript := redis.NewScript(baselinePageLua)
 	k := s.Keys()
-	baseline := func(ctx context.Context, user string, after redisstore.ListCursor) error {
+	baseline := func(ctx context.Context, user string, after readpath.ListCursor) error {
 		score, conv := "+inf", ""
 		if after.Conv != "" {
 			score, conv = strconv.FormatInt(after.Activity, 10), after.Conv
@@ -157,13 +158,13 @@ func measure(ctx context.Context, rdb *redis.Client, list lister, n, samples int
 	}
 	for range samples {
 		t := time.Now()
-		if err := list(ctx, bigUser, redisstore.ListCursor{}); err != nil {
+		if err := list(ctx, bigUser, readpath.ListCursor{}); err != nil {
 			return p, fmt.Errorf("%s: list %s: %w", name, bigUser, err)
 		}
 		first = append(first, time.Since(t))
 		i := rng.IntN(n)
 		t = time.Now()
-		if err := list(ctx, bigUser, redisstore.ListCursor{Activity: startMS + int64(i), Conv: fmt.Sprint(bigUser, "-d", i)}); err != nil {
+		if err := list(ctx, bigUser, readpath.ListCursor{Activity: startMS + int64(i), Conv: fmt.Sprint(bigUser, "-d", i)}); err != nil {
 			return p, fmt.Errorf("%s: list %s deep: %w", name, bigUser, err)
 		}
 		deep = append(deep, time.Since(t))
@@ -179,12 +180,12 @@ func measure(ctx context.Context, rdb *redis.Client, list lister, n, samples int
 	go func() {
 		defer wg.Done()
 		for busy.Err() == nil {
-			_ = list(busy, bigUser, redisstore.ListCursor{})
+			_ = list(busy, bigUser, readpath.ListCursor{})
 		}
 	}()
 	for i := range samples {
 		t := time.Now()
-		if err := list(ctx, fmt.Sprint("user", i%otherUsers), redisstore.ListCursor{}); err != nil {
+		if err := list(ctx, fmt.Sprint("user", i%otherUsers), readpath.ListCursor{}); err != nil {
 			stop()
 			wg.Wait()
 			return p, fmt.Errorf("%s: list other user: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -60,11 +61,11 @@ func (g *noticeGroup) say(at time.Time, tag string, n int) (last uint64) {
 func (g *noticeGroup) unread() uint64 {
 	g.t.Helper()
 	ctx := context.Background()
-	l, err := g.s.ListConversations(ctx, "ann", "", redisstore.ListCursor{}, 10)
+	l, err := g.s.reads.ListConversations(ctx, "ann", "", readpath.ListCursor{}, 10)
 	if err != nil || len(l.Items) != 1 || !l.Items[0].Large {
 		g.t.Fatalf("list: %+v (err %v); want the one large group", l, err)
 	}
-	res, err := g.s.Sync(ctx, syncReq("ann", "phone", 5, 1<<20))
+	res, err := g.s.reads.Sync(ctx, syncReq("ann", "phone", 5, 1<<20))
 	if err != nil {
 		g.t.Fatal(err)
 	}

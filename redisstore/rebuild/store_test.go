@@ -13,6 +13,7 @@ import (
 	"github.com/offlinebox/offlinebox/internal/storetest"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -23,6 +24,8 @@ type rig struct {
 	*Rebuilder
 	rdb  redis.UniversalClient
 	keys redisstore.Keys
+	// reads is the read path over the store, for tests that look through it.
+	reads *readpath.Reader
 }
 
 func newRig(t *testing.T, threshold int) *rig {
@@ -32,7 +35,7 @@ func newRig(t *testing.T, threshold int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{Store: st, Rebuilder: New(st), rdb: st.Client(), keys: st.Keys()}
+	return &rig{Store: st, Rebuilder: New(st), rdb: st.Client(), keys: st.Keys(), reads: readpath.New(redisstore.NewInboxRouter(st, nil, 0))}
 }
 
 // expStore is a store with the default configuration.
@@ -104,14 +107,14 @@ func listLarge(t *testing.T, s *rig, user, conv string) {
 
 type testSizer struct{}
 
-func (testSizer) Envelope() int                        { return 100 }
-func (testSizer) Mention(m redisstore.SyncMention) int { return proto.Size(m.Message) + 60 }
+func (testSizer) Envelope() int                      { return 100 }
+func (testSizer) Mention(m readpath.SyncMention) int { return proto.Size(m.Message) + 60 }
 
-func (testSizer) Conv(*redisstore.SyncConv) int      { return 120 }
-func (testSizer) Message(m *schemas.Sequenced) int   { return proto.Size(m) + 40 }
-func (testSizer) Summary(redisstore.SyncSummary) int { return 100 }
+func (testSizer) Conv(*readpath.SyncConv) int      { return 120 }
+func (testSizer) Message(m *schemas.Sequenced) int { return proto.Size(m) + 40 }
+func (testSizer) Summary(readpath.SyncSummary) int { return 100 }
 
-func syncReq(user, device string, limit, budget int) redisstore.SyncRequest {
-	return redisstore.SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{},
+func syncReq(user, device string, limit, budget int) readpath.SyncRequest {
+	return readpath.SyncRequest{User: user, Device: device, Limit: limit, MaxBytes: budget, Sizer: testSizer{},
 		Cursors: map[string]redisstore.Position{}}
 }

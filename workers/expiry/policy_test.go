@@ -13,6 +13,7 @@ import (
 	"github.com/offlinebox/offlinebox/chstore"
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/redisstore"
+	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/retention"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -206,7 +207,7 @@ func TestPolicyFileRemovesExactlyTheMessagesPastTheirPolicyFromRedisAndHistory(t
 		after      uint64
 		incomplete bool
 	}{{0, true}, {4, false}} {
-		p, err := f.store.ReadPage(context.Background(), "alice", "grp-1", redisstore.PageQuery{After: c.after, HasAfter: true, Limit: 10})
+		p, err := readpath.New(redisstore.NewInboxRouter(f.store, nil, 0)).ReadPage(context.Background(), "alice", "grp-1", readpath.PageQuery{After: c.after, HasAfter: true, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
