@@ -3,12 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+	"sync"
+
+	"github.com/offlinebox/offlinebox/jsontok"
 )
 
 // maxJSONDepth bounds the nesting of a request body; no request needs more
@@ -23,36 +23,49 @@ const maxJSONDepth = 32
 // struct's field names (json matches them ignoring case). Everything else
 // (types, ranges) is left to the decoder and the handlers.
 func checkJSON(data []byte, t reflect.Type, prefix string) *apiError {
-	sc := &jsonScanner{data: data, prefix: prefix}
-	sc.space()
+	sc := scanners.Get().(*jsonScanner)
+	defer sc.release()
+	sc.data, sc.prefix = data, prefix
+	sc.tok.Reset(data)
+	sc.tok.Space()
 	if err := sc.value(t, loc{parent: prefix, index: -1}, 0); err != nil {
 		return err
 	}
-	if sc.space(); sc.pos < len(sc.data) {
+	if sc.tok.Space(); sc.tok.Remaining() > 0 {
 		return badRequest(joinField(prefix, "body"), "trailing data after the JSON value")
 	}
 	return nil
 }
 
+// scanners keeps scanners between requests with the buffer their
+// tokenizer unescapes strings into, so that a body with escapes costs no
+// allocation once the buffer has grown.
+var scanners = sync.Pool{New: func() any { return new(jsonScanner) }}
+
+// maxKeptUnescaped bounds the buffer a released scanner keeps.
+const maxKeptUnescaped = 16 << 10
+
+func (sc *jsonScanner) release() {
+	sc.data = nil
+	sc.tok.Release(maxKeptUnescaped)
+	scanners.Put(sc)
+}
+
+// jsonScanner walks a body with the wire's tokenizer: the tokenizer
+// reads white space, strings, numbers and literals; the walk says what
+// was expected where, and names the field.
 type jsonScanner struct {
+	tok    jsontok.Tokenizer
 	data   []byte
-	pos    int
 	prefix string
 }
 
 func (sc *jsonScanner) malformed() *apiError {
-	return badRequest(joinField(sc.prefix, "body"), "malformed JSON at offset %d", sc.pos)
+	return badRequest(joinField(sc.prefix, "body"), "malformed JSON at offset %d", sc.tok.Pos())
 }
 
-func (sc *jsonScanner) space() {
-	for sc.pos < len(sc.data) {
-		switch sc.data[sc.pos] {
-		case ' ', '\t', '\n', '\r':
-			sc.pos++
-		default:
-			return
-		}
-	}
+func (sc *jsonScanner) incomplete() *apiError {
+	return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
 }
 
 // loc is where a value is, spelled out only when an error or a nested
@@ -73,13 +86,13 @@ func (l loc) String() string {
 	return l.parent
 }
 
-// value scans one value at l; t is the Go type it will be decoded into
-// (nil: any).
+// value scans one value at l (white space before it read); t is the Go
+// type it will be decoded into (nil: any).
 func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
-	if sc.pos >= len(sc.data) {
-		return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
+	if sc.tok.Remaining() == 0 {
+		return sc.incomplete()
 	}
-	switch c := sc.data[sc.pos]; {
+	switch c := sc.data[sc.tok.Pos()]; {
 	case c == '{', c == '[':
 		path := l.String()
 		if depth >= maxJSONDepth {
@@ -93,30 +106,31 @@ func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
 		_, err := sc.str(l, false)
 		return err
 	case c == '-' || (c >= '0' && c <= '9'):
-		return sc.number()
+		sc.tok.Number()
+	case c == 't':
+		sc.tok.Literal("true")
+	case c == 'f':
+		sc.tok.Literal("false")
+	case c == 'n':
+		sc.tok.Literal("null")
 	default:
-		for _, lit := range []string{"true", "false", "null"} {
-			if bytes.HasPrefix(sc.data[sc.pos:], []byte(lit)) {
-				sc.pos += len(lit)
-				return nil
-			}
-		}
 		return sc.malformed()
 	}
+	if sc.tok.Err() != nil {
+		return sc.malformed()
+	}
+	return nil
 }
 
 func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError {
-	sc.pos++ // {
+	sc.tok.Consume('{')
 	shape := shapeOf(t)
 	var seen keySet
-	sc.space()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
-		sc.pos++
+	if sc.tok.Consume('}') {
 		return nil
 	}
 	for {
-		sc.space()
-		if sc.pos >= len(sc.data) || sc.data[sc.pos] != '"' {
+		if sc.tok.Peek() != '"' {
 			return sc.malformed()
 		}
 		key, err := sc.str(loc{parent: path, index: -1}, true)
@@ -137,12 +151,10 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 		case reflect.Map:
 			elem = shape.elem
 		}
-		sc.space()
-		if sc.pos >= len(sc.data) || sc.data[sc.pos] != ':' {
+		if !sc.tok.Consume(':') {
 			return sc.malformed()
 		}
-		sc.pos++
-		sc.space()
+		sc.tok.Space()
 		if err := sc.value(elem, at, depth); err != nil {
 			return err
 		}
@@ -153,19 +165,17 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 }
 
 func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
-	sc.pos++ // [
+	sc.tok.Consume('[')
 	shape := shapeOf(t)
 	var elem reflect.Type
 	if shape.kind == reflect.Slice {
 		elem = shape.elem
 	}
-	sc.space()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == ']' {
-		sc.pos++
+	if sc.tok.Consume(']') {
 		return nil
 	}
 	for i := 0; ; i++ {
-		sc.space()
+		sc.tok.Space()
 		if err := sc.value(elem, loc{parent: path, index: i}, depth); err != nil {
 			return err
 		}
@@ -178,183 +188,38 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 // separator consumes what follows a member of an object or array: a comma
 // (more follow) or its closer (done).
 func (sc *jsonScanner) separator(closer byte) (done bool, err *apiError) {
-	sc.space()
-	if sc.pos >= len(sc.data) {
-		return false, sc.malformed()
-	}
-	switch sc.data[sc.pos] {
-	case ',':
-		sc.pos++
+	switch {
+	case sc.tok.Consume(','):
 		return false, nil
-	case closer:
-		sc.pos++
+	case sc.tok.Consume(closer):
 		return true, nil
 	}
 	return false, sc.malformed()
 }
 
-// str scans a string at sc.pos (its opening quote); it returns the decoded
-// bytes when want (keys): a piece of the body itself when the string has
-// no escapes. Invalid UTF-8 names the value's field, or for a key the
-// object holding it.
+// str scans a string at the tokenizer's position (its opening quote); it
+// returns the decoded bytes when want (keys), kept beyond the next
+// string. Invalid UTF-8 names the value's field, or for a key the object
+// holding it.
 func (sc *jsonScanner) str(l loc, want bool) ([]byte, *apiError) {
-	sc.pos++ // "
-	// Most strings are plain ASCII without escapes: taken as they are.
-	start := sc.pos
-	for sc.pos < len(sc.data) {
-		c := sc.data[sc.pos]
-		if c == '"' {
-			sc.pos++
-			return sc.data[start : sc.pos-1 : sc.pos-1], nil
-		}
-		if c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
-		sc.pos++
-	}
-	var b []byte
-	if want {
-		b = append(b, sc.data[start:sc.pos]...)
-	}
-	bad := func(what string) *apiError {
-		if want {
-			return badRequest(fieldOrBody(l.String(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", what)
-		}
-		return badRequest(fieldOrBody(l.String(), sc.prefix), "is not valid UTF-8 (%s)", what)
-	}
-	for sc.pos < len(sc.data) {
-		c := sc.data[sc.pos]
-		switch {
-		case c == '"':
-			sc.pos++
-			if b == nil {
-				b = []byte{}
-			}
-			return b, nil
-		case c < 0x20:
-			return nil, sc.malformed()
-		case c == '\\':
-			r, err := sc.escape(bad)
-			if err != nil {
-				return nil, err
-			}
-			if want {
-				b = utf8.AppendRune(b, r)
-			}
-		case c < utf8.RuneSelf:
-			sc.pos++
-			if want {
-				b = append(b, c)
-			}
-		default:
-			r, size := utf8.DecodeRune(sc.data[sc.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return nil, bad(fmt.Sprintf("byte 0x%02x at offset %d", c, sc.pos))
-			}
-			sc.pos += size
-			if want {
-				b = append(b, sc.data[sc.pos-size:sc.pos]...)
-			}
-		}
-	}
-	return nil, badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
-}
-
-// escape decodes the escape at sc.pos (its backslash); a surrogate must be
-// a high one followed at once by a low one.
-func (sc *jsonScanner) escape(bad func(string) *apiError) (rune, *apiError) {
-	if sc.pos+1 >= len(sc.data) {
-		return 0, sc.malformed()
-	}
-	switch e := sc.data[sc.pos+1]; e {
-	case '"', '\\', '/':
-		sc.pos += 2
-		return rune(e), nil
-	case 'b':
-		sc.pos += 2
-		return '\b', nil
-	case 'f':
-		sc.pos += 2
-		return '\f', nil
-	case 'n':
-		sc.pos += 2
-		return '\n', nil
-	case 'r':
-		sc.pos += 2
-		return '\r', nil
-	case 't':
-		sc.pos += 2
-		return '\t', nil
-	case 'u':
-	default:
-		return 0, sc.malformed()
-	}
-	r, ok := sc.hex4(sc.pos + 2)
-	if !ok {
-		return 0, sc.malformed()
-	}
-	at := sc.pos
-	sc.pos += 6
-	if !utf16.IsSurrogate(r) {
-		return r, nil
-	}
-	if r < 0xdc00 && sc.pos+1 < len(sc.data) && sc.data[sc.pos] == '\\' && sc.data[sc.pos+1] == 'u' {
-		if lo, ok := sc.hex4(sc.pos + 2); ok && lo >= 0xdc00 && lo <= 0xdfff {
-			sc.pos += 6
-			return utf16.DecodeRune(r, lo), nil
-		}
-	}
-	return 0, bad(fmt.Sprintf("lone surrogate %s at offset %d", sc.data[at:at+6], at))
-}
-
-func (sc *jsonScanner) hex4(at int) (rune, bool) {
-	if at+4 > len(sc.data) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(sc.data[at:at+4]), 16, 32)
-	return rune(n), err == nil
-}
-
-// number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (sc *jsonScanner) number() *apiError {
-	d := sc.data
-	i := sc.pos
-	if d[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		start := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		return i - start
-	}
+	s, invalid := sc.tok.StrictString()
 	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case digits() == 0:
-		sc.pos = i
-		return sc.malformed()
+	case invalid != "" && want:
+		return nil, badRequest(fieldOrBody(l.String(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", invalid)
+	case invalid != "":
+		return nil, badRequest(fieldOrBody(l.String(), sc.prefix), "is not valid UTF-8 (%s)", invalid)
+	case sc.tok.Err() != nil && sc.tok.Remaining() == 0:
+		return nil, sc.incomplete() // the string never ends
+	case sc.tok.Err() != nil:
+		return nil, sc.malformed()
+	case !want:
+		return nil, nil
+	case sc.tok.Buffered(s):
+		return bytes.Clone(s), nil
+	case s == nil:
+		return []byte{}, nil // a key's presence is its being non-nil
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if digits() == 0 {
-			sc.pos = i
-			return sc.malformed()
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			sc.pos = i
-			return sc.malformed()
-		}
-	}
-	sc.pos = i
-	return nil
+	return s, nil
 }
 
 func fieldOrBody(path, prefix string) string {

@@ -44,7 +44,7 @@ func walkAnswer[T any](dst *T, data []byte, walk func(*jsonReader, *T), reflect 
 	var out T
 	rd := newJSONReader(data)
 	walk(rd, &out)
-	err := rd.end()
+	err := rd.End()
 	rd.release()
 	if errors.Is(err, errReflectOnly) {
 		return reflect(data)
@@ -181,7 +181,7 @@ func (r *jsonReader) syncConv(c *SyncConv) {
 var gapKeys = []string{"from", "to"}
 
 func (r *jsonReader) gap(dst **gap) {
-	if r.null() {
+	if r.Null() {
 		*dst = nil
 		return
 	}
@@ -257,14 +257,14 @@ func (r *jsonReader) page(p *Page) {
 // reader keeps and copied once into a slice of their number: appending to
 // the answer's own slice would copy them at every growth.
 func (r *jsonReader) messages(dst *[]Message) {
-	if !r.open('[') {
-		if r.err == nil {
+	if !r.Open('[') {
+		if r.Err() == nil {
 			*dst = nil
 		}
 		return
 	}
 	buf := r.msgs[:0]
-	for first := true; r.more(&first, ']'); {
+	for first := true; r.More(&first, ']'); {
 		buf = append(buf, Message{})
 		r.message(&buf[len(buf)-1])
 	}
@@ -406,7 +406,7 @@ func (r *jsonReader) convItem(c *ConvItem) {
 var previewKeys = []string{"seq", "sender", "ts", "text"}
 
 func (r *jsonReader) preview(dst **Preview) {
-	if r.null() {
+	if r.Null() {
 		*dst = nil
 		return
 	}

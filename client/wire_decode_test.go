@@ -441,7 +441,7 @@ func TestTheReaderDecodesTheServersAnswersWithoutFallingBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newJSONReader(a.data)
 			a.decode(r)
-			if err := r.end(); err != nil {
+			if err := r.End(); err != nil {
 				t.Fatalf("the reader left a server answer to encoding/json or failed: %v", err)
 			}
 		})
@@ -461,7 +461,7 @@ func TestTheReaderLeavesRepeatedAndCaseFoldedKeysToEncodingJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newJSONReader([]byte(tt.answer))
 			r.syncResponse(new(SyncResponse))
-			if err := r.end(); err != errReflectOnly {
+			if err := r.End(); err != errReflectOnly {
 				t.Fatalf("reader: %v; want it to leave the answer to encoding/json", err)
 			}
 			if err := decodersAgree([]byte(tt.answer)); err != nil {
