@@ -311,6 +311,20 @@ func (r *jsonReader) uint(dst *uint64) {
 	*dst = v
 }
 
+// uintPtr reads an unsigned integer into a new value that dst points to
+// (uint's rules); a null sets dst to nil, as encoding/json does.
+func (r *jsonReader) uintPtr(dst **uint64) {
+	if r.Null() {
+		*dst = nil
+		return
+	}
+	var v uint64
+	r.uint(&v)
+	if r.Err() == nil {
+		*dst = &v
+	}
+}
+
 // intBits reads a signed integer of bits bits into dst as encoding/json
 // does (strconv.ParseInt); a null leaves dst as it is.
 func (r *jsonReader) intBits(dst *int64, bits int) {

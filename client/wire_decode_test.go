@@ -338,7 +338,7 @@ func decodersAgree(data []byte) error {
 			func() (any, error) { var v Page; err := v.decodeWire(data); return v, err },
 			func() (any, error) { var v Page; err := v.decodeReflect(data); return v, err }},
 		{"conversation list",
-			func() (any, error) { var v ConvList; err := v.decodeWire(data); return v, err },
+			func() (any, error) { var v ConvList; err := decodeConvList(&v, data); return v, err },
 			func() (any, error) { var v ConvList; err := json.Unmarshal(data, &v); return v, err }},
 	}
 	for _, c := range checks {
@@ -581,7 +581,7 @@ func TestADecodedAnswerKeepsNothingOfTheBytesItWasReadFrom(t *testing.T) {
 		"sync answer left to encoding/json": {[]byte(`{"resync":true,"Resync":true,"conversations":[{"conv_id":"g","messages":[{"text":"t","body":"AAEC"}]}]}`),
 			func(b []byte) (any, error) { var v SyncResponse; err := v.decodeWire(b); return v, err }},
 		"page":              {serverPageAnswer(6, 30, true), func(b []byte) (any, error) { var v Page; err := v.decodeWire(b); return v, err }},
-		"conversation list": {serverConvList(8, 30), func(b []byte) (any, error) { var v ConvList; err := v.decodeWire(b); return v, err }},
+		"conversation list": {serverConvList(8, 30), func(b []byte) (any, error) { var v ConvList; err := decodeConvList(&v, b); return v, err }},
 	}
 	for name, a := range answers {
 		t.Run(name, func(t *testing.T) {
