@@ -228,21 +228,18 @@ func (t *Tokenizer) Number() []byte {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i++; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
-		}
+		i, _ = digits(d, i+1)
 	default:
 		t.pos = i
 		t.Syntax("expected a digit")
 		return nil
 	}
+	var ok bool
 	if i < len(d) && d[i] == '.' {
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+		if i, ok = digits(d, i+1); !ok {
 			t.pos = i
 			t.Syntax("expected a digit after '.'")
 			return nil
-		}
-		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -250,16 +247,24 @@ func (t *Tokenizer) Number() []byte {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+		if i, ok = digits(d, i); !ok {
 			t.pos = i
 			t.Syntax("expected a digit in an exponent")
 			return nil
 		}
-		for ; i < len(d) && '0' <= d[i] && d[i] <= '9'; i++ {
-		}
 	}
 	t.pos = i
 	return d[start:i]
+}
+
+// digits is where the run of digits of d from i ends; false when there
+// is none.
+func digits(d []byte, i int) (int, bool) {
+	j := i
+	for j < len(d) && '0' <= d[j] && d[j] <= '9' {
+		j++
+	}
+	return j, j > i
 }
 
 // Skip reads any value (of a key the reader does not know), checking it
