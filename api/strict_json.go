@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -25,10 +26,10 @@ const maxJSONDepth = 32
 func checkJSON(data []byte, t reflect.Type, prefix string) *apiError {
 	sc := scanners.Get().(*jsonScanner)
 	defer sc.release()
-	sc.data, sc.prefix = data, prefix
-	sc.tok.Reset(data)
+	sc.data, sc.prefix, sc.stack = data, prefix, sc.stack[:0]
+	sc.tok.ResetStrict(data)
 	sc.tok.Space()
-	if err := sc.value(t, loc{parent: prefix, index: -1}, 0); err != nil {
+	if err := sc.value(t, 0); err != nil {
 		return err
 	}
 	if sc.tok.Space(); sc.tok.Remaining() > 0 {
@@ -47,6 +48,7 @@ const maxKeptUnescaped = 16 << 10
 
 func (sc *jsonScanner) release() {
 	sc.data = nil
+	clear(sc.stack) // the keys are the body's bytes
 	sc.tok.Release(maxKeptUnescaped)
 	scanners.Put(sc)
 }
@@ -58,6 +60,30 @@ type jsonScanner struct {
 	tok    jsontok.Tokenizer
 	data   []byte
 	prefix string
+	// stack is where the value being read is, below prefix: spelled out
+	// (path) only when an error names it.
+	stack []step
+}
+
+// step is one level of a value's place: a member of an object (key), or
+// an item of an array (key nil, index).
+type step struct {
+	key   []byte
+	index int
+}
+
+// path names the value being read: prefix, then each member's key and
+// each item's index.
+func (sc *jsonScanner) path() string {
+	p := sc.prefix
+	for _, st := range sc.stack {
+		if st.key != nil {
+			p = joinField(p, string(st.key))
+		} else {
+			p = p + "[" + strconv.Itoa(st.index) + "]"
+		}
+	}
+	return p
 }
 
 func (sc *jsonScanner) malformed() *apiError {
@@ -68,42 +94,23 @@ func (sc *jsonScanner) incomplete() *apiError {
 	return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
 }
 
-// loc is where a value is, spelled out only when an error or a nested
-// value needs it: most values are scalars that never do.
-type loc struct {
-	parent string
-	key    []byte // a member of an object, or
-	index  int    // an item of an array (key nil), or -1: the parent itself
-}
-
-func (l loc) String() string {
-	switch {
-	case l.key != nil:
-		return joinField(l.parent, string(l.key))
-	case l.index >= 0:
-		return l.parent + "[" + strconv.Itoa(l.index) + "]"
-	}
-	return l.parent
-}
-
-// value scans one value at l (white space before it read); t is the Go
-// type it will be decoded into (nil: any).
-func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
+// value scans one value at the stack's place (white space before it
+// read); t is the Go type it will be decoded into (nil: any).
+func (sc *jsonScanner) value(t reflect.Type, depth int) *apiError {
 	if sc.tok.Remaining() == 0 {
 		return sc.incomplete()
 	}
 	switch c := sc.data[sc.tok.Pos()]; {
 	case c == '{', c == '[':
-		path := l.String()
 		if depth >= maxJSONDepth {
-			return badRequest(fieldOrBody(path, sc.prefix), "nests deeper than %d levels", maxJSONDepth)
+			return badRequest(fieldOrBody(sc.path(), sc.prefix), "nests deeper than %d levels", maxJSONDepth)
 		}
 		if c == '{' {
-			return sc.object(t, path, depth+1)
+			return sc.object(t, depth+1)
 		}
-		return sc.array(t, path, depth+1)
+		return sc.array(t, depth+1)
 	case c == '"':
-		_, err := sc.str(l, false)
+		_, err := sc.str(false)
 		return err
 	case c == '-' || (c >= '0' && c <= '9'):
 		sc.tok.Number()
@@ -122,7 +129,7 @@ func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
 	return nil
 }
 
-func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError {
+func (sc *jsonScanner) object(t reflect.Type, depth int) *apiError {
 	sc.tok.Consume('{')
 	shape := shapeOf(t)
 	var seen keySet
@@ -133,20 +140,20 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 		if sc.tok.Peek() != '"' {
 			return sc.malformed()
 		}
-		key, err := sc.str(loc{parent: path, index: -1}, true)
+		key, err := sc.str(true)
 		if err != nil {
 			return err
 		}
-		at := loc{parent: path, key: key}
+		sc.stack = append(sc.stack, step{key: key})
 		if !seen.add(key) {
-			return badRequest(at.String(), "is given more than once")
+			return badRequest(sc.path(), "is given more than once")
 		}
 		var elem reflect.Type
 		switch shape.kind {
 		case reflect.Struct:
 			var ok bool
 			if elem, ok = shape.field(key); !ok {
-				return shape.unknown(at.String(), string(key))
+				return shape.unknown(sc.path(), string(key))
 			}
 		case reflect.Map:
 			elem = shape.elem
@@ -155,16 +162,17 @@ func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError 
 			return sc.malformed()
 		}
 		sc.tok.Space()
-		if err := sc.value(elem, at, depth); err != nil {
+		if err := sc.value(elem, depth); err != nil {
 			return err
 		}
+		sc.stack = sc.stack[:len(sc.stack)-1]
 		if done, err := sc.separator('}'); done || err != nil {
 			return err
 		}
 	}
 }
 
-func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
+func (sc *jsonScanner) array(t reflect.Type, depth int) *apiError {
 	sc.tok.Consume('[')
 	shape := shapeOf(t)
 	var elem reflect.Type
@@ -176,9 +184,11 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 	}
 	for i := 0; ; i++ {
 		sc.tok.Space()
-		if err := sc.value(elem, loc{parent: path, index: i}, depth); err != nil {
+		sc.stack = append(sc.stack, step{index: i})
+		if err := sc.value(elem, depth); err != nil {
 			return err
 		}
+		sc.stack = sc.stack[:len(sc.stack)-1]
 		if done, err := sc.separator(']'); done || err != nil {
 			return err
 		}
@@ -200,18 +210,13 @@ func (sc *jsonScanner) separator(closer byte) (done bool, err *apiError) {
 // str scans a string at the tokenizer's position (its opening quote); it
 // returns the decoded bytes when want (keys), kept beyond the next
 // string. Invalid UTF-8 names the value's field, or for a key the object
-// holding it.
-func (sc *jsonScanner) str(l loc, want bool) ([]byte, *apiError) {
-	s, invalid := sc.tok.StrictString()
+// holding it: the stack's place either way.
+func (sc *jsonScanner) str(want bool) ([]byte, *apiError) {
+	s := sc.tok.StringBytes()
+	if err := sc.tok.Err(); err != nil {
+		return nil, sc.strError(want, err)
+	}
 	switch {
-	case invalid != "" && want:
-		return nil, badRequest(fieldOrBody(l.String(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", invalid)
-	case invalid != "":
-		return nil, badRequest(fieldOrBody(l.String(), sc.prefix), "is not valid UTF-8 (%s)", invalid)
-	case sc.tok.Err() != nil && sc.tok.Remaining() == 0:
-		return nil, sc.incomplete() // the string never ends
-	case sc.tok.Err() != nil:
-		return nil, sc.malformed()
 	case !want:
 		return nil, nil
 	case sc.tok.Buffered(s):
@@ -220,6 +225,19 @@ func (sc *jsonScanner) str(l loc, want bool) ([]byte, *apiError) {
 		return []byte{}, nil // a key's presence is its being non-nil
 	}
 	return s, nil
+}
+
+func (sc *jsonScanner) strError(want bool, err error) *apiError {
+	var invalid *jsontok.InvalidTextError
+	switch {
+	case errors.As(err, &invalid) && want:
+		return badRequest(fieldOrBody(sc.path(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", invalid.What)
+	case invalid != nil:
+		return badRequest(fieldOrBody(sc.path(), sc.prefix), "is not valid UTF-8 (%s)", invalid.What)
+	case sc.tok.Remaining() == 0:
+		return sc.incomplete() // the string never ends
+	}
+	return sc.malformed()
 }
 
 func fieldOrBody(path, prefix string) string {
@@ -267,9 +285,14 @@ func (k *keySet) add(key []byte) bool {
 // jsonShape is what checkJSON needs of a Go type: a struct's exact field
 // names (with their types), or a map's or slice's element type.
 type jsonShape struct {
-	kind reflect.Kind
-	t    reflect.Type // the struct
-	elem reflect.Type
+	kind   reflect.Kind
+	fields []shapeField // the struct's
+	elem   reflect.Type
+}
+
+type shapeField struct {
+	name string
+	t    reflect.Type
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
@@ -283,7 +306,7 @@ func shapeOf(t reflect.Type) jsonShape {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return jsonShape{kind: reflect.Struct, t: t}
+		return jsonShape{kind: reflect.Struct, fields: fieldsOf(t)}
 	case reflect.Map:
 		return jsonShape{kind: reflect.Map, elem: t.Elem()}
 	case reflect.Slice, reflect.Array:
@@ -295,10 +318,20 @@ func shapeOf(t reflect.Type) jsonShape {
 	return jsonShape{kind: t.Kind()}
 }
 
-// fields calls f with each field's JSON name and type until f says stop.
-func (s jsonShape) fields(f func(name string, t reflect.Type) bool) {
-	for i := range s.t.NumField() {
-		sf := s.t.Field(i)
+// structFields caches each request struct's JSON field names, as
+// encoding/json caches its own: reading the tags again for every key cost
+// more than the rest of the walk. It holds a few entries, one per request
+// type, and only ever what the types say.
+var structFields sync.Map // reflect.Type → []shapeField
+
+// fieldsOf is the JSON name and type of each field of struct t.
+func fieldsOf(t reflect.Type) []shapeField {
+	if fs, ok := structFields.Load(t); ok {
+		return fs.([]shapeField)
+	}
+	var fs []shapeField
+	for i := range t.NumField() {
+		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		if !sf.IsExported() || name == "-" {
 			continue
@@ -306,33 +339,27 @@ func (s jsonShape) fields(f func(name string, t reflect.Type) bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		if !f(name, sf.Type) {
-			return
-		}
+		fs = append(fs, shapeField{name: name, t: sf.Type})
 	}
+	structFields.Store(t, fs)
+	return fs
 }
 
 // field is the type of the struct field named exactly key.
-func (s jsonShape) field(key []byte) (t reflect.Type, ok bool) {
-	s.fields(func(name string, ft reflect.Type) bool {
-		if name == string(key) {
-			t, ok = ft, true
+func (s jsonShape) field(key []byte) (reflect.Type, bool) {
+	for _, f := range s.fields {
+		if f.name == string(key) {
+			return f.t, true
 		}
-		return !ok
-	})
-	return t, ok
+	}
+	return nil, false
 }
 
 func (s jsonShape) unknown(field, key string) *apiError {
-	var near string
-	s.fields(func(name string, _ reflect.Type) bool {
-		if strings.EqualFold(name, key) {
-			near = name
+	for _, f := range s.fields {
+		if strings.EqualFold(f.name, key) {
+			return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", f.name)
 		}
-		return near == ""
-	})
-	if near != "" {
-		return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", near)
 	}
 	return badRequest(field, "is not a known field")
 }

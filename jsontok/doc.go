@@ -17,9 +17,9 @@
 // Open), then End() once the top-level value is read.
 //
 // Two readers need less or more than encoding/json's reading of a
-// string: StrictString refuses what encoding/json would rewrite (invalid
-// UTF-8, a lone surrogate), for requests whose ids must not collide;
-// PlainString takes printable ASCII without escapes only, for a fast
+// string: a walk begun by ResetStrict refuses what encoding/json would
+// rewrite (invalid UTF-8, a lone surrogate), for requests whose ids must
+// not collide; PlainString takes printable ASCII without escapes only, for a fast
 // path that leaves everything else to a slower reader. Consume and Uint
 // serve readers that walk a fixed shape byte by byte.
 //

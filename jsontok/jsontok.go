@@ -17,15 +17,22 @@ type Tokenizer struct {
 	err   error
 	// buf holds an unescaped string or key until the next one is read.
 	buf []byte
-	// strict is set for the length of a StrictString; invalid is what it
-	// found invalid.
-	strict  bool
-	invalid string
+	// strict: a walk begun by ResetStrict.
+	strict bool
 }
 
 // Reset starts a walk of data, keeping buf's memory.
 func (t *Tokenizer) Reset(data []byte) {
-	t.data, t.pos, t.depth, t.err = data, 0, 0, nil
+	t.data, t.pos, t.depth, t.err, t.strict = data, 0, 0, nil, false
+}
+
+// ResetStrict starts a strict walk of data: a string that encoding/json
+// would quietly rewrite (invalid UTF-8, a lone surrogate) is an
+// *InvalidTextError, for requests whose ids must not collide, and a
+// malformed escape's error is placed at its backslash.
+func (t *Tokenizer) ResetStrict(data []byte) {
+	t.Reset(data)
+	t.strict = true
 }
 
 // Fail keeps the first error; every step after it does nothing.

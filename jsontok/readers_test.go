@@ -2,14 +2,15 @@ package jsontok
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
-func TestStrictStringRefusesWhatEncodingJSONWouldRewrite(t *testing.T) {
+func TestAStrictWalkRefusesStringsEncodingJSONWouldRewrite(t *testing.T) {
 	tests := []struct {
 		name, in    string
 		want        string // the string read, when valid
-		invalid     string // what StrictString says is invalid
+		invalid     string // what the strict walk says is invalid
 		malformedAt int    // offset of the syntax error kept; -1: none
 	}{
 		{"plain", `"abc"`, "abc", "", -1},
@@ -30,14 +31,19 @@ func TestStrictStringRefusesWhatEncodingJSONWouldRewrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var tk Tokenizer
-			tk.Reset([]byte(tt.in))
-			s, invalid := tk.StrictString()
+			tk.ResetStrict([]byte(tt.in))
+			s := tk.StringBytes()
+			var invalid string
+			var ie *InvalidTextError
+			if errors.As(tk.Err(), &ie) {
+				invalid = ie.What
+			}
 			switch {
 			case invalid != tt.invalid:
-				t.Fatalf("invalid %q; want %q", invalid, tt.invalid)
+				t.Fatalf("invalid %q (error %v); want %q", invalid, tk.Err(), tt.invalid)
 			case tt.malformedAt >= 0 && (tk.Err() == nil || tk.Pos() != tt.malformedAt):
 				t.Fatalf("error %v at %d; want one at %d", tk.Err(), tk.Pos(), tt.malformedAt)
-			case tt.malformedAt < 0 && tk.Err() != nil:
+			case tt.malformedAt < 0 && invalid == "" && tk.Err() != nil:
 				t.Fatalf("error %v; want none", tk.Err())
 			case invalid == "" && tt.malformedAt < 0 && string(s) != tt.want:
 				t.Fatalf("read %q; want %q", s, tt.want)
@@ -45,7 +51,7 @@ func TestStrictStringRefusesWhatEncodingJSONWouldRewrite(t *testing.T) {
 			if invalid == "" && tt.malformedAt < 0 {
 				var std string
 				if err := json.Unmarshal([]byte(tt.in), &std); err != nil || std != string(s) {
-					t.Fatalf("encoding/json reads %q (%v); StrictString %q", std, err, s)
+					t.Fatalf("encoding/json reads %q (%v); the strict walk %q", std, err, s)
 				}
 			}
 		})

@@ -11,7 +11,8 @@ import (
 // StringBytes reads the string at pos (its quote checked by the caller).
 // Without escapes and in valid UTF-8 it is the input's own bytes;
 // otherwise it is unescaped into t.buf as encoding/json unescapes it.
-// Either way the bytes are valid until the next string.
+// Either way the bytes are valid until the next string. In a strict walk
+// what encoding/json would rewrite is an *InvalidTextError instead.
 func (t *Tokenizer) StringBytes() []byte {
 	start := t.pos + 1
 	// Keys and names are short and plain: read them a byte at a time.
@@ -41,21 +42,16 @@ func (t *Tokenizer) StringBytes() []byte {
 	return s
 }
 
-// StrictString reads the string at Pos (its quote checked by the
-// caller) as StringBytes does, but refuses what encoding/json would
-// quietly rewrite to U+FFFD: invalid UTF-8, raw or as a lone surrogate
-// escape. invalid says what and where ("byte 0xff at offset 12"), and is
-// "" for a string that is valid or malformed (the error kept; a
-// malformed escape's error is placed at its backslash).
-func (t *Tokenizer) StrictString() (s []byte, invalid string) {
-	if t.err != nil {
-		return nil, ""
-	}
-	t.strict, t.invalid = true, ""
-	s = t.StringBytes()
-	t.strict = false
-	return s, t.invalid
+// InvalidTextError is what a strict walk (ResetStrict) refuses of a
+// string that encoding/json would quietly rewrite to U+FFFD: invalid
+// UTF-8, raw or as a lone surrogate escape.
+type InvalidTextError struct {
+	// What says what and where: "byte 0xff at offset 12", "lone
+	// surrogate \ud800 at offset 3".
+	What string
 }
+
+func (e *InvalidTextError) Error() string { return "invalid text in a JSON string: " + e.What }
 
 // Buffered says whether s, read by StringBytes or StrictString, was
 // unescaped into the Tokenizer's buffer (which the next string
@@ -158,7 +154,7 @@ func (t *Tokenizer) unquote(start int) []byte {
 			rr, size := utf8.DecodeRune(t.data[i:])
 			if rr == utf8.RuneError && size == 1 {
 				if t.strict {
-					t.invalid = fmt.Sprintf("byte 0x%02x at offset %d", c, i)
+					t.Fail(&InvalidTextError{What: fmt.Sprintf("byte 0x%02x at offset %d", c, i)})
 					return nil
 				}
 				b = utf8.AppendRune(b, utf8.RuneError)
@@ -204,7 +200,7 @@ func (t *Tokenizer) escape(b []byte, i int) ([]byte, int, bool) {
 				}
 			}
 			if t.strict {
-				t.invalid = fmt.Sprintf("lone surrogate %s at offset %d", t.data[i-6:i], i-6)
+				t.Fail(&InvalidTextError{What: fmt.Sprintf("lone surrogate %s at offset %d", t.data[i-6:i], i-6)})
 				return b, i, false
 			}
 			rr = utf8.RuneError
