@@ -53,7 +53,7 @@ type InvalidTextError struct {
 
 func (e *InvalidTextError) Error() string { return "invalid text in a JSON string: " + e.What }
 
-// Buffered says whether s, read by StringBytes or StrictString, was
+// Buffered says whether s, read by StringBytes, was
 // unescaped into the Tokenizer's buffer (which the next string
 // overwrites) rather than being a piece of the input.
 func (t *Tokenizer) Buffered(s []byte) bool {
