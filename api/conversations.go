@@ -12,31 +12,11 @@ import (
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
-type conversationListJSON struct {
-	Conversations []conversationJSON `json:"conversations"`
-	// Next is the cursor of the following page; empty on the last page.
-	Next string `json:"next,omitempty"`
-}
-
-type conversationJSON struct {
-	ConvID       string        `json:"conv_id"`
-	Kind         string        `json:"kind"`
-	Large        bool          `json:"large"`
-	Unread       uint64        `json:"unread"`
-	LastSeq      uint64        `json:"last_seq"`
-	ReadSeq      uint64        `json:"read_seq"`
-	LastActiveMS int64         `json:"last_active_ms"`
-	Preview      *wire.Preview `json:"preview"`
-	Mentions     int           `json:"mentions"`
-	AckedSeq     uint64        `json:"acked_seq"`
-	// Left: the user left this group; what was sent while they were a
-	// member stays readable.
-	Left bool `json:"left"`
-	// Direct conversations: the peer's delivered and read seq (what of
-	// the user's messages the peer stored and read).
-	PeerDeliveredSeq *uint64 `json:"peer_delivered_seq,omitempty"`
-	PeerReadSeq      *uint64 `json:"peer_read_seq,omitempty"`
-}
+// The list's shapes are the contract's, written by encoding/json.
+type (
+	conversationListJSON = wire.ConvList
+	conversationJSON     = wire.ConvItem
+)
 
 // listConversations answers GET /v1/conversations: one page of the user's
 // conversations, most recently active first. It reads the inbox index

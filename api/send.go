@@ -16,26 +16,7 @@ import (
 
 // sendRequest is the body of POST /v1/messages. The sender is the
 // authenticated user.
-type sendRequest struct {
-	ClientMsgID string   `json:"client_msg_id"`
-	ConvID      string   `json:"conv_id"`
-	ConvType    string   `json:"conv_type"`
-	Kind        string   `json:"kind"`
-	Recipients  []string `json:"recipients"`
-	Mentions    []string `json:"mentions"`
-	MentionAll  bool     `json:"mention_all"`
-	QoS         string   `json:"qos"`
-	ContentType string   `json:"content_type"`
-	Body        []byte   `json:"body"`
-	// Text is a text body as a string, as the answers give it: at most
-	// one of Body and Text; with Text, an absent content type is
-	// text/plain.
-	Text       *string `json:"text"`
-	SendTimeMS int64   `json:"send_time_ms"`
-	// Role a member_join gives (member, admin, owner). There is no
-	// authority field: what the API produces always speaks for its sender.
-	Role string `json:"role"`
-}
+type sendRequest = wire.SendRequest
 
 // sendMessage answers POST /v1/messages: the message is validated, checked
 // against the conversation (the sender must be a member of an existing

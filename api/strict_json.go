@@ -3,12 +3,13 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+	"sync"
+
+	"github.com/offlinebox/offlinebox/jsontok"
 )
 
 // maxJSONDepth bounds the nesting of a request body; no request needs more
@@ -23,152 +24,171 @@ const maxJSONDepth = 32
 // struct's field names (json matches them ignoring case). Everything else
 // (types, ranges) is left to the decoder and the handlers.
 func checkJSON(data []byte, t reflect.Type, prefix string) *apiError {
-	sc := &jsonScanner{data: data, prefix: prefix}
-	sc.space()
-	if err := sc.value(t, loc{parent: prefix, index: -1}, 0); err != nil {
+	sc := scanners.Get().(*jsonScanner)
+	defer sc.release()
+	sc.data, sc.prefix, sc.stack = data, prefix, sc.stack[:0]
+	sc.tok.ResetStrict(data)
+	sc.tok.Space()
+	if err := sc.value(t, 0); err != nil {
 		return err
 	}
-	if sc.space(); sc.pos < len(sc.data) {
+	if sc.tok.Space(); sc.tok.Remaining() > 0 {
 		return badRequest(joinField(prefix, "body"), "trailing data after the JSON value")
 	}
 	return nil
 }
 
+// scanners keeps scanners between requests with the buffer their
+// tokenizer unescapes strings into, so that a body with escapes costs no
+// allocation once the buffer has grown.
+var scanners = sync.Pool{New: func() any { return new(jsonScanner) }}
+
+// maxKeptUnescaped bounds the buffer a released scanner keeps.
+const maxKeptUnescaped = 16 << 10
+
+func (sc *jsonScanner) release() {
+	sc.data = nil
+	clear(sc.stack) // the keys are the body's bytes
+	sc.tok.Release(maxKeptUnescaped)
+	scanners.Put(sc)
+}
+
+// jsonScanner walks a body with the wire's tokenizer: the tokenizer
+// reads white space, strings, numbers and literals; the walk says what
+// was expected where, and names the field.
 type jsonScanner struct {
+	tok    jsontok.Tokenizer
 	data   []byte
-	pos    int
 	prefix string
+	// stack is where the value being read is, below prefix: spelled out
+	// (path) only when an error names it.
+	stack []step
+}
+
+// step is one level of a value's place: a member of an object (key), or
+// an item of an array (key nil, index).
+type step struct {
+	key   []byte
+	index int
+}
+
+// path names the value being read: prefix, then each member's key and
+// each item's index.
+func (sc *jsonScanner) path() string {
+	p := sc.prefix
+	for _, st := range sc.stack {
+		if st.key != nil {
+			p = joinField(p, string(st.key))
+		} else {
+			p = p + "[" + strconv.Itoa(st.index) + "]"
+		}
+	}
+	return p
 }
 
 func (sc *jsonScanner) malformed() *apiError {
-	return badRequest(joinField(sc.prefix, "body"), "malformed JSON at offset %d", sc.pos)
+	return badRequest(joinField(sc.prefix, "body"), "malformed JSON at offset %d", sc.tok.Pos())
 }
 
-func (sc *jsonScanner) space() {
-	for sc.pos < len(sc.data) {
-		switch sc.data[sc.pos] {
-		case ' ', '\t', '\n', '\r':
-			sc.pos++
-		default:
-			return
-		}
+func (sc *jsonScanner) incomplete() *apiError {
+	return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
+}
+
+// value scans one value at the stack's place (white space before it
+// read); t is the Go type it will be decoded into (nil: any).
+func (sc *jsonScanner) value(t reflect.Type, depth int) *apiError {
+	if sc.tok.Remaining() == 0 {
+		return sc.incomplete()
 	}
-}
-
-// loc is where a value is, spelled out only when an error or a nested
-// value needs it: most values are scalars that never do.
-type loc struct {
-	parent string
-	key    []byte // a member of an object, or
-	index  int    // an item of an array (key nil), or -1: the parent itself
-}
-
-func (l loc) String() string {
-	switch {
-	case l.key != nil:
-		return joinField(l.parent, string(l.key))
-	case l.index >= 0:
-		return l.parent + "[" + strconv.Itoa(l.index) + "]"
-	}
-	return l.parent
-}
-
-// value scans one value at l; t is the Go type it will be decoded into
-// (nil: any).
-func (sc *jsonScanner) value(t reflect.Type, l loc, depth int) *apiError {
-	if sc.pos >= len(sc.data) {
-		return badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
-	}
-	switch c := sc.data[sc.pos]; {
+	switch c := sc.data[sc.tok.Pos()]; {
 	case c == '{', c == '[':
-		path := l.String()
 		if depth >= maxJSONDepth {
-			return badRequest(fieldOrBody(path, sc.prefix), "nests deeper than %d levels", maxJSONDepth)
+			return badRequest(fieldOrBody(sc.path(), sc.prefix), "nests deeper than %d levels", maxJSONDepth)
 		}
 		if c == '{' {
-			return sc.object(t, path, depth+1)
+			return sc.object(t, depth+1)
 		}
-		return sc.array(t, path, depth+1)
+		return sc.array(t, depth+1)
 	case c == '"':
-		_, err := sc.str(l, false)
+		_, err := sc.str(false)
 		return err
 	case c == '-' || (c >= '0' && c <= '9'):
-		return sc.number()
+		sc.tok.Number()
+	case c == 't':
+		sc.tok.Literal("true")
+	case c == 'f':
+		sc.tok.Literal("false")
+	case c == 'n':
+		sc.tok.Literal("null")
 	default:
-		for _, lit := range []string{"true", "false", "null"} {
-			if bytes.HasPrefix(sc.data[sc.pos:], []byte(lit)) {
-				sc.pos += len(lit)
-				return nil
-			}
-		}
 		return sc.malformed()
 	}
+	if sc.tok.Err() != nil {
+		return sc.malformed()
+	}
+	return nil
 }
 
-func (sc *jsonScanner) object(t reflect.Type, path string, depth int) *apiError {
-	sc.pos++ // {
+func (sc *jsonScanner) object(t reflect.Type, depth int) *apiError {
+	sc.tok.Consume('{')
 	shape := shapeOf(t)
 	var seen keySet
-	sc.space()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == '}' {
-		sc.pos++
+	if sc.tok.Consume('}') {
 		return nil
 	}
 	for {
-		sc.space()
-		if sc.pos >= len(sc.data) || sc.data[sc.pos] != '"' {
+		if sc.tok.Peek() != '"' {
 			return sc.malformed()
 		}
-		key, err := sc.str(loc{parent: path, index: -1}, true)
+		key, err := sc.str(true)
 		if err != nil {
 			return err
 		}
-		at := loc{parent: path, key: key}
+		sc.stack = append(sc.stack, step{key: key})
 		if !seen.add(key) {
-			return badRequest(at.String(), "is given more than once")
+			return badRequest(sc.path(), "is given more than once")
 		}
 		var elem reflect.Type
 		switch shape.kind {
 		case reflect.Struct:
 			var ok bool
 			if elem, ok = shape.field(key); !ok {
-				return shape.unknown(at.String(), string(key))
+				return shape.unknown(sc.path(), string(key))
 			}
 		case reflect.Map:
 			elem = shape.elem
 		}
-		sc.space()
-		if sc.pos >= len(sc.data) || sc.data[sc.pos] != ':' {
+		if !sc.tok.Consume(':') {
 			return sc.malformed()
 		}
-		sc.pos++
-		sc.space()
-		if err := sc.value(elem, at, depth); err != nil {
+		sc.tok.Space()
+		if err := sc.value(elem, depth); err != nil {
 			return err
 		}
+		sc.stack = sc.stack[:len(sc.stack)-1]
 		if done, err := sc.separator('}'); done || err != nil {
 			return err
 		}
 	}
 }
 
-func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
-	sc.pos++ // [
+func (sc *jsonScanner) array(t reflect.Type, depth int) *apiError {
+	sc.tok.Consume('[')
 	shape := shapeOf(t)
 	var elem reflect.Type
 	if shape.kind == reflect.Slice {
 		elem = shape.elem
 	}
-	sc.space()
-	if sc.pos < len(sc.data) && sc.data[sc.pos] == ']' {
-		sc.pos++
+	if sc.tok.Consume(']') {
 		return nil
 	}
 	for i := 0; ; i++ {
-		sc.space()
-		if err := sc.value(elem, loc{parent: path, index: i}, depth); err != nil {
+		sc.tok.Space()
+		sc.stack = append(sc.stack, step{index: i})
+		if err := sc.value(elem, depth); err != nil {
 			return err
 		}
+		sc.stack = sc.stack[:len(sc.stack)-1]
 		if done, err := sc.separator(']'); done || err != nil {
 			return err
 		}
@@ -178,183 +198,46 @@ func (sc *jsonScanner) array(t reflect.Type, path string, depth int) *apiError {
 // separator consumes what follows a member of an object or array: a comma
 // (more follow) or its closer (done).
 func (sc *jsonScanner) separator(closer byte) (done bool, err *apiError) {
-	sc.space()
-	if sc.pos >= len(sc.data) {
-		return false, sc.malformed()
-	}
-	switch sc.data[sc.pos] {
-	case ',':
-		sc.pos++
+	switch {
+	case sc.tok.Consume(','):
 		return false, nil
-	case closer:
-		sc.pos++
+	case sc.tok.Consume(closer):
 		return true, nil
 	}
 	return false, sc.malformed()
 }
 
-// str scans a string at sc.pos (its opening quote); it returns the decoded
-// bytes when want (keys): a piece of the body itself when the string has
-// no escapes. Invalid UTF-8 names the value's field, or for a key the
-// object holding it.
-func (sc *jsonScanner) str(l loc, want bool) ([]byte, *apiError) {
-	sc.pos++ // "
-	// Most strings are plain ASCII without escapes: taken as they are.
-	start := sc.pos
-	for sc.pos < len(sc.data) {
-		c := sc.data[sc.pos]
-		if c == '"' {
-			sc.pos++
-			return sc.data[start : sc.pos-1 : sc.pos-1], nil
-		}
-		if c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
-			break
-		}
-		sc.pos++
-	}
-	var b []byte
-	if want {
-		b = append(b, sc.data[start:sc.pos]...)
-	}
-	bad := func(what string) *apiError {
-		if want {
-			return badRequest(fieldOrBody(l.String(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", what)
-		}
-		return badRequest(fieldOrBody(l.String(), sc.prefix), "is not valid UTF-8 (%s)", what)
-	}
-	for sc.pos < len(sc.data) {
-		c := sc.data[sc.pos]
-		switch {
-		case c == '"':
-			sc.pos++
-			if b == nil {
-				b = []byte{}
-			}
-			return b, nil
-		case c < 0x20:
-			return nil, sc.malformed()
-		case c == '\\':
-			r, err := sc.escape(bad)
-			if err != nil {
-				return nil, err
-			}
-			if want {
-				b = utf8.AppendRune(b, r)
-			}
-		case c < utf8.RuneSelf:
-			sc.pos++
-			if want {
-				b = append(b, c)
-			}
-		default:
-			r, size := utf8.DecodeRune(sc.data[sc.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return nil, bad(fmt.Sprintf("byte 0x%02x at offset %d", c, sc.pos))
-			}
-			sc.pos += size
-			if want {
-				b = append(b, sc.data[sc.pos-size:sc.pos]...)
-			}
-		}
-	}
-	return nil, badRequest(joinField(sc.prefix, "body"), "incomplete JSON")
-}
-
-// escape decodes the escape at sc.pos (its backslash); a surrogate must be
-// a high one followed at once by a low one.
-func (sc *jsonScanner) escape(bad func(string) *apiError) (rune, *apiError) {
-	if sc.pos+1 >= len(sc.data) {
-		return 0, sc.malformed()
-	}
-	switch e := sc.data[sc.pos+1]; e {
-	case '"', '\\', '/':
-		sc.pos += 2
-		return rune(e), nil
-	case 'b':
-		sc.pos += 2
-		return '\b', nil
-	case 'f':
-		sc.pos += 2
-		return '\f', nil
-	case 'n':
-		sc.pos += 2
-		return '\n', nil
-	case 'r':
-		sc.pos += 2
-		return '\r', nil
-	case 't':
-		sc.pos += 2
-		return '\t', nil
-	case 'u':
-	default:
-		return 0, sc.malformed()
-	}
-	r, ok := sc.hex4(sc.pos + 2)
-	if !ok {
-		return 0, sc.malformed()
-	}
-	at := sc.pos
-	sc.pos += 6
-	if !utf16.IsSurrogate(r) {
-		return r, nil
-	}
-	if r < 0xdc00 && sc.pos+1 < len(sc.data) && sc.data[sc.pos] == '\\' && sc.data[sc.pos+1] == 'u' {
-		if lo, ok := sc.hex4(sc.pos + 2); ok && lo >= 0xdc00 && lo <= 0xdfff {
-			sc.pos += 6
-			return utf16.DecodeRune(r, lo), nil
-		}
-	}
-	return 0, bad(fmt.Sprintf("lone surrogate %s at offset %d", sc.data[at:at+6], at))
-}
-
-func (sc *jsonScanner) hex4(at int) (rune, bool) {
-	if at+4 > len(sc.data) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(sc.data[at:at+4]), 16, 32)
-	return rune(n), err == nil
-}
-
-// number scans -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func (sc *jsonScanner) number() *apiError {
-	d := sc.data
-	i := sc.pos
-	if d[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		start := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		return i - start
+// str scans a string at the tokenizer's position (its opening quote); it
+// returns the decoded bytes when want (keys), kept beyond the next
+// string. Invalid UTF-8 names the value's field, or for a key the object
+// holding it: the stack's place either way.
+func (sc *jsonScanner) str(want bool) ([]byte, *apiError) {
+	s := sc.tok.StringBytes()
+	if err := sc.tok.Err(); err != nil {
+		return nil, sc.strError(want, err)
 	}
 	switch {
-	case i < len(d) && d[i] == '0':
-		i++
-	case digits() == 0:
-		sc.pos = i
-		return sc.malformed()
+	case !want:
+		return nil, nil
+	case sc.tok.Buffered(s):
+		return bytes.Clone(s), nil
+	case s == nil:
+		return []byte{}, nil // a key's presence is its being non-nil
 	}
-	if i < len(d) && d[i] == '.' {
-		i++
-		if digits() == 0 {
-			sc.pos = i
-			return sc.malformed()
-		}
+	return s, nil
+}
+
+func (sc *jsonScanner) strError(want bool, err error) *apiError {
+	var invalid *jsontok.InvalidTextError
+	switch {
+	case errors.As(err, &invalid) && want:
+		return badRequest(fieldOrBody(sc.path(), sc.prefix), "holds a key that is not valid UTF-8 (%s)", invalid.What)
+	case invalid != nil:
+		return badRequest(fieldOrBody(sc.path(), sc.prefix), "is not valid UTF-8 (%s)", invalid.What)
+	case sc.tok.Remaining() == 0:
+		return sc.incomplete() // the string never ends
 	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			sc.pos = i
-			return sc.malformed()
-		}
-	}
-	sc.pos = i
-	return nil
+	return sc.malformed()
 }
 
 func fieldOrBody(path, prefix string) string {
@@ -402,9 +285,14 @@ func (k *keySet) add(key []byte) bool {
 // jsonShape is what checkJSON needs of a Go type: a struct's exact field
 // names (with their types), or a map's or slice's element type.
 type jsonShape struct {
-	kind reflect.Kind
-	t    reflect.Type // the struct
-	elem reflect.Type
+	kind   reflect.Kind
+	fields []shapeField // the struct's
+	elem   reflect.Type
+}
+
+type shapeField struct {
+	name string
+	t    reflect.Type
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
@@ -418,7 +306,7 @@ func shapeOf(t reflect.Type) jsonShape {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		return jsonShape{kind: reflect.Struct, t: t}
+		return jsonShape{kind: reflect.Struct, fields: fieldsOf(t)}
 	case reflect.Map:
 		return jsonShape{kind: reflect.Map, elem: t.Elem()}
 	case reflect.Slice, reflect.Array:
@@ -430,10 +318,20 @@ func shapeOf(t reflect.Type) jsonShape {
 	return jsonShape{kind: t.Kind()}
 }
 
-// fields calls f with each field's JSON name and type until f says stop.
-func (s jsonShape) fields(f func(name string, t reflect.Type) bool) {
-	for i := range s.t.NumField() {
-		sf := s.t.Field(i)
+// structFields caches each request struct's JSON field names, as
+// encoding/json caches its own: reading the tags again for every key cost
+// more than the rest of the walk. It holds a few entries, one per request
+// type, and only ever what the types say.
+var structFields sync.Map // reflect.Type → []shapeField
+
+// fieldsOf is the JSON name and type of each field of struct t.
+func fieldsOf(t reflect.Type) []shapeField {
+	if fs, ok := structFields.Load(t); ok {
+		return fs.([]shapeField)
+	}
+	var fs []shapeField
+	for i := range t.NumField() {
+		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		if !sf.IsExported() || name == "-" {
 			continue
@@ -441,33 +339,27 @@ func (s jsonShape) fields(f func(name string, t reflect.Type) bool) {
 		if name == "" {
 			name = sf.Name
 		}
-		if !f(name, sf.Type) {
-			return
-		}
+		fs = append(fs, shapeField{name: name, t: sf.Type})
 	}
+	structFields.Store(t, fs)
+	return fs
 }
 
 // field is the type of the struct field named exactly key.
-func (s jsonShape) field(key []byte) (t reflect.Type, ok bool) {
-	s.fields(func(name string, ft reflect.Type) bool {
-		if name == string(key) {
-			t, ok = ft, true
+func (s jsonShape) field(key []byte) (reflect.Type, bool) {
+	for _, f := range s.fields {
+		if f.name == string(key) {
+			return f.t, true
 		}
-		return !ok
-	})
-	return t, ok
+	}
+	return nil, false
 }
 
 func (s jsonShape) unknown(field, key string) *apiError {
-	var near string
-	s.fields(func(name string, _ reflect.Type) bool {
-		if strings.EqualFold(name, key) {
-			near = name
+	for _, f := range s.fields {
+		if strings.EqualFold(f.name, key) {
+			return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", f.name)
 		}
-		return near == ""
-	})
-	if near != "" {
-		return badRequest(field, "is not a known field; did you mean %q? (names are case-sensitive)", near)
 	}
 	return badRequest(field, "is not a known field")
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -56,5 +58,51 @@ func TestDecodeJSONNamesNestedFieldsUnderThePrefix(t *testing.T) {
 	err := decodeJSON([]byte(`{"SEQ":1}`), &c, "cursors.g")
 	if err == nil || err.Field != "cursors.g.SEQ" {
 		t.Fatalf("got %v, want an error naming cursors.g.SEQ", err)
+	}
+}
+
+// BenchmarkCheckJSON walks the request bodies the API reads most (a sync
+// with many cursors, a send, an ack batch) with the strict reader alone,
+// so that a change to it shows its cost apart from encoding/json's.
+func BenchmarkCheckJSON(b *testing.B) {
+	var sync strings.Builder
+	sync.WriteString(`{"device_id":"phone-1","limit":200,"cursors":{`)
+	for i := range 200 {
+		if i > 0 {
+			sync.WriteByte(',')
+		}
+		fmt.Fprintf(&sync, `"group-%04d":{"seq":%d,"epoch":1}`, i, 1000+i)
+	}
+	sync.WriteString(`}}`)
+	var acks strings.Builder
+	acks.WriteString(`{"device_id":"phone-1","acks":[`)
+	for i := range 50 {
+		if i > 0 {
+			acks.WriteByte(',')
+		}
+		fmt.Fprintf(&acks, `{"conv_id":"dm-%03d","seq":%d,"epoch":2}`, i, 70+i)
+	}
+	acks.WriteString(`]}`)
+	bodies := []struct {
+		name string
+		body string
+		into any
+	}{
+		{"sync", sync.String(), &syncRequest{}},
+		{"send", `{"client_msg_id":"m-0001","conv_id":"group-7","conv_type":"group","mentions":["bob","\u00e9ve"],"text":"h\u00e9llo, w\u00f6rld \ud83d\ude00 and a longer line of plain text"}`, &sendRequest{}},
+		{"ack", acks.String(), &ackRequest{}},
+	}
+	for _, bb := range bodies {
+		data := []byte(bb.body)
+		t := reflect.TypeOf(bb.into)
+		b.Run(bb.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkJSON(data, t, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

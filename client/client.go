@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/offlinebox/offlinebox/wire"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // Message is a message as the API's JSON shows it (api/openapi.yaml): a
@@ -59,10 +60,7 @@ func (m *Message) fromSlice(conv string, epoch uint64, convType string) {
 
 // Cursor is a position in a conversation: a seq of an epoch. It is what
 // the client holds of one conversation, and where a held message sits.
-type Cursor struct {
-	Seq   uint64 `json:"seq"`
-	Epoch uint64 `json:"epoch"`
-}
+type Cursor = wire.Cursor
 
 // SyncRequest is the body of POST /v1/sync.
 type SyncRequest struct {
@@ -123,24 +121,10 @@ type SyncResponse struct {
 type Preview = wire.Preview
 
 // ConvItem is one conversation of the list.
-type ConvItem struct {
-	ConvID       string   `json:"conv_id"`
-	Kind         string   `json:"kind"`
-	Large        bool     `json:"large"`
-	Unread       uint64   `json:"unread"`
-	LastSeq      uint64   `json:"last_seq"`
-	ReadSeq      uint64   `json:"read_seq"`
-	LastActiveMS int64    `json:"last_active_ms"`
-	Preview      *Preview `json:"preview"`
-	Mentions     int      `json:"mentions"`
-	AckedSeq     uint64   `json:"acked_seq"`
-}
+type ConvItem = wire.ConvItem
 
 // ConvList is one page of GET /v1/conversations.
-type ConvList struct {
-	Conversations []ConvItem `json:"conversations"`
-	Next          string     `json:"next"`
-}
+type ConvList = wire.ConvList
 
 // Page is one page of GET /v1/conversations/{conv}/messages or /history.
 type Page struct {
@@ -155,11 +139,7 @@ type Page struct {
 }
 
 // AckItem is one conversation of POST /v1/ack.
-type AckItem struct {
-	ConvID string `json:"conv_id"`
-	Seq    uint64 `json:"seq"`
-	Epoch  uint64 `json:"epoch,omitempty"`
-}
+type AckItem = wire.AckItem
 
 // Client talks to the API as one device of one user.
 type Client struct {
@@ -215,7 +195,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	}
 	// A wire answer's decode copies what it keeps, so its decoded bytes
 	// can go to the next answer.
-	w, isWire := out.(wireAnswer)
+	decode, isWire := wireDecoder(out)
 	var buf *[]byte
 	if isWire {
 		buf = decodedBuffer()
@@ -229,7 +209,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, in, out any)
 	}
 	if out != nil {
 		if isWire {
-			err = w.decodeWire(data)
+			err = decode(data)
 		} else {
 			err = json.Unmarshal(data, out)
 		}

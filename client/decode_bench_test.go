@@ -11,7 +11,7 @@ func BenchmarkDecodeServerAnswers(b *testing.B) {
 	decoders := map[string]func([]byte) error{
 		"sync.json":          func(d []byte) error { var v SyncResponse; return v.decodeWire(d) },
 		"page.json":          func(d []byte) error { var v Page; return v.decodeWire(d) },
-		"conversations.json": func(d []byte) error { var v ConvList; return v.decodeWire(d) },
+		"conversations.json": func(d []byte) error { var v ConvList; return decodeConvList(&v, d) },
 	}
 	type input struct {
 		name   string

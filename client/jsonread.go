@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/offlinebox/offlinebox/jsontok"
 )
 
 // A reader for the client's large answers, without reflection: the
 // values of the answers' types (strings, interned names, numbers in
 // range, base64 bodies, arrays, objects of known keys) read through the
-// tokenizer of jsontok.go, by the walkers of wire_decode.go, field by
+// tokenizer of package jsontok, by the walkers of wire_decode.go, field by
 // field. It accepts what encoding/json accepts (the whole input is checked,
 // nesting is bounded as encoding/json bounds it; numbers are refused out
 // of range, with a fraction or exponent, or signed for an unsigned field,
@@ -34,7 +36,7 @@ import (
 var errReflectOnly = errors.New("answer shape left to encoding/json")
 
 type jsonReader struct {
-	tokenizer
+	jsontok.Tokenizer
 	// names interns the strings an answer repeats (senders, members,
 	// conversation ids) for the length of one decode.
 	names [256]string
@@ -58,7 +60,7 @@ func (r *jsonReader) keepText(s []byte) []byte {
 	if cap(r.texts)-len(r.texts) < len(s) {
 		// The rest of the input bounds the bodies still to come: a frame
 		// of one small message gets a block of its size, not a chunk.
-		r.texts = make([]byte, 0, min(textsChunk, len(s)+len(r.data)-r.pos))
+		r.texts = make([]byte, 0, min(textsChunk, len(s)+r.Remaining()))
 	}
 	at := len(r.texts)
 	r.texts = append(r.texts, s...)
@@ -73,7 +75,7 @@ var readers = sync.Pool{New: func() any { return new(jsonReader) }}
 // newJSONReader is a reader of data; release gives it back.
 func newJSONReader(data []byte) *jsonReader {
 	r := readers.Get().(*jsonReader)
-	r.reset(data)
+	r.Reset(data)
 	return r
 }
 
@@ -87,10 +89,8 @@ const (
 // release gives the reader back once the decode is done; nothing it
 // keeps refers to the input.
 func (r *jsonReader) release() {
-	r.data, r.err, r.texts = nil, nil, nil
-	if cap(r.buf) > maxKeptBuffer {
-		r.buf = nil
-	}
+	r.texts = nil
+	r.Release(maxKeptBuffer)
 	if cap(r.msgs) > maxKeptMessages {
 		r.msgs = nil
 	}
@@ -107,18 +107,18 @@ func (r *jsonReader) str(dst *string) {
 // strBytes reads a string's bytes (valid until the next string); false
 // for a null and on an error.
 func (r *jsonReader) strBytes() ([]byte, bool) {
-	if r.err != nil {
+	if r.Err() != nil {
 		return nil, false
 	}
-	switch r.peek() {
+	switch r.Peek() {
 	case '"':
-		s := r.stringBytes()
-		return s, r.err == nil
+		s := r.StringBytes()
+		return s, r.Err() == nil
 	case 'n':
-		r.literal("null")
+		r.Literal("null")
 		return nil, false
 	}
-	r.mismatch("a string")
+	r.Mismatch("a string")
 	return nil, false
 }
 
@@ -193,14 +193,14 @@ func (r *jsonReader) word(dst *string) {
 // interned as a name. It is not a readArray: messages carry these arrays,
 // and through readArray's element call they cost an allocation more each.
 func (r *jsonReader) strings(dst *[]string) {
-	if !r.open('[') {
-		if r.err == nil {
+	if !r.Open('[') {
+		if r.Err() == nil {
 			*dst = nil
 		}
 		return
 	}
 	out := []string{}
-	for first := true; r.more(&first, ']'); {
+	for first := true; r.More(&first, ']'); {
 		var s string
 		r.name(&s)
 		out = append(out, s)
@@ -211,14 +211,14 @@ func (r *jsonReader) strings(dst *[]string) {
 // readArray reads an array (nil for a null, empty for []) with elem
 // reading each element in place.
 func readArray[T any](r *jsonReader, dst *[]T, elem func(*jsonReader, *T)) {
-	if !r.open('[') {
-		if r.err == nil {
+	if !r.Open('[') {
+		if r.Err() == nil {
 			*dst = nil
 		}
 		return
 	}
 	out := []T{}
-	for first := true; r.more(&first, ']'); {
+	for first := true; r.More(&first, ']'); {
 		var zero T
 		out = append(out, zero)
 		elem(r, &out[len(out)-1])
@@ -229,31 +229,31 @@ func readArray[T any](r *jsonReader, dst *[]T, elem func(*jsonReader, *T)) {
 // base64Bytes reads a string holding base64 into dst (what encoding/json
 // does for a []byte); a null sets dst to nil.
 func (r *jsonReader) base64Bytes(dst *[]byte) {
-	if r.err != nil {
+	if r.Err() != nil {
 		return
 	}
-	switch r.peek() {
+	switch r.Peek() {
 	case '"':
 	case 'n':
-		r.literal("null")
+		r.Literal("null")
 		*dst = nil
 		return
 	case '[':
-		r.fail(errReflectOnly) // a []byte as an array of numbers
+		r.Fail(errReflectOnly) // a []byte as an array of numbers
 		return
 	default:
-		r.mismatch("a base64 string")
+		r.Mismatch("a base64 string")
 		return
 	}
-	at := r.pos
-	s := r.stringBytes()
-	if r.err != nil {
+	at := r.Pos()
+	s := r.StringBytes()
+	if r.Err() != nil {
 		return
 	}
 	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 	n, err := base64.StdEncoding.Decode(b, s)
 	if err != nil {
-		r.fail(fmt.Errorf("at offset %d: body is not base64: %w", at, err))
+		r.Fail(fmt.Errorf("at offset %d: body is not base64: %w", at, err))
 		return
 	}
 	*dst = b[:n]
@@ -262,17 +262,17 @@ func (r *jsonReader) base64Bytes(dst *[]byte) {
 // numberStart: the next value is a number; anything else but a null is
 // the wrong type.
 func (r *jsonReader) numberStart() bool {
-	if r.err != nil {
+	if r.Err() != nil {
 		return false
 	}
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '-' || ('0' <= c && c <= '9'):
 		return true
 	case c == 'n':
-		r.literal("null")
+		r.Literal("null")
 		return false
 	}
-	r.mismatch("a number")
+	r.Mismatch("a number")
 	return false
 }
 
@@ -283,9 +283,9 @@ func (r *jsonReader) uint(dst *uint64) {
 	if !r.numberStart() {
 		return
 	}
-	at := r.pos
-	s := r.number()
-	if r.err != nil {
+	at := r.Pos()
+	s := r.Number()
+	if r.Err() != nil {
 		return
 	}
 	if len(s) <= 19 && s[0] != '-' {
@@ -305,10 +305,24 @@ func (r *jsonReader) uint(dst *uint64) {
 	}
 	v, err := strconv.ParseUint(string(s), 10, 64)
 	if err != nil {
-		r.fail(fmt.Errorf("at offset %d: %s is not an unsigned 64-bit integer", at, s))
+		r.Fail(fmt.Errorf("at offset %d: %s is not an unsigned 64-bit integer", at, s))
 		return
 	}
 	*dst = v
+}
+
+// uintPtr reads an unsigned integer into a new value that dst points to
+// (uint's rules); a null sets dst to nil, as encoding/json does.
+func (r *jsonReader) uintPtr(dst **uint64) {
+	if r.Null() {
+		*dst = nil
+		return
+	}
+	var v uint64
+	r.uint(&v)
+	if r.Err() == nil {
+		*dst = &v
+	}
 }
 
 // intBits reads a signed integer of bits bits into dst as encoding/json
@@ -317,9 +331,9 @@ func (r *jsonReader) intBits(dst *int64, bits int) {
 	if !r.numberStart() {
 		return
 	}
-	at := r.pos
-	s := r.number()
-	if r.err != nil {
+	at := r.Pos()
+	s := r.Number()
+	if r.Err() != nil {
 		return
 	}
 	if len(s) <= 18 && bits == 64 {
@@ -347,7 +361,7 @@ func (r *jsonReader) intBits(dst *int64, bits int) {
 	}
 	v, err := strconv.ParseInt(string(s), 10, bits)
 	if err != nil {
-		r.fail(fmt.Errorf("at offset %d: %s is not a signed %d-bit integer", at, s, bits))
+		r.Fail(fmt.Errorf("at offset %d: %s is not a signed %d-bit integer", at, s, bits))
 		return
 	}
 	*dst = v
@@ -363,24 +377,24 @@ func (r *jsonReader) int(dst *int) {
 
 // bool reads true or false into dst; a null leaves dst as it is.
 func (r *jsonReader) bool(dst *bool) {
-	if r.err != nil {
+	if r.Err() != nil {
 		return
 	}
-	switch r.peek() {
+	switch r.Peek() {
 	case 't':
-		r.literal("true")
-		if r.err == nil {
+		r.Literal("true")
+		if r.Err() == nil {
 			*dst = true
 		}
 	case 'f':
-		r.literal("false")
-		if r.err == nil {
+		r.Literal("false")
+		if r.Err() == nil {
 			*dst = false
 		}
 	case 'n':
-		r.literal("null")
+		r.Literal("null")
 	default:
-		r.mismatch("a boolean")
+		r.Mismatch("a boolean")
 	}
 }
 
@@ -390,17 +404,17 @@ func (r *jsonReader) bool(dst *bool) {
 func (r *jsonReader) unknown(key []byte, fields ...string) {
 	for _, c := range key {
 		if c >= utf8.RuneSelf {
-			r.fail(errReflectOnly)
+			r.Fail(errReflectOnly)
 			return
 		}
 	}
 	for _, f := range fields {
 		if len(f) == len(key) && asciiEqualFold(f, key) {
-			r.fail(errReflectOnly)
+			r.Fail(errReflectOnly)
 			return
 		}
 	}
-	r.skip()
+	r.Skip()
 }
 
 func asciiEqualFold(s string, b []byte) bool {
@@ -426,13 +440,13 @@ func asciiEqualFold(s string, b []byte) bool {
 // encoding/json, which merges repeated values. object is true once the
 // object is opened (false for a null, consumed, and on an error).
 func (r *jsonReader) object(keys []string, field func(key []byte) int) bool {
-	if !r.open('{') {
+	if !r.Open('{') {
 		return false
 	}
 	var seen uint32
-	for first := true; r.more(&first, '}'); {
-		k := r.key()
-		if r.err != nil {
+	for first := true; r.More(&first, '}'); {
+		k := r.Key()
+		if r.Err() != nil {
 			break
 		}
 		bit := field(k)
@@ -443,7 +457,7 @@ func (r *jsonReader) object(keys []string, field func(key []byte) int) bool {
 		if seen&(1<<bit) != 0 {
 			// The answer goes to encoding/json whatever reading the value
 			// again did: as if the key had been refused before its value.
-			r.err = errReflectOnly
+			r.Override(errReflectOnly)
 		}
 		seen |= 1 << bit
 	}

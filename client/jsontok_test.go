@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/offlinebox/offlinebox/jsontok"
 )
 
 // tokenizerInputs are values of every kind, well-formed or not, and the
-// answers and frames the decoders' own tests read.
+// answers and frames the decoders' own tests read: the tokenizer under
+// the decoders must take them as encoding/json does.
 func tokenizerInputs() []string {
 	inputs := []string{
 		`0`, `-0`, `-`, `01`, `1.`, `.5`, `1.5e+3`, `1E-2`, `1e`, `1e+`, `-9223372036854775809`, `2.5e-3x`,
@@ -26,10 +29,10 @@ func tokenizerInputs() []string {
 
 func TestTheTokenizerAcceptsWhatEncodingJSONAccepts(t *testing.T) {
 	for _, in := range tokenizerInputs() {
-		var tk tokenizer
-		tk.reset([]byte(in))
-		tk.skip()
-		err := tk.end()
+		var tk jsontok.Tokenizer
+		tk.Reset([]byte(in))
+		tk.Skip()
+		err := tk.End()
 		if valid := json.Valid([]byte(in)); valid != (err == nil) {
 			t.Errorf("%.60q: encoding/json says valid=%v, the tokenizer says %v", in, valid, err)
 		}
@@ -43,80 +46,15 @@ func TestTheTokenizerUnescapesStringsAsEncodingJSONDoes(t *testing.T) {
 		}
 		var want string
 		werr := json.Unmarshal([]byte(in), &want)
-		var tk tokenizer
-		tk.reset([]byte(in))
-		got := string(tk.stringBytes())
-		gerr := tk.end()
+		var tk jsontok.Tokenizer
+		tk.Reset([]byte(in))
+		got := string(tk.StringBytes())
+		gerr := tk.End()
 		switch {
 		case (werr == nil) != (gerr == nil):
 			t.Errorf("%.60q: encoding/json says %v, the tokenizer says %v", in, werr, gerr)
 		case werr == nil && got != want:
 			t.Errorf("%.60q: the tokenizer gives %q, encoding/json %q", in, got, want)
-		}
-	}
-}
-
-func TestTheTokenizerWalksAnObjectsKeysAndValuesInOrder(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []string // key=value text, in order
-		wantErr  bool
-	}{
-		{"an empty object", `{}`, nil, false},
-		{"keys with values of each kind", ` { "a" : 1 , "b\u0021":"x", "c":[1,{}], "d":null } `,
-			[]string{"a=1", "b!=x", "c=[1,{}]", "d=null"}, false},
-		{"a null is no object", `null`, nil, false},
-		{"a missing colon", `{"a" 1}`, nil, true},
-		{"a trailing comma", `{"a":1,}`, []string{"a=1"}, true},
-		{"a key that is no string", `{1:2}`, nil, true},
-		{"trailing bytes", `{"a":1} x`, []string{"a=1"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var tk tokenizer
-			tk.reset([]byte(tt.in))
-			var got []string
-			if tk.open('{') {
-				for first := true; tk.more(&first, '}'); {
-					k := string(tk.key())
-					from := tk.pos
-					if tk.peek() == '"' {
-						k += "=" + string(tk.stringBytes())
-					} else {
-						tk.skip()
-						k += "=" + strings.TrimSpace(string(tk.data[from:tk.pos]))
-					}
-					if tk.err == nil {
-						got = append(got, k)
-					}
-				}
-			}
-			err := tk.end()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error %v; want one: %v", err, tt.wantErr)
-			}
-			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
-				t.Errorf("walked %q; want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestTheTokenizerReadsANumbersTextCheckedAgainstTheGrammar(t *testing.T) {
-	tests := []struct {
-		in, want string
-		ok       bool
-	}{
-		{"0", "0", true}, {"-12", "-12", true}, {"1.25e-3,", "1.25e-3", true}, {"7]", "7", true},
-		{"01", "0", true}, // the tokenizer reads one number; the 1 after it is for end to refuse
-		{"-", "", false}, {"1.", "", false}, {"1e", "", false}, {"+1", "", false}, {".5", "", false},
-	}
-	for _, tt := range tests {
-		var tk tokenizer
-		tk.reset([]byte(tt.in))
-		got := string(tk.number())
-		if (tk.err == nil) != tt.ok || got != tt.want {
-			t.Errorf("%q: read %q (error %v); want %q, ok %v", tt.in, got, tk.err, tt.want, tt.ok)
 		}
 	}
 }

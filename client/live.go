@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // Frame is one frame of the live channel (api/asyncapi.yaml): the fields
@@ -69,14 +71,7 @@ type Frame struct {
 }
 
 // NoticeConv is one conversation of a pull-before notice.
-type NoticeConv struct {
-	ConvID         string `json:"conv"`
-	Epoch          uint64 `json:"epoch"`
-	MaxSeq         uint64 `json:"max_seq"`
-	DeviceAckedSeq uint64 `json:"device_acked_seq"`
-	Unread         uint64 `json:"unread"`
-	Mentions       int    `json:"mentions"`
-}
+type NoticeConv = wire.NoticeConv
 
 // Live is a device's live connection. Frames are read by one goroutine
 // into a bounded buffer; pings are answered there.

@@ -17,7 +17,7 @@ func decodeFrame(data []byte) (Frame, error) {
 	var f Frame
 	rd := newJSONReader(data)
 	rd.liveFrame(&f)
-	err := rd.end()
+	err := rd.End()
 	rd.release()
 	if errors.Is(err, errReflectOnly) {
 		f = Frame{}
@@ -38,8 +38,8 @@ func (r *jsonReader) liveFrame(f *Frame) {
 			r.int(&f.Attempt)
 			return 1
 		case "message":
-			if r.err == nil && r.peek() == 'n' {
-				r.literal("null")
+			if r.Err() == nil && r.Peek() == 'n' {
+				r.Literal("null")
 				f.Message = nil
 				return 2
 			}
@@ -48,7 +48,7 @@ func (r *jsonReader) liveFrame(f *Frame) {
 			f.Message = m
 			return 2
 		}
-		r.fail(errReflectOnly) // so unknown, given no keys, skips nothing
+		r.Fail(errReflectOnly) // so unknown, given no keys, skips nothing
 		return -1
 	})
 }

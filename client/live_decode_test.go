@@ -60,7 +60,7 @@ func TestAMessageFrameIsReadWithoutEncodingJSON(t *testing.T) {
 	rd := newJSONReader(in)
 	var f Frame
 	rd.liveFrame(&f)
-	err := rd.end()
+	err := rd.End()
 	rd.release()
 	if err != nil || f.Type != "message" || f.Message == nil || f.Message.Seq != 100 || f.Attempt != 1 {
 		t.Fatalf("frame %+v, err %v: the reader did not read it itself", f, err)

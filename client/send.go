@@ -3,24 +3,15 @@ package client
 import (
 	"context"
 	"net/http"
+
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // Outgoing is a message to send (POST /v1/messages); the sender is the
-// token's user.
-type Outgoing struct {
-	ClientMsgID string   `json:"client_msg_id"`
-	ConvID      string   `json:"conv_id"`
-	ConvType    string   `json:"conv_type"`
-	Kind        string   `json:"kind,omitempty"`
-	Recipients  []string `json:"recipients,omitempty"`
-	Mentions    []string `json:"mentions,omitempty"`
-	MentionAll  bool     `json:"mention_all,omitempty"`
-	ContentType string   `json:"content_type,omitempty"`
-	Body        []byte   `json:"body,omitempty"`
-	// Role a member_join gives: member, admin or owner (owners only give
-	// admin and owner; see the API's description of POST /v1/messages).
-	Role string `json:"role,omitempty"`
-}
+// token's user. Role is what a member_join gives: member, admin or owner
+// (owners only give admin and owner; see the API's description of POST
+// /v1/messages).
+type Outgoing = wire.SendRequest
 
 // Send hands a message to the pipeline. The answer (202) means it was
 // accepted for sequencing; a resend with the same ClientMsgID gets the

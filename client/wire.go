@@ -66,9 +66,20 @@ type wireSyncResponse struct {
 	Conversations []wireSyncConv    `json:"conversations"`
 }
 
-// wireAnswer is an answer decoded through its wire mirror, its slices'
-// messages given what the slice says once.
-type wireAnswer interface{ decodeWire(data []byte) error }
+// wireDecoder is the decode of an answer read with the reader of
+// wire_decode.go, its slices' messages given what the slice says once;
+// false for an answer left to encoding/json.
+func wireDecoder(out any) (func(data []byte) error, bool) {
+	switch v := out.(type) {
+	case *SyncResponse:
+		return v.decodeWire, true
+	case *Page:
+		return v.decodeWire, true
+	case *ConvList:
+		return func(data []byte) error { return decodeConvList(v, data) }, true
+	}
+	return nil, false
+}
 
 // decodeReflect is the sync answer decoded by encoding/json through its
 // mirror: what the reader of jsonread.go must give, and what decodes the

@@ -31,10 +31,11 @@ func (p *Page) decodeWire(data []byte) error {
 	return walkAnswer(p, data, (*jsonReader).page, p.decodeReflect)
 }
 
-// decodeWire decodes a page of the conversation list; it replaces l
+// decodeConvList decodes a page of the conversation list; it replaces l
 // (json.Unmarshal would merge into it: the client decodes into a new one).
-func (l *ConvList) decodeWire(data []byte) error {
-	return walkAnswer(l, data, (*jsonReader).convList, l.decodeReflect)
+// A function, not a method: the list's type is the wire's.
+func decodeConvList(l *ConvList, data []byte) error {
+	return walkAnswer(l, data, (*jsonReader).convList, func(d []byte) error { return decodeConvListReflect(l, d) })
 }
 
 // walkAnswer reads data into a new value with walk and puts it in dst; an
@@ -44,7 +45,7 @@ func walkAnswer[T any](dst *T, data []byte, walk func(*jsonReader, *T), reflect 
 	var out T
 	rd := newJSONReader(data)
 	walk(rd, &out)
-	err := rd.end()
+	err := rd.End()
 	rd.release()
 	if errors.Is(err, errReflectOnly) {
 		return reflect(data)
@@ -56,7 +57,7 @@ func walkAnswer[T any](dst *T, data []byte, walk func(*jsonReader, *T), reflect 
 	return nil
 }
 
-func (l *ConvList) decodeReflect(data []byte) error {
+func decodeConvListReflect(l *ConvList, data []byte) error {
 	var out ConvList
 	if err := json.Unmarshal(data, &out); err != nil {
 		return err
@@ -181,7 +182,7 @@ func (r *jsonReader) syncConv(c *SyncConv) {
 var gapKeys = []string{"from", "to"}
 
 func (r *jsonReader) gap(dst **gap) {
-	if r.null() {
+	if r.Null() {
 		*dst = nil
 		return
 	}
@@ -257,14 +258,14 @@ func (r *jsonReader) page(p *Page) {
 // reader keeps and copied once into a slice of their number: appending to
 // the answer's own slice would copy them at every growth.
 func (r *jsonReader) messages(dst *[]Message) {
-	if !r.open('[') {
-		if r.err == nil {
+	if !r.Open('[') {
+		if r.Err() == nil {
 			*dst = nil
 		}
 		return
 	}
 	buf := r.msgs[:0]
-	for first := true; r.more(&first, ']'); {
+	for first := true; r.More(&first, ']'); {
 		buf = append(buf, Message{})
 		r.message(&buf[len(buf)-1])
 	}
@@ -363,7 +364,7 @@ func (r *jsonReader) convList(l *ConvList) {
 func (r *jsonReader) convItems(dst *[]ConvItem) { readArray(r, dst, (*jsonReader).convItem) }
 
 var convItemKeys = []string{"conv_id", "kind", "large", "unread", "last_seq", "read_seq", "last_active_ms", "preview",
-	"mentions", "acked_seq"}
+	"mentions", "acked_seq", "left", "peer_delivered_seq", "peer_read_seq"}
 
 func (r *jsonReader) convItem(c *ConvItem) {
 	r.object(convItemKeys, func(k []byte) int {
@@ -398,6 +399,15 @@ func (r *jsonReader) convItem(c *ConvItem) {
 		case "acked_seq":
 			r.uint(&c.AckedSeq)
 			return 9
+		case "left":
+			r.bool(&c.Left)
+			return 10
+		case "peer_delivered_seq":
+			r.uintPtr(&c.PeerDeliveredSeq)
+			return 11
+		case "peer_read_seq":
+			r.uintPtr(&c.PeerReadSeq)
+			return 12
 		}
 		return -1
 	})
@@ -406,7 +416,7 @@ func (r *jsonReader) convItem(c *ConvItem) {
 var previewKeys = []string{"seq", "sender", "ts", "text"}
 
 func (r *jsonReader) preview(dst **Preview) {
-	if r.null() {
+	if r.Null() {
 		*dst = nil
 		return
 	}

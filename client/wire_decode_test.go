@@ -338,7 +338,7 @@ func decodersAgree(data []byte) error {
 			func() (any, error) { var v Page; err := v.decodeWire(data); return v, err },
 			func() (any, error) { var v Page; err := v.decodeReflect(data); return v, err }},
 		{"conversation list",
-			func() (any, error) { var v ConvList; err := v.decodeWire(data); return v, err },
+			func() (any, error) { var v ConvList; err := decodeConvList(&v, data); return v, err },
 			func() (any, error) { var v ConvList; err := json.Unmarshal(data, &v); return v, err }},
 	}
 	for _, c := range checks {
@@ -441,7 +441,7 @@ func TestTheReaderDecodesTheServersAnswersWithoutFallingBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newJSONReader(a.data)
 			a.decode(r)
-			if err := r.end(); err != nil {
+			if err := r.End(); err != nil {
 				t.Fatalf("the reader left a server answer to encoding/json or failed: %v", err)
 			}
 		})
@@ -461,7 +461,7 @@ func TestTheReaderLeavesRepeatedAndCaseFoldedKeysToEncodingJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newJSONReader([]byte(tt.answer))
 			r.syncResponse(new(SyncResponse))
-			if err := r.end(); err != errReflectOnly {
+			if err := r.End(); err != errReflectOnly {
 				t.Fatalf("reader: %v; want it to leave the answer to encoding/json", err)
 			}
 			if err := decodersAgree([]byte(tt.answer)); err != nil {
@@ -581,7 +581,7 @@ func TestADecodedAnswerKeepsNothingOfTheBytesItWasReadFrom(t *testing.T) {
 		"sync answer left to encoding/json": {[]byte(`{"resync":true,"Resync":true,"conversations":[{"conv_id":"g","messages":[{"text":"t","body":"AAEC"}]}]}`),
 			func(b []byte) (any, error) { var v SyncResponse; err := v.decodeWire(b); return v, err }},
 		"page":              {serverPageAnswer(6, 30, true), func(b []byte) (any, error) { var v Page; err := v.decodeWire(b); return v, err }},
-		"conversation list": {serverConvList(8, 30), func(b []byte) (any, error) { var v ConvList; err := v.decodeWire(b); return v, err }},
+		"conversation list": {serverConvList(8, 30), func(b []byte) (any, error) { var v ConvList; err := decodeConvList(&v, b); return v, err }},
 	}
 	for name, a := range answers {
 		t.Run(name, func(t *testing.T) {

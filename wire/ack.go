@@ -5,8 +5,9 @@ package wire
 type AckItem struct {
 	ConvID string `json:"conv_id"`
 	Seq    uint64 `json:"seq"`
-	// Epoch, when given, must be the conversation's (409 otherwise).
-	Epoch uint64 `json:"epoch"`
+	// Epoch, when given (not 0), must be the conversation's (409
+	// otherwise).
+	Epoch uint64 `json:"epoch,omitempty"`
 }
 
 // AckResponse answers an ack, by POST /v1/ack or an ack frame on the

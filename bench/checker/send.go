@@ -12,18 +12,8 @@ import (
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/wire"
 )
-
-// sendBody is the JSON of POST /v1/messages (api/openapi.yaml).
-type sendBody struct {
-	ClientMsgID string   `json:"client_msg_id"`
-	ConvID      string   `json:"conv_id"`
-	ConvType    string   `json:"conv_type"`
-	Recipients  []string `json:"recipients,omitempty"`
-	ContentType string   `json:"content_type,omitempty"`
-	Body        []byte   `json:"body"`
-	QoS         string   `json:"qos,omitempty"`
-}
 
 // post sends one JSON request as c's device and returns an error for any
 // answer but 2xx (a *client.StatusError).
@@ -57,7 +47,7 @@ func (d *device) send(ctx context.Context, m *schemas.Message) error {
 	if m.GetConvType() == schemas.ConvType_CONV_TYPE_DIRECT {
 		typ = "direct"
 	}
-	b := sendBody{ClientMsgID: m.GetClientMsgId(), ConvID: m.GetConvId(), ConvType: typ, Recipients: m.GetRecipients(),
+	b := wire.SendRequest{ClientMsgID: m.GetClientMsgId(), ConvID: m.GetConvId(), ConvType: typ, Recipients: m.GetRecipients(),
 		ContentType: m.GetContentType(), Body: m.GetBody(), QoS: "at_least_once"}
 	if err := post(ctx, d.cl, "/v1/messages", b); err != nil {
 		return d.failed(err)
