@@ -13,20 +13,21 @@ import "github.com/offlinebox/offlinebox/wire"
 // twice, a null or missing acks) reports false and the body goes through
 // decodeJSON, which decides and names the field at fault.
 func ParseAckBody(data []byte) (device string, items []wire.AckItem, ok bool) {
-	p := ackParser{data: data}
+	var p ackParser
+	p.Reset(data)
 	var seenDevice, seenAcks bool
-	if !p.byte('{') {
+	if !p.Consume('{') {
 		return "", nil, false
 	}
 	for first := true; ; first = false {
-		if p.byte('}') {
+		if p.Consume('}') {
 			break
 		}
-		if !first && !p.byte(',') {
+		if !first && !p.Consume(',') {
 			return "", nil, false
 		}
 		key, kok := p.str()
-		if !kok || !p.byte(':') {
+		if !kok || !p.Consume(':') {
 			return "", nil, false
 		}
 		switch {
@@ -44,8 +45,7 @@ func ParseAckBody(data []byte) (device string, items []wire.AckItem, ok bool) {
 			return "", nil, false
 		}
 	}
-	p.space()
-	if !seenAcks || p.pos != len(p.data) {
+	if !seenAcks || p.End() != nil {
 		return "", nil, false
 	}
 	return device, items, true
