@@ -10,6 +10,7 @@ import (
 	"github.com/offlinebox/offlinebox/redisstore"
 	"github.com/offlinebox/offlinebox/redisstore/readpath"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // syncRequest is the body of POST /v1/sync.
@@ -25,10 +26,7 @@ type syncRequest struct {
 	MentionsAfter *string `json:"mentions_after"`
 }
 
-type cursorJSON struct {
-	Seq   uint64 `json:"seq"`
-	Epoch uint64 `json:"epoch"`
-}
+type cursorJSON = wire.Cursor
 
 // syncResponse is the answer of POST /v1/sync, in this order: a page of
 // the mention lane, conversations by priority, summaries of what did not

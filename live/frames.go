@@ -8,6 +8,7 @@ import (
 
 	"github.com/offlinebox/offlinebox/edge"
 	"github.com/offlinebox/offlinebox/schemas"
+	"github.com/offlinebox/offlinebox/wire"
 )
 
 // Close codes of the live channel (api/asyncapi.yaml documents them).
@@ -63,14 +64,7 @@ type helloFrame struct {
 	ExpiresMS int64 `json:"expires_ms"`
 }
 
-type noticeConvJSON struct {
-	ConvID         string `json:"conv"`
-	Epoch          uint64 `json:"epoch"`
-	MaxSeq         uint64 `json:"max_seq"`
-	DeviceAckedSeq uint64 `json:"device_acked_seq"`
-	Unread         uint64 `json:"unread"`
-	Mentions       int    `json:"mentions"`
-}
+type noticeConvJSON = wire.NoticeConv
 
 type noticeTotalJSON struct {
 	Conversations int    `json:"conversations"`
