@@ -3,7 +3,7 @@
 // conversation list, opens a conversation newest first and loads older
 // messages through the Redis window and then history, sends, and keeps
 // up to date by syncing. Its protocol code is the JavaScript client
-// (clients/js), served from the copy static/offlinebox.js; storage and
+// (clients/js), served as /static/offlinebox.js from that one file; storage and
 // drawing stay here. A form starts a direct conversation or founds a
 // group. What it received is kept in IndexedDB under the
 // same unique keys as the Go SDK's database, (conv_id, epoch, seq) and

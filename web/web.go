@@ -1,9 +1,13 @@
 package web
 
 import (
+	"bytes"
 	"embed"
 	"io/fs"
 	"net/http"
+	"time"
+
+	jsclient "github.com/offlinebox/offlinebox/clients/js"
 )
 
 //go:embed static
@@ -18,10 +22,18 @@ func Handler(api http.Handler) http.Handler {
 	}
 	files := http.FileServerFS(sub)
 	mux := http.NewServeMux()
+	mux.Handle("GET /static/offlinebox.js", pageHeaders(noCache(http.HandlerFunc(serveClientModule))))
 	mux.Handle("GET /static/", pageHeaders(http.StripPrefix("/static/", noCache(files))))
 	mux.Handle("GET /{$}", pageHeaders(noCache(files)))
 	mux.Handle("/", api)
 	return mux
+}
+
+// serveClientModule answers the JavaScript client module (clients/js),
+// the page's protocol code, from the one file npm ships.
+func serveClientModule(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	http.ServeContent(w, r, "offlinebox.js", time.Time{}, bytes.NewReader(jsclient.Module))
 }
 
 // contentSecurityPolicy: nothing loaded or connected to but this origin

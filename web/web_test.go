@@ -81,18 +81,32 @@ func TestEveryPageResponseForbidsFramingSniffingAndOtherHosts(t *testing.T) {
 	}
 }
 
-// The page serves the JavaScript client from an embedded copy (go:embed
-// cannot reach clients/js): the copy must be the module clients/js ships.
-func TestPageServesTheSameClientModuleClientsJSShips(t *testing.T) {
+// The page runs the module clients/js ships, byte for byte, as a
+// JavaScript module (a browser refuses a module of another type), with
+// the page's headers.
+func TestPageServesTheClientModuleClientsJSShipsAsJavaScript(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "clients", "js", "index.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	served, err := static.ReadFile("static/offlinebox.js")
+	srv := httptest.NewServer(Handler(http.NotFoundHandler()))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/static/offlinebox.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(src, served) {
-		t.Fatal("web/static/offlinebox.js differs from clients/js/index.js: cp clients/js/index.js web/static/offlinebox.js")
+	defer resp.Body.Close()
+	served, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(src, served) {
+		t.Fatalf("status %d, %d bytes served of clients/js/index.js's %d", resp.StatusCode, len(served), len(src))
+	}
+	for h, want := range map[string]string{"Content-Type": "text/javascript; charset=utf-8",
+		"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"} {
+		if got := resp.Header.Get(h); got != want {
+			t.Errorf("%s: %q, want %q", h, got, want)
+		}
 	}
 }

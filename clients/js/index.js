@@ -4,8 +4,8 @@
 // sync brings and says what to ack. It runs in browsers and in Node 20+
 // (the live channel needs a global WebSocket or one passed in).
 //
-// web/static/offlinebox.js is a copy the page serves (web's tests fail
-// when the two differ).
+// The web page serves this file at /static/offlinebox.js (package
+// jsclient embeds it).
 
 /** An answer that was not 2xx, or no answer at all (status 0). */
 export class ApiError extends Error {

@@ -1,4 +1,4 @@
-// boot hands the client module (offlinebox.js, the copy of clients/js)
+// boot hands the client module (offlinebox.js, clients/js as served)
 // to the page's classic scripts, which run after it (all are deferred).
 import * as offlinebox from "/static/offlinebox.js";
 
