@@ -9,12 +9,14 @@
 #   SCALE=small scripts/bench.sh     # a quick run
 #   BENCHES="vip fanout" scripts/bench.sh
 #   WRITE_BASELINE=8ac8aeb scripts/bench.sh   # the commit bench/write runs beside today's
+#   LIVE_RATES=50,200,1000 scripts/bench.sh    # the steps of bench/live's ramp (publications/s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scale="${SCALE:-full}"
 benches="${BENCHES:-vip fanout write storm history live chaos}"
 write_baseline="${WRITE_BASELINE:-8ac8aeb}"
+live_rates="${LIVE_RATES:-50,200,500,750,1000}"
 out=bench/results
 mkdir -p "$out"
 
@@ -28,6 +30,9 @@ for b in $benches; do
 	args=()
 	if [ "$b" = write ] && [ -n "$write_baseline" ]; then
 		args=(-baseline-commit "$write_baseline")
+	fi
+	if [ "$b" = live ] && [ -n "$live_rates" ]; then
+		args=(-rates "$live_rates")
 	fi
 	if go run "./bench/$b" --scale "$scale" --json "${args[@]}" >"$tmp" 2> >(tee "$out/$b.txt" >&2); then
 		tail -n 1 "$tmp" >"$out/$b.json"
