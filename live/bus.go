@@ -133,6 +133,10 @@ type Subscription struct {
 	bus *Bus
 	out chan []byte
 
+	// mu guards subs, shared and closed; it is held across a subscribe
+	// call to the server (bounded by the bus's timeout) so that a channel
+	// is never subscribed twice, and cmu may be taken while it is held,
+	// never the other way round.
 	mu     sync.Mutex
 	subs   map[string]*redis.PubSub // channel → its pubsub (one shared on a standalone server)
 	shared *redis.PubSub
@@ -141,6 +145,8 @@ type Subscription struct {
 
 	// The server confirms each subscribe on the subscribing connection;
 	// Add waits for it, because a publish before it reaches nobody here.
+	// cmu guards confirmed and stale, and nothing else; no other lock is
+	// taken while it is held.
 	cmu       sync.Mutex
 	confirmed map[string]chan struct{} // channel → closed once confirmed
 	stale     map[string]int           // confirmations still due for channels removed before them
