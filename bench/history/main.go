@@ -64,16 +64,11 @@ func main() {
 	})
 	o.messages = f.Scaled(o.messages, 2000)
 	o.naiveRows = f.Scaled(o.naiveRows, 50)
-	harness.Run("history", func(ctx context.Context) error { return run(ctx, f, o) })
+	harness.RunOnStack("history", f, harness.Needs{Kafka: true, ClickHouse: true, Partitions: int32(o.partitions)},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{Kafka: true, ClickHouse: true, Partitions: int32(o.partitions)}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
 	res := &result{Benchmark: "history", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
 		PageLimit: o.pageLimit, Embedded: st.Embedded}
 	h := &hist{f: f, o: o, st: st, log: log, res: res}
