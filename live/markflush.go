@@ -17,13 +17,7 @@ type markFlusher struct {
 	h    *liveHub
 	kind byte   // redisstore.ReceiptPushed or ReceiptDelivered
 	what string // the receipts raised, for the log
-
-	// mu guards flushing (a flush is running; the next tick's waits for
-	// it) and the batcher's batch. A flush takes its batch under mu and
-	// calls the store with it released; no other lock is taken while it
-	// is held.
-	mu       sync.Mutex
-	flushing bool
+	flushGate
 	// takeLocked takes the batch gathered (mu held): the marks and, per
 	// mark, its senders' newest seqs (nil: none).
 	takeLocked func() ([]redisstore.ReceiptMark, []map[string]uint64)
@@ -42,16 +36,7 @@ func (f *markFlusher) flushDue(ctx context.Context) {
 		f.mu.Unlock()
 		return
 	}
-	f.flushing = true
-	f.mu.Unlock()
-	go func() {
-		defer func() {
-			f.mu.Lock()
-			f.flushing = false
-			f.mu.Unlock()
-		}()
-		f.raise(ctx, marks, senders)
-	}()
+	f.goFlushUnlock(func() { f.raise(ctx, marks, senders) })
 }
 
 // flushNow raises what is queued and waits (the hub closing).
@@ -82,4 +67,30 @@ func (f *markFlusher) raise(ctx context.Context, marks []redisstore.ReceiptMark,
 			f.h.receipts.add(r.Conv, r.Epoch, marks[i].Member, r.Prev, r.Seq, senders[i])
 		}
 	}
+}
+
+// flushGate lets one flush of a batcher run at a time beside the hub's
+// loop. mu guards flushing (a flush is running; the next tick's waits for
+// it) and the batch of the batcher that embeds the gate: a flush takes its
+// batch under mu and calls the store with it released; no other lock is
+// taken while it is held.
+type flushGate struct {
+	mu       sync.Mutex
+	flushing bool
+}
+
+// goFlushUnlock, called with mu held and no flush running, marks one
+// running, releases mu and runs flush in a goroutine of its own, so that
+// the hub's loop never waits on Redis for it.
+func (g *flushGate) goFlushUnlock(flush func()) {
+	g.flushing = true
+	g.mu.Unlock()
+	go func() {
+		defer func() {
+			g.mu.Lock()
+			g.flushing = false
+			g.mu.Unlock()
+		}()
+		flush()
+	}()
 }
