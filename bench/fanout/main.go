@@ -29,19 +29,16 @@ type options struct {
 }
 
 type result struct {
-	Benchmark         string          `json:"benchmark"`
-	Scale             float64         `json:"scale"`
-	Machine           harness.Machine `json:"machine"`
-	Bodies            string          `json:"bodies"`
-	Partitions        int             `json:"partitions"`
-	MergeSizeConfig   int             `json:"merge_size_config"`
-	NaiveConcurrency  int             `json:"naive_concurrency"`
-	RedisRawOpsPerSec float64         `json:"redis_raw_ops_per_sec"`
-	Sizes             []sizeResult    `json:"sizes"`
-	SpeedupAt500      float64         `json:"speedup_at_500,omitempty"`
-	Embedded          []string        `json:"embedded"`
-	Table             []harness.Row   `json:"table"`
-	Notes             []string        `json:"notes"`
+	harness.Header
+	Partitions        int           `json:"partitions"`
+	MergeSizeConfig   int           `json:"merge_size_config"`
+	NaiveConcurrency  int           `json:"naive_concurrency"`
+	RedisRawOpsPerSec float64       `json:"redis_raw_ops_per_sec"`
+	Sizes             []sizeResult  `json:"sizes"`
+	SpeedupAt500      float64       `json:"speedup_at_500,omitempty"`
+	Embedded          []string      `json:"embedded"`
+	Table             []harness.Row `json:"table"`
+	Notes             []string      `json:"notes"`
 }
 
 func main() {
@@ -59,7 +56,7 @@ func main() {
 }
 
 func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
-	res := result{Benchmark: "fanout", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+	res := result{Header: harness.NewHeader("fanout", f.Scale),
 		Partitions: o.partitions, MergeSizeConfig: fanout.DefaultMergeSize, NaiveConcurrency: fanout.DefaultWorkers,
 		Embedded: st.Embedded}
 	log.Printf("raw Redis limit: pipelined SETs for %.0fs", o.rawSeconds)

@@ -78,17 +78,14 @@ type redisCalls struct {
 }
 
 type result struct {
-	Benchmark      string          `json:"benchmark"`
-	Scale          float64         `json:"scale"`
-	Machine        harness.Machine `json:"machine"`
-	Bodies         string          `json:"bodies"`
-	Users          int             `json:"users"`
-	PendingPerUser int             `json:"pending_per_user"`
-	Conversations  int             `json:"conversations_per_user"`
-	SeedMessages   int             `json:"seed_messages"`
-	SeedMS         float64         `json:"seed_ms"`
-	APIMaxInFlight int             `json:"api_max_in_flight"`
-	Levels         []level         `json:"levels"`
+	harness.Header
+	Users          int     `json:"users"`
+	PendingPerUser int     `json:"pending_per_user"`
+	Conversations  int     `json:"conversations_per_user"`
+	SeedMessages   int     `json:"seed_messages"`
+	SeedMS         float64 `json:"seed_ms"`
+	APIMaxInFlight int     `json:"api_max_in_flight"`
+	Levels         []level `json:"levels"`
 	// BaselineLevels are the same levels against the baseline's server,
 	// in the same run (with -baseline).
 	BaselineLevels  []level       `json:"baseline_levels,omitempty"`
@@ -131,7 +128,7 @@ func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st 
 	for _, n := range o.levels {
 		users = max(users, n)
 	}
-	res := &result{Benchmark: "storm", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+	res := &result{Header: harness.NewHeader("storm", f.Scale),
 		Users: users, Embedded: st.Embedded}
 	if o.baseline != "" {
 		res.Baseline = o.baselineName

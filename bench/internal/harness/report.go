@@ -168,3 +168,18 @@ func AsChild(env, what string, run func() error) bool {
 	}
 	return true
 }
+
+// Header opens every benchmark's result file: which benchmark ran, at
+// what scale, on which machine, with which bodies. Embedded first in a
+// result, its fields stay the file's first keys.
+type Header struct {
+	Benchmark string  `json:"benchmark"`
+	Scale     float64 `json:"scale"`
+	Machine   Machine `json:"machine"`
+	Bodies    string  `json:"bodies"`
+}
+
+// NewHeader is the header of benchmark name run at scale on this machine.
+func NewHeader(name string, scale float64) Header {
+	return Header{Benchmark: name, Scale: scale, Machine: ThisMachine(), Bodies: BodyDescription}
+}
