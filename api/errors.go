@@ -69,6 +69,17 @@ func readBody(r *http.Request) ([]byte, *apiError) {
 	return data, nil
 }
 
+// readJSON reads r's body and decodes it strictly into v, so that every
+// handler taking a JSON object refuses an unreadable, empty or malformed
+// one alike.
+func readJSON(r *http.Request, v any) *apiError {
+	data, aerr := readBody(r)
+	if aerr != nil {
+		return aerr
+	}
+	return decodeJSON(data, v, "")
+}
+
 func decodeError(prefix string, err error) *apiError {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError

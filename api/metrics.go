@@ -27,37 +27,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_api_requests_total", Help: "API requests by route and status code.",
-		}, []string{"route", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "offlinebox_api_request_seconds", Help: "API request latency by route.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}, []string{"route"}),
-		bytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "offlinebox_api_response_bytes", Help: "API response body size on the wire by route.",
-			Buckets: prometheus.ExponentialBuckets(256, 2, 14),
-		}, []string{"route"}),
-		rebases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_sync_rebases_total", Help: "Conversations answered with a rebase, by reason.",
-		}, []string{"reason"}),
-		syncMsgs: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "offlinebox_sync_messages", Help: "Messages (mentions included) per sync answer.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}),
-		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "offlinebox_api_queue_wait_seconds", Help: "Time requests waited for a slot among MaxInFlight, of those that found none free.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
-		}),
-		coded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_api_response_decoded_bytes_total", Help: "Bytes of API answers before their content coding, by coding.",
-		}, []string{"coding"}),
+		requests: s.CounterVec("offlinebox_api_requests_total", "API requests by route and status code.", "route", "code"),
+		latency: s.HistogramVec("offlinebox_api_request_seconds", "API request latency by route.",
+			prometheus.ExponentialBuckets(0.001, 2.5, 12), "route"),
+		bytes: s.HistogramVec("offlinebox_api_response_bytes", "API response body size on the wire by route.",
+			prometheus.ExponentialBuckets(256, 2, 14), "route"),
+		rebases: s.CounterVec("offlinebox_sync_rebases_total", "Conversations answered with a rebase, by reason.", "reason"),
+		syncMsgs: s.Histogram("offlinebox_sync_messages", "Messages (mentions included) per sync answer.",
+			prometheus.ExponentialBuckets(1, 2, 12)),
+		queueWait: s.Histogram("offlinebox_api_queue_wait_seconds", "Time requests waited for a slot among MaxInFlight, of those that found none free.",
+			prometheus.ExponentialBuckets(0.001, 2.5, 12)),
+		coded: s.CounterVec("offlinebox_api_response_decoded_bytes_total", "Bytes of API answers before their content coding, by coding.", "coding"),
 	}
-	if err := promreg.All(reg, m.requests, m.latency, m.bytes, m.rebases, m.syncMsgs, m.queueWait, m.coded); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }
 
 func (m *metrics) observe(route string, status, size int, d time.Duration) {

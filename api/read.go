@@ -27,12 +27,8 @@ type readResponse struct {
 // user, so one user's receipts stay in order); the convindex worker
 // applies them, and every device of the user then sees the new unread.
 func (s *Server) read(r *http.Request, id auth.Identity) (int, any, error) {
-	data, aerr := readBody(r)
-	if aerr != nil {
-		return 0, nil, aerr
-	}
 	var body readRequest
-	if err := decodeJSON(data, &body, ""); err != nil {
+	if err := readJSON(r, &body); err != nil {
 		return 0, nil, err
 	}
 	dev, err := deviceOf(id, body.DeviceID, "device_id", false)

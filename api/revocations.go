@@ -247,16 +247,7 @@ func (s *Server) verifyTokenUnread(tok string) (id auth.Identity, check func(con
 	case known:
 		return id, nil, nil
 	}
-	return id, func(ctx context.Context) error {
-		revoked, err := s.revoked.revoked(ctx, id, id.Device)
-		switch {
-		case err != nil:
-			return err
-		case revoked:
-			return errRevoked
-		}
-		return nil
-	}, nil
+	return id, func(ctx context.Context) error { return s.revokedFor(ctx, id, id.Device) }, nil
 }
 
 // deviceRevoked checks a verified token not pinned to a device against
@@ -266,6 +257,12 @@ func (s *Server) deviceRevoked(ctx context.Context, id auth.Identity, device str
 	if id.Device != "" || device == "" {
 		return nil
 	}
+	return s.revokedFor(ctx, id, device)
+}
+
+// revokedFor is errRevoked when id's user or device is revoked, or the
+// error of reading the revocations.
+func (s *Server) revokedFor(ctx context.Context, id auth.Identity, device string) error {
 	revoked, err := s.revoked.revoked(ctx, id, device)
 	switch {
 	case err != nil:

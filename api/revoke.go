@@ -28,12 +28,8 @@ type revokeResponse struct {
 // device is named) issued until now are refused from now on, and their
 // live connections close within a few seconds on every node.
 func (s *Server) revokeDevices(r *http.Request, id auth.Identity) (int, any, error) {
-	data, aerr := readBody(r)
-	if aerr != nil {
-		return 0, nil, aerr
-	}
 	var body revokeRequest
-	if err := decodeJSON(data, &body, ""); err != nil {
+	if err := readJSON(r, &body); err != nil {
 		return 0, nil, err
 	}
 	if body.DeviceID != "" {

@@ -28,12 +28,8 @@ type sendRequest = wire.SendRequest
 // when the next one comes; it still counts as new then, and the records
 // keep their order because they share the conversation's partition.
 func (s *Server) sendMessage(r *http.Request, id auth.Identity) (int, any, error) {
-	data, aerr := readBody(r)
-	if aerr != nil {
-		return 0, nil, aerr
-	}
 	var body sendRequest
-	if err := decodeJSON(data, &body, ""); err != nil {
+	if err := readJSON(r, &body); err != nil {
 		return 0, nil, err
 	}
 	m, err := s.messageOf(body, id.User)

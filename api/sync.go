@@ -56,13 +56,24 @@ type gapJSON struct {
 	To   uint64 `json:"to"`
 }
 
+// convHeadJSON is what a sync answer says first of every conversation it
+// names, with its messages or in a summary; embedded first, its keys stay
+// the first of each.
+type convHeadJSON struct {
+	ConvID string `json:"conv_id"`
+	Kind   string `json:"kind"`
+	Large  bool   `json:"large"`
+	Epoch  uint64 `json:"epoch"`
+	MaxSeq uint64 `json:"max_seq"`
+	Unread uint64 `json:"unread"`
+}
+
+func convHead(conv string, t schemas.ConvType, large bool, epoch, maxSeq, unread uint64) convHeadJSON {
+	return convHeadJSON{ConvID: conv, Kind: schemas.ConvTypeName(t), Large: large, Epoch: epoch, MaxSeq: maxSeq, Unread: unread}
+}
+
 type syncConvJSON struct {
-	ConvID       string   `json:"conv_id"`
-	Kind         string   `json:"kind"`
-	Large        bool     `json:"large"`
-	Epoch        uint64   `json:"epoch"`
-	MaxSeq       uint64   `json:"max_seq"`
-	Unread       uint64   `json:"unread"`
+	convHeadJSON
 	HasMore      bool     `json:"has_more"`
 	Gap          *gapJSON `json:"gap,omitempty"`
 	Rebase       bool     `json:"rebase"`
@@ -76,13 +87,8 @@ type syncConvJSON struct {
 }
 
 type summaryJSON struct {
-	ConvID   string `json:"conv_id"`
-	Kind     string `json:"kind"`
-	Large    bool   `json:"large"`
-	Epoch    uint64 `json:"epoch"`
-	MaxSeq   uint64 `json:"max_seq"`
-	Unread   uint64 `json:"unread"`
-	Mentions int    `json:"mentions"`
+	convHeadJSON
+	Mentions int `json:"mentions"`
 }
 
 // parseSync validates a sync body; nothing is read before it passes.
@@ -198,7 +204,7 @@ func convJSON(c *readpath.SyncConv, msgs []json.RawMessage) syncConvJSON {
 	if msgs == nil {
 		msgs = []json.RawMessage{}
 	}
-	out := syncConvJSON{ConvID: c.Conv, Kind: schemas.ConvTypeName(c.Type), Large: c.Large, Epoch: c.Epoch, MaxSeq: c.MaxSeq, Unread: c.Unread,
+	out := syncConvJSON{convHeadJSON: convHead(c.Conv, c.Type, c.Large, c.Epoch, c.MaxSeq, c.Unread),
 		HasMore: c.HasMore, Rebase: c.Rebase, RebaseReason: c.RebaseReason, Incomplete: c.Incomplete, Left: c.Left, Messages: msgs}
 	if c.Gap != nil {
 		out.Gap = &gapJSON{From: c.Gap.From, To: c.Gap.To}
@@ -207,7 +213,7 @@ func convJSON(c *readpath.SyncConv, msgs []json.RawMessage) syncConvJSON {
 }
 
 func summaryOf(s readpath.SyncSummary) summaryJSON {
-	return summaryJSON{ConvID: s.Conv, Kind: schemas.ConvTypeName(s.Type), Large: s.Large, Epoch: s.Epoch, MaxSeq: s.MaxSeq, Unread: s.Unread, Mentions: s.Mentions}
+	return summaryJSON{convHeadJSON: convHead(s.Conv, s.Type, s.Large, s.Epoch, s.MaxSeq, s.Unread), Mentions: s.Mentions}
 }
 
 // sortedKeys is for deterministic iteration in tests and logs.

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sort"
 	"strconv"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // A sharded history (Config.Cluster set) keeps the tables the migrations
@@ -27,21 +29,15 @@ func (s *Store) shardAddrs(ctx context.Context) ([]string, error) {
 	defer admin.Close()
 	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := admin.Query(qctx, "SELECT host_address, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", s.cfg.Cluster)
+	out, err := collect(qctx, admin, "SELECT host_address, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num",
+		[]any{s.cfg.Cluster}, func(rows driver.Rows, addr *string) error {
+			var host string
+			var port uint16
+			err := rows.Scan(&host, &port)
+			*addr = net.JoinHostPort(host, strconv.Itoa(int(port)))
+			return err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("read shards of cluster %s: %w", s.cfg.Cluster, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var host string
-		var port uint16
-		if err := rows.Scan(&host, &port); err != nil {
-			return nil, fmt.Errorf("read shards of cluster %s: %w", s.cfg.Cluster, err)
-		}
-		out = append(out, net.JoinHostPort(host, strconv.Itoa(int(port))))
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read shards of cluster %s: %w", s.cfg.Cluster, err)
 	}
 	if len(out) == 0 {
@@ -99,21 +95,20 @@ func (s *Store) migrateCluster(ctx context.Context) error {
 func (s *Store) createDistributed(ctx context.Context) error {
 	local := s.cfg.LocalDatabase()
 	counts := func(db string) (map[string]uint64, error) {
-		rows, err := s.conn.Query(ctx, "SELECT table, count() FROM system.columns WHERE database = ? GROUP BY table", db)
+		type columns struct {
+			table string
+			n     uint64
+		}
+		tables, err := collect(ctx, s.conn, "SELECT table, count() FROM system.columns WHERE database = ? GROUP BY table", []any{db},
+			func(rows driver.Rows, c *columns) error { return rows.Scan(&c.table, &c.n) })
 		if err != nil {
 			return nil, fmt.Errorf("list tables of %s: %w", db, err)
 		}
-		defer rows.Close()
-		out := map[string]uint64{}
-		for rows.Next() {
-			var t string
-			var n uint64
-			if err := rows.Scan(&t, &n); err != nil {
-				return nil, fmt.Errorf("list tables of %s: %w", db, err)
-			}
-			out[t] = n
+		out := make(map[string]uint64, len(tables))
+		for _, c := range tables {
+			out[c.table] = c.n
 		}
-		return out, rows.Err()
+		return out, nil
 	}
 	want, err := counts(local)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -92,23 +94,11 @@ func (s *Store) PutDataKey(ctx context.Context, conv, wrapped string) error {
 func (s *Store) EachDataKey(ctx context.Context, fn func(conv, wrapped string) error) error {
 	qctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(qctx, "SELECT conv_id, argMax(wrapped, version) FROM "+dataKeysTable+" GROUP BY conv_id ORDER BY conv_id")
+	all, err := collect(qctx, s.conn, "SELECT conv_id, argMax(wrapped, version) FROM "+dataKeysTable+" GROUP BY conv_id ORDER BY conv_id", nil,
+		func(rows driver.Rows, kv *[2]string) error { return rows.Scan(&kv[0], &kv[1]) })
 	if err != nil {
 		return fmt.Errorf("list data keys: %w", err)
 	}
-	defer rows.Close()
-	var all [][2]string
-	for rows.Next() {
-		var conv, w string
-		if err := rows.Scan(&conv, &w); err != nil {
-			return fmt.Errorf("list data keys: %w", err)
-		}
-		all = append(all, [2]string{conv, w})
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("list data keys: %w", err)
-	}
-	rows.Close()
 	for _, kv := range all {
 		if err := fn(kv[0], kv[1]); err != nil {
 			return err

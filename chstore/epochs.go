@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // A conversation's history is read per epoch. An epoch is either a root
@@ -150,22 +152,15 @@ func (s *Store) Lineage(ctx context.Context, conv string) (map[uint64]EpochOrigi
 }
 
 func (s *Store) lineage(ctx context.Context, conv string) (map[uint64]EpochOrigin, error) {
-	rows, err := s.conn.Query(ctx, "SELECT epoch, parent, base FROM "+epochsTable+
-		" WHERE conv_id = ? ORDER BY epoch, created_at DESC LIMIT 1 BY epoch", conv)
+	origins, err := collect(ctx, s.conn, "SELECT epoch, parent, base FROM "+epochsTable+
+		" WHERE conv_id = ? ORDER BY epoch, created_at DESC LIMIT 1 BY epoch", []any{conv},
+		func(rows driver.Rows, o *EpochOrigin) error { return rows.Scan(&o.Epoch, &o.Parent, &o.Base) })
 	if err != nil {
 		return nil, fmt.Errorf("lineage of %s: %w", conv, err)
 	}
-	defer rows.Close()
-	out := map[uint64]EpochOrigin{}
-	for rows.Next() {
-		var o EpochOrigin
-		if err := rows.Scan(&o.Epoch, &o.Parent, &o.Base); err != nil {
-			return nil, fmt.Errorf("lineage of %s: %w", conv, err)
-		}
+	out := make(map[uint64]EpochOrigin, len(origins))
+	for _, o := range origins {
 		out[o.Epoch] = o
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lineage of %s: %w", conv, err)
 	}
 	return out, nil
 }

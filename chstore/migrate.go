@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -111,21 +112,14 @@ func columnExists(stmt string, err error) bool {
 func (s *Store) AppliedMigrations(ctx context.Context) (map[int]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(ctx, "SELECT DISTINCT version FROM "+migrationsTable)
+	versions, err := collect(ctx, s.conn, "SELECT DISTINCT version FROM "+migrationsTable, nil,
+		func(rows driver.Rows, v *uint32) error { return rows.Scan(v) })
 	if err != nil {
 		return nil, fmt.Errorf("read %s.%s: %w", s.cfg.Database, migrationsTable, err)
 	}
-	defer rows.Close()
-	applied := make(map[int]bool)
-	for rows.Next() {
-		var v uint32
-		if err := rows.Scan(&v); err != nil {
-			return nil, fmt.Errorf("read %s.%s: %w", s.cfg.Database, migrationsTable, err)
-		}
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
 		applied[int(v)] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read %s.%s: %w", s.cfg.Database, migrationsTable, err)
 	}
 	return applied, nil
 }

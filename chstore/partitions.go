@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // Partition is one month of the history table (by write time, UTC).
@@ -34,23 +36,15 @@ func (s *Store) Partitions(ctx context.Context) ([]Partition, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(ctx, `SELECT partition_id, min(min_time), max(max_time), sum(rows)
+	out, err := collect(ctx, s.conn, `SELECT partition_id, min(min_time), max(max_time), sum(rows)
 		FROM system.parts WHERE database = ? AND table = ? AND active
-		GROUP BY partition_id ORDER BY partition_id`, s.cfg.Database, historyTable)
+		GROUP BY partition_id ORDER BY partition_id`, []any{s.cfg.Database, historyTable},
+		func(rows driver.Rows, p *Partition) error {
+			err := rows.Scan(&p.ID, &p.MinWriteTime, &p.MaxWriteTime, &p.Rows)
+			p.MinWriteTime, p.MaxWriteTime = p.MinWriteTime.UTC(), p.MaxWriteTime.UTC()
+			return err
+		})
 	if err != nil {
-		return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
-	}
-	defer rows.Close()
-	var out []Partition
-	for rows.Next() {
-		var p Partition
-		if err := rows.Scan(&p.ID, &p.MinWriteTime, &p.MaxWriteTime, &p.Rows); err != nil {
-			return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
-		}
-		p.MinWriteTime, p.MaxWriteTime = p.MinWriteTime.UTC(), p.MaxWriteTime.UTC()
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list partitions of %s.history: %w", s.cfg.Database, err)
 	}
 	return out, nil

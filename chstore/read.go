@@ -219,20 +219,11 @@ func validConv(conv string) error {
 }
 
 func (s *Store) selectMessages(ctx context.Context, query string, args ...any) ([]*schemas.Sequenced, error) {
-	rows, err := s.conn.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*schemas.Sequenced
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return collect(ctx, s.conn, query, args, func(rows driver.Rows, m **schemas.Sequenced) error {
+		var err error
+		*m, err = scanMessage(rows)
+		return err
+	})
 }
 
 // scanMessage reads one row of readColumns.

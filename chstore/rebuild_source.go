@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -42,20 +44,9 @@ func (s *Store) Conversations(ctx context.Context, after string, limit int) ([]s
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(ctx, selectConversations, after, uint64(limit))
+	out, err := collect(ctx, s.conn, selectConversations, []any{after, uint64(limit)},
+		func(rows driver.Rows, id *string) error { return rows.Scan(id) })
 	if err != nil {
-		return nil, fmt.Errorf("conversations after %q: %w", after, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("conversations after %q: %w", after, err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("conversations after %q: %w", after, err)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/offlinebox/offlinebox/schemas"
 )
 
@@ -51,21 +53,14 @@ func (s *Store) ConvTags(ctx context.Context, convs []string) (map[string]string
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(ctx, "SELECT conv_id, argMax(tag, (epoch, seq)) FROM "+tagsTable+
-		" WHERE has(?, conv_id) GROUP BY conv_id", convs)
+	tags, err := collect(ctx, s.conn, "SELECT conv_id, argMax(tag, (epoch, seq)) FROM "+tagsTable+
+		" WHERE has(?, conv_id) GROUP BY conv_id", []any{convs},
+		func(rows driver.Rows, ct *[2]string) error { return rows.Scan(&ct[0], &ct[1]) })
 	if err != nil {
 		return nil, fmt.Errorf("read tags of %d conversations: %w", len(convs), err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var conv, tag string
-		if err := rows.Scan(&conv, &tag); err != nil {
-			return nil, fmt.Errorf("read tags of %d conversations: %w", len(convs), err)
-		}
-		out[conv] = tag
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read tags of %d conversations: %w", len(convs), err)
+	for _, ct := range tags {
+		out[ct[0]] = ct[1]
 	}
 	return out, nil
 }
@@ -112,30 +107,23 @@ type RowGroup struct {
 func (s *Store) OldRowGroups(ctx context.Context, before time.Time, after string, limit int) ([]RowGroup, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	rows, err := s.conn.Query(ctx, `SELECT conv_id, toString(conv_type), toString(kind), content_type, min(write_time_ms)
+	out, err := collect(ctx, s.conn, `SELECT conv_id, toString(conv_type), toString(kind), content_type, min(write_time_ms)
 		FROM `+historyTable+`
 		WHERE write_time_ms < ? AND conv_id GLOBAL IN
 			(SELECT DISTINCT conv_id FROM `+historyTable+` WHERE write_time_ms < ? AND conv_id > ? ORDER BY conv_id LIMIT ?)
 		GROUP BY conv_id, conv_type, kind, content_type
-		ORDER BY conv_id`, before.UnixMilli(), before.UnixMilli(), after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list history rows before %s: %w", before.UTC(), err)
-	}
-	defer rows.Close()
-	var out []RowGroup
-	for rows.Next() {
-		var g RowGroup
+		ORDER BY conv_id`, []any{before.UnixMilli(), before.UnixMilli(), after, limit}, func(rows driver.Rows, g *RowGroup) error {
 		var ctype, kind string
 		var oldest int64
 		if err := rows.Scan(&g.Conv, &ctype, &kind, &g.ContentType, &oldest); err != nil {
-			return nil, fmt.Errorf("list history rows before %s: %w", before.UTC(), err)
+			return err
 		}
 		g.ConvType = enumOr(schemas.ParseConvType, ctype)
 		g.Kind = enumOr(schemas.ParseKind, kind)
 		g.Oldest = time.UnixMilli(oldest).UTC()
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("list history rows before %s: %w", before.UTC(), err)
 	}
 	return out, nil

@@ -304,12 +304,8 @@ func (c *Client) pageAfter(ctx context.Context, conv string, after, before, epoc
 		q.Set("max_bytes", strconv.Itoa(maxBytes))
 	}
 	q.Set("after", strconv.FormatUint(after, 10))
-	if before > 0 {
-		q.Set("before", strconv.FormatUint(before, 10))
-	}
-	if epoch > 0 {
-		q.Set("epoch", strconv.FormatUint(epoch, 10))
-	}
+	setIfAny(q, "before", before)
+	setIfAny(q, "epoch", epoch)
 	q.Set("limit", strconv.Itoa(limit))
 	wire, decoded, err = c.exchange(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
 	return out, wire, decoded, err
@@ -321,13 +317,8 @@ func (c *Client) PageRange(ctx context.Context, conv string, from, to uint64, ep
 	q := url.Values{}
 	q.Set("from", strconv.FormatUint(from, 10))
 	q.Set("to", strconv.FormatUint(to, 10))
-	if epoch > 0 {
-		q.Set("epoch", strconv.FormatUint(epoch, 10))
-	}
-	q.Set("limit", strconv.Itoa(limit))
-	var out Page
-	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
-	return out, n, err
+	setIfAny(q, "epoch", epoch)
+	return c.page(ctx, conv, "messages", q, limit)
 }
 
 // PageBefore reads the newest messages of conv below before, inside the
@@ -335,10 +326,7 @@ func (c *Client) PageRange(ctx context.Context, conv string, from, to uint64, ep
 func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, limit int) (Page, int, error) {
 	q := url.Values{}
 	q.Set("before", strconv.FormatUint(before, 10))
-	q.Set("limit", strconv.Itoa(limit))
-	var out Page
-	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/messages?"+q.Encode(), nil, &out)
-	return out, n, err
+	return c.page(ctx, conv, "messages", q, limit)
 }
 
 // History reads a roaming page of conv below before (0: the newest) in
@@ -346,14 +334,24 @@ func (c *Client) PageBefore(ctx context.Context, conv string, before uint64, lim
 // it was read in, and its messages carry it.
 func (c *Client) History(ctx context.Context, conv string, epoch, before uint64, limit int) (Page, int, error) {
 	q := url.Values{}
-	if before > 0 {
-		q.Set("before", strconv.FormatUint(before, 10))
-	}
-	if epoch > 0 {
-		q.Set("epoch", strconv.FormatUint(epoch, 10))
-	}
+	setIfAny(q, "before", before)
+	setIfAny(q, "epoch", epoch)
+	return c.page(ctx, conv, "history", q, limit)
+}
+
+// page reads one page of conv from its route (messages or history) with
+// the query q and limit.
+func (c *Client) page(ctx context.Context, conv, route string, q url.Values, limit int) (Page, int, error) {
 	q.Set("limit", strconv.Itoa(limit))
 	var out Page
-	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/history?"+q.Encode(), nil, &out)
+	n, err := c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(conv)+"/"+route+"?"+q.Encode(), nil, &out)
 	return out, n, err
+}
+
+// setIfAny sets key to v unless v is 0, which the API reads as the key
+// left out (the newest, the current epoch).
+func setIfAny(q url.Values, key string, v uint64) {
+	if v > 0 {
+		q.Set(key, strconv.FormatUint(v, 10))
+	}
 }

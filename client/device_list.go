@@ -41,27 +41,19 @@ func (d *Device) Conversations(ctx context.Context, cursor string, limit int) (C
 
 // CachedConversations is the list as last read, most recently active first.
 func (d *Device) CachedConversations(ctx context.Context, limit int) ([]ConvItem, error) {
-	rows, err := d.store.db.QueryContext(ctx, `SELECT conv_id, kind, large, unread, last_seq, read_seq, acked_seq, mentions,
+	return queryAll(ctx, d.store.db, "read cached conversation list", `SELECT conv_id, kind, large, unread, last_seq, read_seq, acked_seq, mentions,
 		last_active_ms, preview_seq, preview_sender, preview_text FROM conversations
-		ORDER BY last_active_ms DESC, conv_id LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read cached conversation list: %w", err)
-	}
-	defer rows.Close()
-	var out []ConvItem
-	for rows.Next() {
-		var c ConvItem
+		ORDER BY last_active_ms DESC, conv_id LIMIT ?`, []any{limit}, func(scan func(...any) error, c *ConvItem) error {
 		var p Preview
-		if err := rows.Scan(&c.ConvID, &c.Kind, &c.Large, &c.Unread, &c.LastSeq, &c.ReadSeq, &c.AckedSeq, &c.Mentions,
+		if err := scan(&c.ConvID, &c.Kind, &c.Large, &c.Unread, &c.LastSeq, &c.ReadSeq, &c.AckedSeq, &c.Mentions,
 			&c.LastActiveMS, &p.Seq, &p.Sender, &p.Text); err != nil {
-			return nil, fmt.Errorf("read cached conversation list: %w", err)
+			return err
 		}
 		if p.Seq > 0 {
 			c.Preview = &p
 		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return nil
+	})
 }
 
 // Older is what LoadOlder read.

@@ -73,26 +73,20 @@ func (d *Device) sendOne(ctx context.Context, m Outgoing) error {
 
 // Pending are the messages not yet back with their seq, oldest first.
 func (d *Device) Pending(ctx context.Context) ([]Pending, error) {
-	rows, err := d.store.db.QueryContext(ctx, `SELECT request, attempts, accepted_ms, last_error FROM sending ORDER BY created_ms, client_msg_id`)
-	if err != nil {
-		return nil, fmt.Errorf("read messages to send: %w", err)
-	}
-	defer rows.Close()
-	var out []Pending
-	for rows.Next() {
-		var req []byte
-		var p Pending
-		var accepted int64
-		if err := rows.Scan(&req, &p.Attempts, &accepted, &p.LastError); err != nil {
-			return nil, fmt.Errorf("read messages to send: %w", err)
-		}
-		if err := json.Unmarshal(req, &p.Outgoing); err != nil {
-			return nil, fmt.Errorf("decode message to send: %w", err)
-		}
-		p.Accepted = accepted > 0
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, d.store.db, "read messages to send",
+		`SELECT request, attempts, accepted_ms, last_error FROM sending ORDER BY created_ms, client_msg_id`, nil,
+		func(scan func(...any) error, p *Pending) error {
+			var req []byte
+			var accepted int64
+			if err := scan(&req, &p.Attempts, &accepted, &p.LastError); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(req, &p.Outgoing); err != nil {
+				return fmt.Errorf("decode message to send: %w", err)
+			}
+			p.Accepted = accepted > 0
+			return nil
+		})
 }
 
 // Flush sends again every message the server has not taken, in the

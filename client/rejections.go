@@ -137,24 +137,16 @@ func (d *Device) resolveRejections(ctx context.Context, rs []Rejection) error {
 // that came back with its seq after all (an operator repaired the
 // conversation and produced its dead letters again) is not listed.
 func (d *Device) Rejected(ctx context.Context) ([]Rejected, error) {
-	rows, err := d.store.db.QueryContext(ctx, `SELECT request, code, reason, at_ms FROM rejected r
+	return queryAll(ctx, d.store.db, "read refused messages", `SELECT request, code, reason, at_ms FROM rejected r
 		WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.conv_id = r.conv_id AND m.client_msg_id = r.client_msg_id)
-		ORDER BY at_ms, client_msg_id`)
-	if err != nil {
-		return nil, fmt.Errorf("read refused messages: %w", err)
-	}
-	defer rows.Close()
-	var out []Rejected
-	for rows.Next() {
+		ORDER BY at_ms, client_msg_id`, nil, func(scan func(...any) error, r *Rejected) error {
 		var req []byte
-		var r Rejected
-		if err := rows.Scan(&req, &r.Code, &r.Reason, &r.AtMS); err != nil {
-			return nil, fmt.Errorf("read refused messages: %w", err)
+		if err := scan(&req, &r.Code, &r.Reason, &r.AtMS); err != nil {
+			return err
 		}
 		if err := json.Unmarshal(req, &r.Outgoing); err != nil {
-			return nil, fmt.Errorf("decode refused message: %w", err)
+			return fmt.Errorf("decode refused message: %w", err)
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return nil
+	})
 }

@@ -129,18 +129,38 @@ func (s *Store) Cursors(ctx context.Context) (map[string]Cursor, error) {
 // Unacked are the cursors stored but not yet acked (a crash came between
 // the commit and the ack).
 func (s *Store) Unacked(ctx context.Context) ([]AckItem, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT conv_id, epoch, seq FROM cursors WHERE seq > acked`)
+	return queryAll(ctx, s.db, "read unacked cursors", `SELECT conv_id, epoch, seq FROM cursors WHERE seq > acked`, nil,
+		func(scan func(...any) error, a *AckItem) error { return scan(&a.ConvID, &a.Epoch, &a.Seq) })
+}
+
+// queryer is what the store's reads query: the database or a
+// transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryAll runs q with args and reads every row into a T with row, so
+// that the store's list reads share one loop: what names the read in the
+// errors of the query and of scan, the row reader's scan of a row.
+func queryAll[T any](ctx context.Context, db queryer, what, q string, args []any, row func(scan func(...any) error, v *T) error) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read unacked cursors: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []AckItem
-	for rows.Next() {
-		var a AckItem
-		if err := rows.Scan(&a.ConvID, &a.Epoch, &a.Seq); err != nil {
-			return nil, fmt.Errorf("read unacked cursors: %w", err)
+	scan := func(dest ...any) error {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		out = append(out, a)
+		return nil
+	}
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := row(scan, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -238,21 +258,8 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m *Message) (bool, error) {
 
 // heldSeqs are the seqs of conv's epoch held in [from, to], ascending.
 func heldSeqs(ctx context.Context, tx *sql.Tx, conv string, epoch, from, to uint64) ([]uint64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT seq FROM messages WHERE conv_id = ? AND epoch = ? AND seq BETWEEN ? AND ?
-		ORDER BY seq`, conv, epoch, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("read held seqs of %s: %w", conv, err)
-	}
-	defer rows.Close()
-	var out []uint64
-	for rows.Next() {
-		var s uint64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, tx, "read held seqs of "+conv, `SELECT seq FROM messages WHERE conv_id = ? AND epoch = ? AND seq BETWEEN ? AND ?
+		ORDER BY seq`, []any{conv, epoch, from, to}, func(scan func(...any) error, s *uint64) error { return scan(s) })
 }
 
 // Gap is a range of seqs (inclusive) the device lacks below its cursor.
@@ -264,20 +271,8 @@ type Gap struct {
 
 // Gaps are the ranges still to page.
 func (s *Store) Gaps(ctx context.Context) ([]Gap, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT conv_id, epoch, from_seq, to_seq FROM gaps ORDER BY conv_id, from_seq`)
-	if err != nil {
-		return nil, fmt.Errorf("read gaps: %w", err)
-	}
-	defer rows.Close()
-	var out []Gap
-	for rows.Next() {
-		var g Gap
-		if err := rows.Scan(&g.ConvID, &g.Epoch, &g.From, &g.To); err != nil {
-			return nil, fmt.Errorf("read gaps: %w", err)
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.db, "read gaps", `SELECT conv_id, epoch, from_seq, to_seq FROM gaps ORDER BY conv_id, from_seq`, nil,
+		func(scan func(...any) error, g *Gap) error { return scan(&g.ConvID, &g.Epoch, &g.From, &g.To) })
 }
 
 // storePage stores one page read for gap g and narrows (or drops) the

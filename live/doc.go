@@ -12,7 +12,7 @@
 // subscription took (catchup.go; resubscribe.go again after the bus
 // resubscribed, relist.go after the node's own channel came back),
 // receipts and cursors raised (receipts.go, raises.go, pushed.go,
-// acks.go), the bounds (admission.go, budget.go, token.go) and the
+// markflush.go, acks.go), the bounds (admission.go, budget.go, token.go) and the
 // frames (frames.go; asyncapi.yaml in package api documents them). What
 // the channel shares with the HTTP API sits below both in package edge
 // (errors, ack application and readers, the message JSON); what stays

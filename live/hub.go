@@ -101,7 +101,7 @@ func newLiveHub(cfg Config, deps Deps, m *liveMetrics) *liveHub {
 	}
 	h.typing = newUserBudgets(h.cfg)
 	h.receipts = newReceiptCoalescer(h)
-	h.raises = &raiseBatcher{h: h}
+	h.raises = newRaiseBatcher(h)
 	h.pushes = newPushedBatcher(h)
 	h.acks = &ackBatcher{store: st}
 	return h

@@ -1,12 +1,6 @@
 package live
 
-import (
-	"context"
-	"sync"
-	"time"
-
-	"github.com/offlinebox/offlinebox/redisstore"
-)
+import "github.com/offlinebox/offlinebox/redisstore"
 
 // pushedBatcher gathers, per conversation and recipient, the newest seq
 // this node handed to a live connection of theirs (queued for its
@@ -18,14 +12,8 @@ import (
 // that stops before its batch is sent loses those raises: a sender then
 // sees stored until the recipient's ack shows delivered.
 type pushedBatcher struct {
-	h *liveHub
-
-	// mu guards marks and flushing (a flush is running; the next tick's
-	// waits for it). A flush takes its batch under mu and calls the store
-	// with it released; no other lock is taken while it is held.
-	mu       sync.Mutex
-	marks    map[pushedKey]*pushedMark
-	flushing bool
+	markFlusher // its mu guards marks
+	marks       map[pushedKey]*pushedMark
 }
 
 type pushedKey struct {
@@ -40,7 +28,9 @@ type pushedMark struct {
 }
 
 func newPushedBatcher(h *liveHub) *pushedBatcher {
-	return &pushedBatcher{h: h, marks: map[pushedKey]*pushedMark{}}
+	pb := &pushedBatcher{marks: map[pushedKey]*pushedMark{}}
+	pb.markFlusher = markFlusher{h: h, kind: redisstore.ReceiptPushed, what: "pushed", takeLocked: pb.takeLocked}
+	return pb
 }
 
 // add notes that seq of sender was pushed to member; over the bound
@@ -76,55 +66,4 @@ func (pb *pushedBatcher) takeLocked() ([]redisstore.ReceiptMark, []map[string]ui
 	}
 	pb.marks = map[pushedKey]*pushedMark{}
 	return marks, senders
-}
-
-// flushDue raises what is queued in a goroutine of its own (one at a
-// time), so the hub's loop never waits on Redis for it.
-func (pb *pushedBatcher) flushDue(ctx context.Context) {
-	pb.mu.Lock()
-	if pb.flushing || len(pb.marks) == 0 {
-		pb.mu.Unlock()
-		return
-	}
-	pb.flushing = true
-	marks, senders := pb.takeLocked()
-	pb.mu.Unlock()
-	go func() {
-		defer func() {
-			pb.mu.Lock()
-			pb.flushing = false
-			pb.mu.Unlock()
-		}()
-		pb.raise(ctx, marks, senders)
-	}()
-}
-
-// flushNow raises what is queued and waits (the hub closing).
-func (pb *pushedBatcher) flushNow() {
-	pb.mu.Lock()
-	marks, senders := pb.takeLocked()
-	pb.mu.Unlock()
-	if len(marks) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), pb.h.store.Config().CallTimeout)
-	defer cancel()
-	pb.raise(ctx, marks, senders)
-}
-
-func (pb *pushedBatcher) raise(ctx context.Context, marks []redisstore.ReceiptMark, senders []map[string]uint64) {
-	ctx, cancel := context.WithTimeout(ctx, pb.h.store.Config().CallTimeout)
-	defer cancel()
-	start := time.Now()
-	raised, err := pb.h.store.RaiseReceipts(ctx, redisstore.ReceiptPushed, marks)
-	if err != nil {
-		// Cursors only rise: the next pushes raise them past these.
-		pb.h.log.Warn("raise pushed receipts", "marks", len(marks), "err", err, "took", time.Since(start))
-		return
-	}
-	for i, r := range raised {
-		if r.Raised {
-			pb.h.receipts.add(r.Conv, r.Epoch, marks[i].Member, r.Prev, r.Seq, senders[i])
-		}
-	}
 }

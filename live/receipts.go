@@ -3,7 +3,6 @@ package live
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/offlinebox/offlinebox/edge"
@@ -18,12 +17,8 @@ import (
 type receiptCoalescer struct {
 	h *liveHub
 
-	// mu guards convs and flushing (a flush is running; the next tick's
-	// waits for it). A flush takes its batch under mu and calls the store
-	// with it released; no other lock is taken while it is held.
-	mu       sync.Mutex
-	convs    map[string]*receiptRange
-	flushing bool
+	flushGate // its mu guards convs
+	convs     map[string]*receiptRange
 }
 
 // maxCoalesced bounds the conversations waiting; more are sent at once.
@@ -89,18 +84,11 @@ func (rc *receiptCoalescer) flushDue(ctx context.Context, now time.Time) {
 		rc.mu.Unlock()
 		return
 	}
-	rc.flushing = true
-	rc.mu.Unlock()
-	go func() {
-		defer func() {
-			rc.mu.Lock()
-			rc.flushing = false
-			rc.mu.Unlock()
-		}()
+	rc.goFlushUnlock(func() {
 		if err := rc.send(ctx, ready); err != nil {
 			rc.h.log.Warn("send receipts", "conversations", len(ready), "err", err)
 		}
-	}()
+	})
 }
 
 // send tells the senders of the messages in each range their counts:

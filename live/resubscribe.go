@@ -41,12 +41,7 @@ func (h *liveHub) recatchListeners(conv string) {
 	var full []catchUpJob
 	for _, c := range conns {
 		job, ok := h.markRecatch(c, conv)
-		if !ok {
-			continue
-		}
-		select {
-		case h.catchUps <- job:
-		default:
+		if ok && !h.queueCatchUp(job) {
 			full = append(full, job)
 		}
 	}
@@ -89,12 +84,7 @@ func (h *liveHub) catchUpFull(j catchUpJob) {
 // resubscribed while its last catch-up ran. It runs on the dispatcher.
 func (h *liveHub) recatch(c *liveConn, conv string) {
 	job, ok := h.markRecatch(c, conv)
-	if !ok {
-		return
-	}
-	select {
-	case h.catchUps <- job:
-	default:
+	if ok && !h.queueCatchUp(job) {
 		h.catchUpFull(job)
 	}
 }

@@ -34,3 +34,29 @@ func TestAllRegistersEveryCollectorAndStopsAtTheFirstRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestSetRegistersAsItMakesAndKeepsTheFirstRefusal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := On(reg)
+	s.Counter("a_total", "a")
+	s.CounterVec("b_total", "b", "l").WithLabelValues("x")
+	s.Gauge("c", "c")
+	s.Histogram("d", "d", []float64{1})
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err: %v", err)
+	}
+	if mfs, _ := reg.Gather(); len(mfs) != 4 {
+		t.Fatalf("gathered %d families, want 4", len(mfs))
+	}
+	s.Counter("a_total", "a")
+	s.Gauge("e", "e")
+	if s.Err() == nil {
+		t.Fatal("a twin was not refused")
+	}
+	if mfs, _ := reg.Gather(); len(mfs) != 4 {
+		t.Fatalf("gathered %d families after a refusal, want 4: nothing registers after it", len(mfs))
+	}
+	if c := On(nil).Counter("a_total", "a"); c == nil {
+		t.Fatal("no counter made without a registerer")
+	}
+}

@@ -159,3 +159,15 @@ func itemFailures(n int, errOf func(i int) error, itemsOf func(i int) []int, wha
 	}
 	return nil
 }
+
+// countFailures is itemFailures over calls that each answer a count: it
+// returns the sum of the counts the calls that passed answered.
+func countFailures(cmds []*redis.Cmd, itemsOf func(i int) []int, what func(i int) string) (int, error) {
+	total := 0
+	err := itemFailures(len(cmds), func(i int) error {
+		n, err := cmds[i].Int()
+		total += n
+		return err
+	}, itemsOf, what)
+	return total, err
+}

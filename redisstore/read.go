@@ -66,12 +66,7 @@ func (s *Store) ApplyReads(ctx context.Context, marks []ReadMark) (int, error) {
 	if cmds == nil && err != nil {
 		return 0, fmt.Errorf("apply read receipts of %d users: %w", len(users), err)
 	}
-	raised := 0
-	err = itemFailures(len(cmds), func(i int) error {
-		n, err := cmds[i].Int()
-		raised += n
-		return err
-	}, func(i int) []int { return marksOf[users[i]] },
+	raised, err := countFailures(cmds, func(i int) []int { return marksOf[users[i]] },
 		func(i int) string { return "read receipts of " + users[i] })
 	var failed ItemErrors
 	if err != nil && !errors.As(err, &failed) {

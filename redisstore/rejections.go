@@ -80,14 +80,8 @@ func (s *Store) AddRejections(ctx context.Context, rs []Rejection, now time.Time
 	if cmds == nil && err != nil {
 		return 0, fmt.Errorf("keep rejections of %d senders: %w", len(order), err)
 	}
-	added := 0
-	err = itemFailures(len(cmds), func(i int) error {
-		n, err := cmds[i].Int()
-		added += n
-		return err
-	}, func(i int) []int { return indexes[order[i]] },
+	return countFailures(cmds, func(i int) []int { return indexes[order[i]] },
 		func(i int) string { return "keep rejections of " + order[i] })
-	return added, err
 }
 
 // Rejections reads the user's refusals at or after since (ms), oldest

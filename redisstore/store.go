@@ -1,11 +1,12 @@
 package redisstore
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Config is the data model's tunables. Zero values take the defaults.
@@ -73,19 +74,13 @@ func (c Config) withDefaults() Config {
 // Validate reports the first field that is out of range.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	switch {
-	case c.LargeGroupThreshold < 2:
-		return fmt.Errorf("redisstore: LargeGroupThreshold %d is below 2", c.LargeGroupThreshold)
-	case c.DedupeWindow < time.Hour:
-		return fmt.Errorf("redisstore: DedupeWindow %s is below 1h", c.DedupeWindow)
-	case c.MaxDevices < 1:
-		return fmt.Errorf("redisstore: MaxDevices %d is below 1", c.MaxDevices)
-	case c.InboxesPerCall < 1:
-		return fmt.Errorf("redisstore: InboxesPerCall %d is below 1", c.InboxesPerCall)
-	case c.CallTimeout < 0:
-		return fmt.Errorf("redisstore: CallTimeout %s is negative", c.CallTimeout)
-	}
-	return nil
+	return bounds.First("redisstore",
+		bounds.Min("LargeGroupThreshold", c.LargeGroupThreshold, 2),
+		bounds.If(c.DedupeWindow < time.Hour, "DedupeWindow %s is below 1h", c.DedupeWindow),
+		bounds.Min("MaxDevices", c.MaxDevices, 1),
+		bounds.Min("InboxesPerCall", c.InboxesPerCall, 1),
+		bounds.NotNegative("CallTimeout", c.CallTimeout),
+	)
 }
 
 // Store is the Redis data model. It is safe for concurrent use.

@@ -2,9 +2,10 @@ package schemas
 
 import (
 	"cmp"
-	"fmt"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/offlinebox/offlinebox/bounds"
 )
 
 // Defaults of Limits. Each one keeps a message that could never be produced
@@ -59,20 +60,14 @@ func (l Limits) WithDefaults() Limits {
 
 // Validate reports the first limit that cannot work.
 func (l Limits) Validate() error {
-	switch {
-	case l.BodyBytes < 0:
-		return fmt.Errorf("limits: BodyBytes %d is negative", l.BodyBytes)
-	case l.Mentions < 0:
-		return fmt.Errorf("limits: Mentions %d is negative", l.Mentions)
-	case l.Recipients < 0:
-		return fmt.Errorf("limits: Recipients %d is negative", l.Recipients)
-	case l.RecordBytes < 0:
-		return fmt.Errorf("limits: RecordBytes %d is negative", l.RecordBytes)
-	}
-	if d := l.WithDefaults(); d.RecordBytes < d.BodyBytes {
-		return fmt.Errorf("limits: RecordBytes %d is below BodyBytes %d", d.RecordBytes, d.BodyBytes)
-	}
-	return nil
+	d := l.WithDefaults()
+	return bounds.First("limits",
+		bounds.NotNegative("BodyBytes", l.BodyBytes),
+		bounds.NotNegative("Mentions", l.Mentions),
+		bounds.NotNegative("Recipients", l.Recipients),
+		bounds.NotNegative("RecordBytes", l.RecordBytes),
+		bounds.If(d.RecordBytes < d.BodyBytes, "RecordBytes %d is below BodyBytes %d", d.RecordBytes, d.BodyBytes),
+	)
 }
 
 // check applies the counts and sizes of l (with defaults) to m, cheapest

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
+
+	"github.com/offlinebox/offlinebox/promreg"
 )
 
 // metrics are the runner's Prometheus collectors. They exist (unregistered)
@@ -23,38 +25,19 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, group string) (*metrics, error) {
-	const ns, sub = "offlinebox", "stream"
+	// made here, registered below: a twin already registered is shared
+	u := promreg.On(nil)
 	m := &metrics{
-		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "records_handled_total",
-			Help: "Records whose Handle call returned nil.",
-		}, []string{"topic"}),
-		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "dead_letters_total",
-			Help: "Records produced to the dead-letter topic and acknowledged, by source topic.",
-		}, []string{"topic"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "handler_retries_total",
-			Help: "Failed Handle calls and dead-letter produces that were retried.",
-		}, []string{"topic"}),
-		commitFailed: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "commit_failures_total",
-			Help: "Offset commits that failed (the offsets stay pending and are committed again).",
-		}),
-		handleSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "handle_duration_seconds",
-			Help:    "Duration of one Handle call.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
-		}, []string{"topic"}),
-		batchRecords: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "batch_records",
-			Help:    "Records given to one Handle call.",
-			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000},
-		}, []string{"topic"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "consumer_lag",
-			Help: "Records between the group's committed offset and the log end, per partition this member owns (measured every LagInterval).",
-		}, []string{"topic", "partition"}),
+		handled:      u.CounterVec("offlinebox_stream_records_handled_total", "Records whose Handle call returned nil.", "topic"),
+		dead:         u.CounterVec("offlinebox_stream_dead_letters_total", "Records produced to the dead-letter topic and acknowledged, by source topic.", "topic"),
+		retries:      u.CounterVec("offlinebox_stream_handler_retries_total", "Failed Handle calls and dead-letter produces that were retried.", "topic"),
+		commitFailed: u.Counter("offlinebox_stream_commit_failures_total", "Offset commits that failed (the offsets stay pending and are committed again)."),
+		handleSeconds: u.HistogramVec("offlinebox_stream_handle_duration_seconds", "Duration of one Handle call.",
+			prometheus.ExponentialBuckets(0.0005, 2.5, 12), "topic"),
+		batchRecords: u.HistogramVec("offlinebox_stream_batch_records", "Records given to one Handle call.",
+			[]float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000}, "topic"),
+		lag: u.GaugeVec("offlinebox_stream_consumer_lag",
+			"Records between the group's committed offset and the log end, per partition this member owns (measured every LagInterval).", "topic", "partition"),
 	}
 	if reg == nil {
 		return m, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/offlinebox/offlinebox/auth"
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 )
 
@@ -32,14 +33,7 @@ func newProbe(url string, k *auth.Keyring) *probe {
 
 // run probes every interval until ctx ends.
 func (p *probe) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	harness.Every(ctx, interval, func() {
 		p.n++
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := p.once(pctx, p.n)
@@ -49,7 +43,7 @@ func (p *probe) run(ctx context.Context, interval time.Duration) {
 			p.errs++
 			p.mu.Unlock()
 		}
-	}
+	})
 }
 
 func (p *probe) client(user, device string) (*client.Client, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -177,18 +176,7 @@ func (s *stack) startKafka(ctx context.Context, brokers, partitions int) error {
 }
 
 func firstLine(path, prefix string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), prefix) {
-			return sc.Text()
-		}
-	}
-	return ""
+	return harness.FirstLine(path, func(line string) bool { return strings.HasPrefix(line, prefix) })
 }
 
 // common are the settings every production process shares, as

@@ -31,5 +31,6 @@ func main() {
 		fs.IntVar(&o.samples, "samples", 300, "list calls measured per phase")
 		fs.IntVar(&o.baselineSamples, "baseline-samples", 20, "list calls measured per phase of the baseline (each scans the inbox)")
 	})
-	harness.Run("convlist", func(ctx context.Context) error { return run(ctx, f, o) })
+	harness.RunOnStack("convlist", f, harness.Needs{},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }

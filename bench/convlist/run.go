@@ -62,13 +62,7 @@ type result struct {
 // lister lists one page of a user's conversations.
 type lister func(ctx context.Context, user string, after readpath.ListCursor) error
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
 	rdb := redis.NewClient(&redis.Options{Addr: st.RedisAddr, PoolSize: 16})
 	defer rdb.Close()
 	s, err := redisstore.New(rdb, redisstore.Config{Prefix: f.Prefix})

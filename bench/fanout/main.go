@@ -15,8 +15,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
@@ -31,19 +29,16 @@ type options struct {
 }
 
 type result struct {
-	Benchmark         string          `json:"benchmark"`
-	Scale             float64         `json:"scale"`
-	Machine           harness.Machine `json:"machine"`
-	Bodies            string          `json:"bodies"`
-	Partitions        int             `json:"partitions"`
-	MergeSizeConfig   int             `json:"merge_size_config"`
-	NaiveConcurrency  int             `json:"naive_concurrency"`
-	RedisRawOpsPerSec float64         `json:"redis_raw_ops_per_sec"`
-	Sizes             []sizeResult    `json:"sizes"`
-	SpeedupAt500      float64         `json:"speedup_at_500,omitempty"`
-	Embedded          []string        `json:"embedded"`
-	Table             []harness.Row   `json:"table"`
-	Notes             []string        `json:"notes"`
+	harness.Header
+	Partitions        int           `json:"partitions"`
+	MergeSizeConfig   int           `json:"merge_size_config"`
+	NaiveConcurrency  int           `json:"naive_concurrency"`
+	RedisRawOpsPerSec float64       `json:"redis_raw_ops_per_sec"`
+	Sizes             []sizeResult  `json:"sizes"`
+	SpeedupAt500      float64       `json:"speedup_at_500,omitempty"`
+	Embedded          []string      `json:"embedded"`
+	Table             []harness.Row `json:"table"`
+	Notes             []string      `json:"notes"`
 }
 
 func main() {
@@ -55,27 +50,17 @@ func main() {
 		fs.IntVar(&o.naiveWork, "naive-deliveries", 300000, "deliveries the naive writer does per size at full scale")
 		fs.Float64Var(&o.rawSeconds, "raw-seconds", 3, "how long the raw Redis limit is measured")
 	})
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 2 {
-			harness.Fail("fanout", fmt.Errorf("-sizes: %q is not a group size of at least 2", s))
-		}
-		o.sizes = append(o.sizes, n)
-	}
-	harness.Run("fanout", func(ctx context.Context) error { return run(ctx, f, o) })
+	o.sizes = harness.Counts("fanout", "sizes", sizes, 2, "a group size of at least 2")
+	harness.RunOnStack("fanout", f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
-	res := result{Benchmark: "fanout", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
+	res := result{Header: harness.NewHeader("fanout", f.Scale),
 		Partitions: o.partitions, MergeSizeConfig: fanout.DefaultMergeSize, NaiveConcurrency: fanout.DefaultWorkers,
 		Embedded: st.Embedded}
 	log.Printf("raw Redis limit: pipelined SETs for %.0fs", o.rawSeconds)
+	var err error
 	res.RedisRawOpsPerSec, err = harness.RawWriteRate(ctx, st.RedisAddr, f.Prefix, 4, time.Duration(o.rawSeconds*float64(time.Second)))
 	if err != nil {
 		return err

@@ -28,28 +28,25 @@ type options struct {
 }
 
 type result struct {
-	Benchmark          string          `json:"benchmark"`
-	Scale              float64         `json:"scale"`
-	Machine            harness.Machine `json:"machine"`
-	Bodies             string          `json:"bodies"`
-	Rows               int64           `json:"rows"`
-	SinkSeconds        float64         `json:"sink_seconds"`
-	RowsPerSec         float64         `json:"rows_per_sec"`
-	InsertBatchRowsAvg float64         `json:"insert_batch_rows_avg"`
-	RowsInClickHouse   uint64          `json:"rows_in_clickhouse"`
-	NaiveRows          int             `json:"naive_rows"`
-	NaiveRowsPerSec    float64         `json:"naive_rows_per_sec"`
-	Speedup            float64         `json:"speedup"`
-	PageLimit          int             `json:"page_limit"`
-	RoamingPageP50MS   float64         `json:"roaming_page_p50_ms"`
-	RoamingPageP99MS   float64         `json:"roaming_page_p99_ms"`
-	RoamingPageBytes   float64         `json:"roaming_page_bytes_avg"`
-	WindowPageP50MS    float64         `json:"redis_window_page_p50_ms"`
-	WindowPageP99MS    float64         `json:"redis_window_page_p99_ms"`
-	PagesIncomplete    int             `json:"roaming_pages_short"`
-	Embedded           []string        `json:"embedded"`
-	Table              []harness.Row   `json:"table"`
-	Notes              []string        `json:"notes"`
+	harness.Header
+	Rows               int64         `json:"rows"`
+	SinkSeconds        float64       `json:"sink_seconds"`
+	RowsPerSec         float64       `json:"rows_per_sec"`
+	InsertBatchRowsAvg float64       `json:"insert_batch_rows_avg"`
+	RowsInClickHouse   uint64        `json:"rows_in_clickhouse"`
+	NaiveRows          int           `json:"naive_rows"`
+	NaiveRowsPerSec    float64       `json:"naive_rows_per_sec"`
+	Speedup            float64       `json:"speedup"`
+	PageLimit          int           `json:"page_limit"`
+	RoamingPageP50MS   float64       `json:"roaming_page_p50_ms"`
+	RoamingPageP99MS   float64       `json:"roaming_page_p99_ms"`
+	RoamingPageBytes   float64       `json:"roaming_page_bytes_avg"`
+	WindowPageP50MS    float64       `json:"redis_window_page_p50_ms"`
+	WindowPageP99MS    float64       `json:"redis_window_page_p99_ms"`
+	PagesIncomplete    int           `json:"roaming_pages_short"`
+	Embedded           []string      `json:"embedded"`
+	Table              []harness.Row `json:"table"`
+	Notes              []string      `json:"notes"`
 }
 
 func main() {
@@ -64,17 +61,12 @@ func main() {
 	})
 	o.messages = f.Scaled(o.messages, 2000)
 	o.naiveRows = f.Scaled(o.naiveRows, 50)
-	harness.Run("history", func(ctx context.Context) error { return run(ctx, f, o) })
+	harness.RunOnStack("history", f, harness.Needs{Kafka: true, ClickHouse: true, Partitions: int32(o.partitions)},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{Kafka: true, ClickHouse: true, Partitions: int32(o.partitions)}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
-	res := &result{Benchmark: "history", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
+	res := &result{Header: harness.NewHeader("history", f.Scale),
 		PageLimit: o.pageLimit, Embedded: st.Embedded}
 	h := &hist{f: f, o: o, st: st, log: log, res: res}
 	defer h.stop()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 	"github.com/offlinebox/offlinebox/client"
 )
 
@@ -137,17 +138,10 @@ func (d *liveDevice) flushAcks(ctx context.Context) {
 // poll is the pull-only design: the device syncs every interval, continuing
 // from its acked cursors, and acks what it got.
 func poll(ctx context.Context, cl *client.Client, every time.Duration, st *stats) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	harness.Every(ctx, every, func() {
 		res, _, err := cl.Sync(ctx, client.SyncRequest{Limit: 200})
 		if err != nil {
-			continue
+			return
 		}
 		var acks []client.AckItem
 		for _, c := range res.Conversations {
@@ -163,5 +157,5 @@ func poll(ctx context.Context, cl *client.Client, every time.Duration, st *stats
 		if len(acks) > 0 {
 			_ = cl.Ack(ctx, acks)
 		}
-	}
+	})
 }

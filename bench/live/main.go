@@ -59,11 +59,7 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(childEnv) != "" {
-		if err := runChild(); err != nil {
-			fmt.Fprintf(os.Stderr, "live server: %v\n", err)
-			os.Exit(1)
-		}
+	if harness.AsChild(childEnv, "live server", runChild) {
 		return
 	}
 	var o options
@@ -95,7 +91,8 @@ func main() {
 	o.devices = f.Scaled(o.devices, 20)
 	o.groupRate, o.directRate = o.groupRate*f.Scale, o.directRate*f.Scale
 	o.groups = max(1, min(o.groups, o.devices/max(o.groupSize, 1)))
-	harness.Run("live", func(ctx context.Context) error { return run(ctx, f, o) })
+	harness.RunOnStack("live", f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }
 
 type bench struct {
@@ -114,14 +111,9 @@ type bench struct {
 	records  int64 // produced so far (seed and streams)
 }
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
 	b := &bench{f: f, o: o, log: log, st: st, bodies: harness.NewBodies(f.Seed)}
+	var err error
 	if b.kr, err = auth.New(auth.Config{Secret: []byte(secret), TTL: 24 * time.Hour}); err != nil {
 		return err
 	}

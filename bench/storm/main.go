@@ -14,9 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -81,17 +78,14 @@ type redisCalls struct {
 }
 
 type result struct {
-	Benchmark      string          `json:"benchmark"`
-	Scale          float64         `json:"scale"`
-	Machine        harness.Machine `json:"machine"`
-	Bodies         string          `json:"bodies"`
-	Users          int             `json:"users"`
-	PendingPerUser int             `json:"pending_per_user"`
-	Conversations  int             `json:"conversations_per_user"`
-	SeedMessages   int             `json:"seed_messages"`
-	SeedMS         float64         `json:"seed_ms"`
-	APIMaxInFlight int             `json:"api_max_in_flight"`
-	Levels         []level         `json:"levels"`
+	harness.Header
+	Users          int     `json:"users"`
+	PendingPerUser int     `json:"pending_per_user"`
+	Conversations  int     `json:"conversations_per_user"`
+	SeedMessages   int     `json:"seed_messages"`
+	SeedMS         float64 `json:"seed_ms"`
+	APIMaxInFlight int     `json:"api_max_in_flight"`
+	Levels         []level `json:"levels"`
 	// BaselineLevels are the same levels against the baseline's server,
 	// in the same run (with -baseline).
 	BaselineLevels  []level       `json:"baseline_levels,omitempty"`
@@ -104,11 +98,7 @@ type result struct {
 }
 
 func main() {
-	if os.Getenv(serverEnv) != "" {
-		if err := runServer(); err != nil {
-			fmt.Fprintln(os.Stderr, "storm API server:", err)
-			os.Exit(1)
-		}
+	if harness.AsChild(serverEnv, "storm API server", runServer) {
 		return
 	}
 	var o options
@@ -125,29 +115,20 @@ func main() {
 		fs.StringVar(&o.clientcpuprofile, "client-cpuprofile", "", "write a CPU profile of the clients (this process) over the levels to this file")
 		fs.StringVar(&o.memprofile, "memprofile", "", "write the API server process's allocations (allocs profile) to this file when it stops")
 	})
-	for _, s := range strings.Split(levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			harness.Fail("storm", fmt.Errorf("-levels: %q is not a user count", s))
-		}
+	for _, n := range harness.Counts("storm", "levels", levels, 1, "a user count") {
 		o.levels = append(o.levels, f.Scaled(n, 5))
 	}
 	o.pending = f.Scaled(o.pending, 200)
-	harness.Run("storm", func(ctx context.Context) error { return run(ctx, f, o) })
+	harness.RunOnStack("storm", f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)},
+		func(ctx context.Context, log *harness.Log, st *harness.Stack) error { return run(ctx, f, o, log, st) })
 }
 
-func run(ctx context.Context, f *harness.Flags, o options) error {
-	log := harness.NewLog()
-	st, err := harness.StartStack(ctx, f, harness.Needs{Kafka: true, Partitions: int32(o.partitions)}, log)
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+func run(ctx context.Context, f *harness.Flags, o options, log *harness.Log, st *harness.Stack) error {
 	users := 0
 	for _, n := range o.levels {
 		users = max(users, n)
 	}
-	res := &result{Benchmark: "storm", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+	res := &result{Header: harness.NewHeader("storm", f.Scale),
 		Users: users, Embedded: st.Embedded}
 	if o.baseline != "" {
 		res.Baseline = o.baselineName

@@ -90,7 +90,7 @@ func runMode(ctx context.Context, f *harness.Flags, o options, log *harness.Log,
 	}
 	defer st.Stop()
 	r := &runner{f: &mf, o: o, st: st, log: log, sc: sc,
-		res: &result{Benchmark: "vip", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
+		res: &result{Header: harness.NewHeader("vip", f.Scale),
 			Embedded: st.Embedded, Sealed: sealed}}
 	if sealed {
 		if r.sealer, err = newBenchSealer(ctx, st, mf.Prefix); err != nil {

@@ -23,10 +23,7 @@ const (
 )
 
 type result struct {
-	Benchmark string          `json:"benchmark"`
-	Scale     float64         `json:"scale"`
-	Machine   harness.Machine `json:"machine"`
-	Bodies    string          `json:"bodies"`
+	harness.Header
 
 	Messages                int     `json:"messages"`
 	MentionsExpected        int     `json:"mentions_expected"`

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
 
 // buildBaseline builds this program against the tree of commit: the
@@ -48,10 +50,8 @@ func buildBaseline(ctx context.Context, commit, dir string) (string, error) {
 		}
 	}
 	exe := filepath.Join(dir, "write-baseline")
-	build := exec.CommandContext(ctx, "go", "build", "-o", exe, "./bench/write")
-	build.Dir = tree
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the baseline: %w: %s", err, out)
+	if err := harness.GoBuild(ctx, tree, "./bench/write", exe); err != nil {
+		return "", fmt.Errorf("build the baseline: %w", err)
 	}
 	return exe, nil
 }

@@ -15,8 +15,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -29,11 +27,7 @@ type options struct {
 }
 
 func main() {
-	if os.Getenv(childEnv) != "" {
-		if err := runChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "write fanout child:", err)
-			os.Exit(1)
-		}
+	if harness.AsChild(childEnv, "write fanout child", runChild) {
 		return
 	}
 	var o options

@@ -51,12 +51,9 @@ type sideResult struct {
 }
 
 type result struct {
-	Benchmark  string          `json:"benchmark"`
-	Scale      float64         `json:"scale"`
-	Machine    harness.Machine `json:"machine"`
-	Bodies     string          `json:"bodies"`
-	Partitions int             `json:"partitions"`
-	Messages   int             `json:"messages"`
+	harness.Header
+	Partitions int `json:"partitions"`
+	Messages   int `json:"messages"`
 	sideResult
 	Baseline       string        `json:"baseline,omitempty"`
 	BaselineResult *sideResult   `json:"baseline_result,omitempty"`

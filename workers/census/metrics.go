@@ -19,29 +19,27 @@ type gauges struct {
 }
 
 func newGauges(reg prometheus.Registerer, threshold uint64) (gauges, error) {
-	gauge := func(name, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
-	}
+	s := promreg.On(reg)
 	g := gauges{
-		users: gauge("offlinebox_users", "Users with an inbox, as of the last complete device census."),
-		idle: gauge("offlinebox_users_not_pulled",
+		users: s.Gauge("offlinebox_users", "Users with an inbox, as of the last complete device census."),
+		idle: s.Gauge("offlinebox_users_not_pulled",
 			"Users none of whose devices acked within the census idle window (30 days by default), never-pulled users included."),
-		multi: gauge("offlinebox_users_multi_device", "Users with two or more devices."),
-		drifted: gauge("offlinebox_users_device_drift",
+		multi: s.Gauge("offlinebox_users_multi_device", "Users with two or more devices."),
+		drifted: s.Gauge("offlinebox_users_device_drift",
 			"Users whose devices' cursors differ by more than the drift threshold (seqs summed over conversations)."),
-		share: gauge("offlinebox_users_device_drift_ratio",
+		share: s.Gauge("offlinebox_users_device_drift_ratio",
 			"Share (0 to 1) of users with two or more devices whose devices differ by more than the drift threshold."),
-		done: gauge("offlinebox_device_census_completed_timestamp_seconds", "Unix time the last device census completed."),
-		threshold: gauge("offlinebox_device_census_drift_threshold",
+		done: s.Gauge("offlinebox_device_census_completed_timestamp_seconds", "Unix time the last device census completed."),
+		threshold: s.Gauge("offlinebox_device_census_drift_threshold",
 			"The drift threshold N of the census: seqs, summed over conversations, by which a user's devices may differ."),
-		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "offlinebox_inbox_backlog_messages",
-			Help: "Messages in users' inboxes that none of their devices acked (large groups aside), by user hash bucket (as offlinebox_fanout_inbox_writes_total), as of the last complete device census."},
-			[]string{"user_bucket"}),
-		unmeasured: gauge("offlinebox_inbox_backlog_unmeasured_users",
+		backlog: s.GaugeVec("offlinebox_inbox_backlog_messages",
+			"Messages in users' inboxes that none of their devices acked (large groups aside), by user hash bucket (as offlinebox_fanout_inbox_writes_total), as of the last complete device census.",
+			"user_bucket"),
+		unmeasured: s.Gauge("offlinebox_inbox_backlog_unmeasured_users",
 			"Users whose inbox index was too large for the census to read their backlog, as of the last complete census."),
 	}
 	g.threshold.Set(float64(threshold))
-	if err := promreg.All(reg, g.users, g.idle, g.multi, g.drifted, g.share, g.done, g.threshold, g.backlog, g.unmeasured); err != nil {
+	if err := s.Err(); err != nil {
 		return g, fmt.Errorf("census: register metrics: %w", err)
 	}
 	return g, nil

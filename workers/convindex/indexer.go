@@ -196,22 +196,12 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		previews: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_convindex_previews_total", Help: "Conversations whose members' previews were brought to a newer message.",
-		}),
-		receipts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_convindex_receipts_total", Help: "Read receipts applied (replays included).",
-		}),
-		readsRaised: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_convindex_read_raised_total", Help: "Read receipts that raised a read seq.",
-		}),
-		dead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_convindex_dead_letters_total", Help: "Records given up on as dead letters.",
-		}),
+		previews:    s.Counter("offlinebox_convindex_previews_total", "Conversations whose members' previews were brought to a newer message."),
+		receipts:    s.Counter("offlinebox_convindex_receipts_total", "Read receipts applied (replays included)."),
+		readsRaised: s.Counter("offlinebox_convindex_read_raised_total", "Read receipts that raised a read seq."),
+		dead:        s.Counter("offlinebox_convindex_dead_letters_total", "Records given up on as dead letters."),
 	}
-	if err := promreg.All(reg, m.previews, m.receipts, m.readsRaised, m.dead); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }

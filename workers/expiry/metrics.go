@@ -28,35 +28,19 @@ const (
 )
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_expiry_removed_total",
-			Help: "What expiry removed: timeline entries, mention references, dedupe buckets, device cursors, ClickHouse partitions, ClickHouse row groups given to a delete mutation.",
-		}, []string{"what"}),
-		scanned: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_expiry_keys_scanned_total",
-			Help: "Keys the expiry sweeps looked at.",
-		}),
-		cycles: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_expiry_cycles_total",
-			Help: "Sweep cycles (a full scan of one Redis node) this process completed.",
-		}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_expiry_errors_total",
-			Help: "Sweep steps or partition drops that failed and will be retried.",
-		}),
-		malformed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_expiry_malformed_keys_total",
-			Help: "Keys expiry passed over because their content does not follow the data model (run offlinebox verify).",
-		}),
+		removed: s.CounterVec("offlinebox_expiry_removed_total",
+			"What expiry removed: timeline entries, mention references, dedupe buckets, device cursors, ClickHouse partitions, ClickHouse row groups given to a delete mutation.", "what"),
+		scanned:   s.Counter("offlinebox_expiry_keys_scanned_total", "Keys the expiry sweeps looked at."),
+		cycles:    s.Counter("offlinebox_expiry_cycles_total", "Sweep cycles (a full scan of one Redis node) this process completed."),
+		errors:    s.Counter("offlinebox_expiry_errors_total", "Sweep steps or partition drops that failed and will be retried."),
+		malformed: s.Counter("offlinebox_expiry_malformed_keys_total", "Keys expiry passed over because their content does not follow the data model (run offlinebox verify)."),
 	}
 	for _, w := range []string{whatTimeline, whatMentions, whatDedupe, whatCursors, whatPartitions, whatRowGroups} {
 		m.removed.WithLabelValues(w)
 	}
-	if err := promreg.All(reg, m.removed, m.scanned, m.cycles, m.errors, m.malformed); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }
 
 func (m *metrics) add(r Removed) {

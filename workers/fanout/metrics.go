@@ -36,83 +36,41 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		merge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "offlinebox_fanout_merge_size",
-			Help: "Records merged into one Redis call: stage=sequence per sequencing call, " +
-				"stage=inbox per recipient update.",
-			Buckets: []float64{1, 2, 3, 5, 8, 12, 16, 20, 32},
-		}, []string{"stage"}),
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_inbox_writes_total",
-			Help: "Inbox updates attempted, by user-hash and conversation-hash bucket (divide the failures by it).",
-		}, []string{"user_bucket", "conv_bucket"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_inbox_write_failures_total",
-			Help: "Inbox updates that failed, by user-hash and conversation-hash bucket; the batch is retried, " +
-				"unless the update can never succeed (see offlinebox_fanout_inbox_dead_lettered_total).",
-		}, []string{"user_bucket", "conv_bucket"}),
-		hotUsers: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "offlinebox_fanout_hot_users",
-			Help: "Users whose inbox write rate is far above the mean of the window.",
-		}),
-		sequenced: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_messages_sequenced_total",
-			Help: "Records that got a new seq.",
-		}),
-		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_duplicates_total",
-			Help: "Records whose client_msg_id was already sequenced (replays and resends).",
-		}),
-		rejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_invalid_records_total",
-			Help: "Records sent to the dead-letter topic.",
-		}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_sequenced_refused_total",
-			Help: "Sequenced records the broker refused for good (its limit is below ours), dead-lettered: " +
-				"their seqs are in Redis but not in history; any increase needs an operator.",
-		}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_qos0_dropped_total",
-			Help: "At-most-once records (typing, presence), never stored.",
-		}),
-		receiveOnly: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_receive_only_skipped_total",
-			Help: "Inbox updates not written because the account is receive-only.",
-		}),
-		inboxReplayed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_inbox_replayed_total",
-			Help: "Inbox updates that changed nothing because they were already applied.",
-		}),
-		inboxDead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_inbox_dead_lettered_total",
-			Help: "Inbox updates that can never succeed (a key of the wrong type, a script error), given up on: " +
-				"their messages reached every other recipient and are dead-lettered naming the users; " +
-				"any increase needs an operator.",
-		}),
-		storeDead: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_store_dead_lettered_total",
-			Help: "Records dead-lettered because a store call they depend on can never succeed (a key of the " +
-				"wrong type, a script error), by call: sequence (never sequenced), members and data_key " +
-				"(sequenced, not delivered or not produced), mark_large (delivered, the mark not written); " +
-				"any increase needs an operator.",
-		}, []string{"call"}),
-		moves: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_hot_moves_total",
-			Help: "Hot users moved to the hot Redis, by result.",
-		}, []string{"result"}),
-		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_forwarded_total",
-			Help: "Records read from a partition their conversation does not hash to (a producer with another " +
-				"partitioner), produced again to the one it does instead of sequenced where they were read.",
-		}),
+		merge: s.HistogramVec("offlinebox_fanout_merge_size",
+			"Records merged into one Redis call: stage=sequence per sequencing call, stage=inbox per recipient update.",
+			[]float64{1, 2, 3, 5, 8, 12, 16, 20, 32}, "stage"),
+		writes: s.CounterVec("offlinebox_fanout_inbox_writes_total",
+			"Inbox updates attempted, by user-hash and conversation-hash bucket (divide the failures by it).", "user_bucket", "conv_bucket"),
+		failures: s.CounterVec("offlinebox_fanout_inbox_write_failures_total",
+			"Inbox updates that failed, by user-hash and conversation-hash bucket; the batch is retried, "+
+				"unless the update can never succeed (see offlinebox_fanout_inbox_dead_lettered_total).", "user_bucket", "conv_bucket"),
+		hotUsers:   s.Gauge("offlinebox_fanout_hot_users", "Users whose inbox write rate is far above the mean of the window."),
+		sequenced:  s.Counter("offlinebox_fanout_messages_sequenced_total", "Records that got a new seq."),
+		duplicates: s.Counter("offlinebox_fanout_duplicates_total", "Records whose client_msg_id was already sequenced (replays and resends)."),
+		rejected:   s.Counter("offlinebox_fanout_invalid_records_total", "Records sent to the dead-letter topic."),
+		refused: s.Counter("offlinebox_fanout_sequenced_refused_total",
+			"Sequenced records the broker refused for good (its limit is below ours), dead-lettered: "+
+				"their seqs are in Redis but not in history; any increase needs an operator."),
+		dropped:       s.Counter("offlinebox_fanout_qos0_dropped_total", "At-most-once records (typing, presence), never stored."),
+		receiveOnly:   s.Counter("offlinebox_fanout_receive_only_skipped_total", "Inbox updates not written because the account is receive-only."),
+		inboxReplayed: s.Counter("offlinebox_fanout_inbox_replayed_total", "Inbox updates that changed nothing because they were already applied."),
+		inboxDead: s.Counter("offlinebox_fanout_inbox_dead_lettered_total",
+			"Inbox updates that can never succeed (a key of the wrong type, a script error), given up on: "+
+				"their messages reached every other recipient and are dead-lettered naming the users; "+
+				"any increase needs an operator."),
+		storeDead: s.CounterVec("offlinebox_fanout_store_dead_lettered_total",
+			"Records dead-lettered because a store call they depend on can never succeed (a key of the "+
+				"wrong type, a script error), by call: sequence (never sequenced), members and data_key "+
+				"(sequenced, not delivered or not produced), mark_large (delivered, the mark not written); "+
+				"any increase needs an operator.", "call"),
+		moves: s.CounterVec("offlinebox_fanout_hot_moves_total", "Hot users moved to the hot Redis, by result.", "result"),
+		forwarded: s.Counter("offlinebox_fanout_forwarded_total",
+			"Records read from a partition their conversation does not hash to (a producer with another "+
+				"partitioner), produced again to the one it does instead of sequenced where they were read."),
 	}
-	if err := promreg.All(reg, m.merge, m.writes, m.failures, m.hotUsers, m.sequenced, m.duplicates,
-		m.rejected, m.refused, m.dropped, m.receiveOnly, m.inboxReplayed, m.inboxDead, m.storeDead, m.moves, m.forwarded); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }
 
 // failureBucket names the hash bucket of a user or conversation id.

@@ -22,45 +22,25 @@ type restoreMetrics struct {
 }
 
 func newRestoreMetrics(reg prometheus.Registerer) (*restoreMetrics, error) {
+	s := promreg.On(reg)
 	m := &restoreMetrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restores_total",
-			Help: "Restores of redis from im.sequenced, by result (done, unfinished: continued by the next batch).",
-		}, []string{"result"}),
-		records: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_records_total",
-			Help: "Changelog records re-applied by restores.",
-		}),
-		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_conflicts_total",
-			Help: "Changelog records a restore could not put back exactly (logged; the conversation needs a rebuild).",
-		}),
-		held: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_held_total",
-			Help: "Conversations a restore held for a rebuild (sequencing refuses them until one; see the held key).",
-		}),
-		unappliedRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_unapplied_records_total",
-			Help: "Changelog records a restore could not re-apply for good, by call (sequence, members, mark_large), " +
-				"logged and not dead-lettered (the records are im.sequenced's); any increase needs an operator.",
-		}, []string{"call"}),
-		unappliedUpdates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_restore_unapplied_inbox_updates_total",
-			Help: "Inbox updates a restore could not re-apply for good (a key of the wrong type), logged and not " +
-				"dead-lettered; any increase needs an operator.",
-		}),
-		evictionsFound: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_fanout_evictions_found_total",
-			Help: "Redis servers found to have evicted keys since fanout verified them (evicted_keys rose): each holds sequencing on the store until offlinebox repair-evicted.",
-		}),
-		evictionHeld: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "offlinebox_fanout_eviction_held",
-			Help: "1 while fanout sequences nothing because a Redis server evicted keys since it was verified (run offlinebox repair-evicted), else 0.",
-		}),
+		runs: s.CounterVec("offlinebox_fanout_restores_total",
+			"Restores of redis from im.sequenced, by result (done, unfinished: continued by the next batch).", "result"),
+		records: s.Counter("offlinebox_fanout_restore_records_total", "Changelog records re-applied by restores."),
+		conflicts: s.Counter("offlinebox_fanout_restore_conflicts_total",
+			"Changelog records a restore could not put back exactly (logged; the conversation needs a rebuild)."),
+		held: s.Counter("offlinebox_fanout_restore_held_total",
+			"Conversations a restore held for a rebuild (sequencing refuses them until one; see the held key)."),
+		unappliedRecords: s.CounterVec("offlinebox_fanout_restore_unapplied_records_total",
+			"Changelog records a restore could not re-apply for good, by call (sequence, members, mark_large), "+
+				"logged and not dead-lettered (the records are im.sequenced's); any increase needs an operator.", "call"),
+		unappliedUpdates: s.Counter("offlinebox_fanout_restore_unapplied_inbox_updates_total",
+			"Inbox updates a restore could not re-apply for good (a key of the wrong type), logged and not "+
+				"dead-lettered; any increase needs an operator."),
+		evictionsFound: s.Counter("offlinebox_fanout_evictions_found_total",
+			"Redis servers found to have evicted keys since fanout verified them (evicted_keys rose): each holds sequencing on the store until offlinebox repair-evicted."),
+		evictionHeld: s.Gauge("offlinebox_fanout_eviction_held",
+			"1 while fanout sequences nothing because a Redis server evicted keys since it was verified (run offlinebox repair-evicted), else 0."),
 	}
-	if err := promreg.All(reg, m.runs, m.records, m.conflicts, m.held, m.unappliedRecords, m.unappliedUpdates,
-		m.evictionsFound, m.evictionHeld); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }

@@ -23,40 +23,18 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	s := promreg.On(reg)
 	m := &metrics{
-		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_records_total", Help: "Records the push stage handed to API nodes, by kind (push, ephemeral, rejected).",
-		}, []string{"kind"}),
-		targets: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_targets_total", Help: "Device connections named in envelopes, by kind; pushes on a conversation's channel name none.",
-		}, []string{"kind"}),
-		publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_publishes_total", Help: "Pub/sub publishes, by channel kind (node; conv: a small conversation's channel; group: a large group's).",
-		}, []string{"channel"}),
-		lookups: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_presence_lookups_total", Help: "Users whose presence was read.",
-		}),
-		memberRead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_member_reads_total", Help: "Member lists read from Redis (the cache missed or the membership changed).",
-		}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "offlinebox_push_skipped_total", Help: "Records not pushed, by reason.",
-		}, []string{"reason"}),
-		rounds: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_rounds_total", Help: "Rounds of presence reads and publishes; the partitions handled together share one.",
-		}),
-		changed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_audience_changed_total", Help: "Conversation batches not published on their channel because the conversation changed since the stage resolved it (it is read and resolved again).",
-		}),
-		rejectionsKept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_rejections_kept_total", Help: "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay of one kept already does not count.",
-		}),
-		rejectionsNotKept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "offlinebox_push_rejections_not_kept_total", Help: "Refusals that could not be stored in their sender's list because it can never be written (a key of the wrong type); they were still pushed.",
-		}),
+		pushes:            s.CounterVec("offlinebox_push_records_total", "Records the push stage handed to API nodes, by kind (push, ephemeral, rejected).", "kind"),
+		targets:           s.CounterVec("offlinebox_push_targets_total", "Device connections named in envelopes, by kind; pushes on a conversation's channel name none.", "kind"),
+		publishes:         s.CounterVec("offlinebox_push_publishes_total", "Pub/sub publishes, by channel kind (node; conv: a small conversation's channel; group: a large group's).", "channel"),
+		lookups:           s.Counter("offlinebox_push_presence_lookups_total", "Users whose presence was read."),
+		memberRead:        s.Counter("offlinebox_push_member_reads_total", "Member lists read from Redis (the cache missed or the membership changed)."),
+		skipped:           s.CounterVec("offlinebox_push_skipped_total", "Records not pushed, by reason.", "reason"),
+		rounds:            s.Counter("offlinebox_push_rounds_total", "Rounds of presence reads and publishes; the partitions handled together share one."),
+		changed:           s.Counter("offlinebox_push_audience_changed_total", "Conversation batches not published on their channel because the conversation changed since the stage resolved it (it is read and resolved again)."),
+		rejectionsKept:    s.Counter("offlinebox_push_rejections_kept_total", "Refusals of senders' records stored in their lists (GET /v1/rejections) before they were pushed; a replay of one kept already does not count."),
+		rejectionsNotKept: s.Counter("offlinebox_push_rejections_not_kept_total", "Refusals that could not be stored in their sender's list because it can never be written (a key of the wrong type); they were still pushed."),
 	}
-	if err := promreg.All(reg, m.pushes, m.targets, m.publishes, m.lookups, m.memberRead, m.skipped, m.rounds, m.changed, m.rejectionsKept, m.rejectionsNotKept); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, s.Err()
 }

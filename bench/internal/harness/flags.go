@@ -107,3 +107,18 @@ func Parse(name string, defScale float64, extra func(fs *flag.FlagSet)) *Flags {
 func (f *Flags) Scaled(n int, lo int) int {
 	return max(lo, int(float64(n)*f.Scale+0.5))
 }
+
+// Counts reads list, a flag's comma-separated whole numbers, each at least
+// least; one that is not fails the benchmark, naming the flag and what
+// the number should be.
+func Counts(name, flagName, list string, least int, what string) []int {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < least {
+			Fail(name, fmt.Errorf("-%s: %q is not %s", flagName, s, what))
+		}
+		out = append(out, n)
+	}
+	return out
+}

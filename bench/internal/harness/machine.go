@@ -30,6 +30,18 @@ func ThisMachine() Machine {
 
 // procField is the value of the first "name: value" line of a /proc file.
 func procField(path, name string) string {
+	line := FirstLine(path, func(line string) bool {
+		k, _, ok := strings.Cut(line, ":")
+		return ok && strings.TrimSpace(k) == name
+	})
+	_, v, _ := strings.Cut(line, ":")
+	return strings.TrimSpace(v)
+}
+
+// FirstLine is the first line of the file at path that match accepts, or
+// "" when none does or the file cannot be read: the files read so (/proc,
+// a server's log) are looked at for what they say, not required.
+func FirstLine(path string, match func(line string) bool) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -37,9 +49,8 @@ func procField(path, name string) string {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == name {
-			return strings.TrimSpace(v)
+		if match(sc.Text()) {
+			return sc.Text()
 		}
 	}
 	return ""

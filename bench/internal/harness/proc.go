@@ -105,12 +105,21 @@ func (p *Proc) signal(sig syscall.Signal, grace time.Duration) {
 // that the processes a fault suite kills are the production binary.
 func BuildBinary(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "offlinebox")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/offlinebox")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/offlinebox: %w\n%s", err, out)
+	if err := GoBuild(ctx, root, "./cmd/offlinebox", bin); err != nil {
+		return "", err
 	}
 	return bin, nil
+}
+
+// GoBuild builds the package pkg of the module at root into the file
+// out; a failed build's error carries the compiler's output.
+func GoBuild(ctx context.Context, root, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, output)
+	}
+	return nil
 }
 
 // ModuleRoot finds the folder holding go.mod, from the working directory

@@ -139,3 +139,47 @@ func Run(name string, body func(ctx context.Context) error) {
 		Fail(name, err)
 	}
 }
+
+// RunOnStack runs a benchmark's body as Run does, over a stack of needs
+// started first and stopped after it, so that every benchmark starts and
+// stops its servers the same way.
+func RunOnStack(name string, f *Flags, needs Needs, body func(ctx context.Context, log *Log, st *Stack) error) {
+	Run(name, func(ctx context.Context) error {
+		log := NewLog()
+		st, err := StartStack(ctx, f, needs, log)
+		if err != nil {
+			return err
+		}
+		defer st.Stop()
+		return body(ctx, log, st)
+	})
+}
+
+// AsChild runs run and reports true when the process was started as a
+// benchmark's child (env is set): a failed child says so on stderr as what
+// and exits 1, so that its parent sees the reason in the child's output.
+func AsChild(env, what string, run func() error) bool {
+	if os.Getenv(env) == "" {
+		return false
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		os.Exit(1)
+	}
+	return true
+}
+
+// Header opens every benchmark's result file: which benchmark ran, at
+// what scale, on which machine, with which bodies. Embedded first in a
+// result, its fields stay the file's first keys.
+type Header struct {
+	Benchmark string  `json:"benchmark"`
+	Scale     float64 `json:"scale"`
+	Machine   Machine `json:"machine"`
+	Bodies    string  `json:"bodies"`
+}
+
+// NewHeader is the header of benchmark name run at scale on this machine.
+func NewHeader(name string, scale float64) Header {
+	return Header{Benchmark: name, Scale: scale, Machine: ThisMachine(), Bodies: BodyDescription}
+}

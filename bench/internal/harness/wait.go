@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+// Every calls do every interval until ctx ends; a call that runs long
+// delays the next rather than overlapping it.
+func Every(ctx context.Context, interval time.Duration, do func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		do()
+	}
+}
+
 // Sleep waits d, or returns ctx's error as soon as it ends.
 func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
