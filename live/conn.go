@@ -28,6 +28,10 @@ type liveConn struct {
 	// (SetPresence returned); an entry naming another one after it means
 	// a newer connection of the device took it.
 	leased atomic.Bool
+	// ackRegistered: a flush of this connection's acks registered the
+	// device in its user's device set (ack_cursor.lua), so later flushes
+	// raise its cursor alone (ack_cursor_raise.lua).
+	ackRegistered atomic.Bool
 	// tokenEnd: the connection is closed then (unix ms), its token's exp
 	// plus the leeway, unless a reauth moves it (token.go).
 	tokenEnd atomic.Int64
@@ -123,6 +127,13 @@ func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveC
 
 // send queues a frame. An ephemeral frame is the first thing dropped when
 // the connection is slow; anything else that does not fit closes it.
+// isOpen reports whether c is not closed yet.
+func (c *liveConn) isOpen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed
+}
+
 func (c *liveConn) send(data []byte, ephemeral bool) {
 	c.enqueue(queued{data: data, ephemeral: ephemeral}, false)
 }

@@ -34,6 +34,7 @@ type liveMetrics struct {
 	tokenCloses       *prometheus.CounterVec
 	reauths           *prometheus.CounterVec
 	delivery          *deliveryMetrics
+	ackFlush          *ackFlushMetrics
 }
 
 func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
@@ -72,6 +73,9 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 	m.firstPushes = m.pushes.WithLabelValues("1")
 	var delivery []prometheus.Collector
 	m.delivery, delivery = newDeliveryMetrics()
+	var ackFlush []prometheus.Collector
+	m.ackFlush, ackFlush = newAckFlushMetrics()
+	delivery = append(delivery, ackFlush...)
 	if err := promreg.All(reg, append(delivery, m.connections, m.refused, m.replaced, m.pushes, m.pushSkipped, m.acks, m.fallbacks,
 		m.pushToAck, m.busLatency, m.slowCloses, m.heartbeatCloses, m.ephemeral, m.ephemeralDropped, m.ephemeralRefused, m.floodCloses, m.receiptsSent, m.resubscribed, m.relisted,
 		m.receiptsCoalesced, m.notices, m.tokenCloses, m.reauths)...); err != nil {
