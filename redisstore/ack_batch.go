@@ -22,13 +22,19 @@ var (
 // and most acks of a connected device write only its cursor.
 const DeviceTouchInterval = 30 * time.Second
 
+// ackRaisePerCall bounds one call of lua/ack_cursor_raise.lua, weighed
+// as a device plus its conversations: a call runs alone on its server.
+const ackRaisePerCall = 1024
+
 // AckRegisteredDevices records several devices' acks in one pipeline (a
-// Cluster client sends one per node). An ack marked Registered (its
-// connection already ran ack_cursor.lua for the device) only raises the
-// cursor (lua/ack_cursor_raise.lua); the others, and a registered device
-// found evicted since, take the full step of AckDevices, which registers
-// the device afresh and reports WasEvicted. s holds every one of the
-// users' keys; results and errors are per ack (ErrUserMoved: route again).
+// Cluster client sends one per node). The acks marked Registered (their
+// connection already ran ack_cursor.lua for the device) only raise the
+// cursors (lua/ack_cursor_raise.lua), the devices whose keys share a hash
+// slot in one call (all of them on a standalone server); the others, and
+// a registered device found evicted since, take the full step of
+// AckDevices, which registers the device afresh and reports WasEvicted.
+// s holds every one of the users' keys; results and errors are per ack
+// (ErrUserMoved: route again).
 func (s *Store) AckRegisteredDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, []error) {
 	res := make([]AckResult, len(acks))
 	errs := make([]error, len(acks))
@@ -42,27 +48,8 @@ func (s *Store) AckRegisteredDevices(ctx context.Context, acks []DeviceAck) ([]A
 			full, fullAt = append(full, a), append(fullAt, i)
 		}
 	}
-	if len(lean) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		calls := make([]scriptCall, len(lean))
-		for j, i := range lean {
-			calls[j] = s.ackRaiseCall(acks[i])
-		}
-		cmds, err := s.evalPiped(cctx, ackCursorRaiseScript, calls)
-		cancel()
-		for j, i := range lean {
-			a := acks[i]
-			cerr := err
-			if j < len(cmds) && cmds[j] != nil {
-				cerr = cmds[j].Err()
-			}
-			switch {
-			case cerr != nil:
-				errs[i] = fmt.Errorf("raise %d cursors of %s/%s: %w", len(a.Items), a.User, a.Device, AsUserMoved(cerr))
-			case readReplyUint(cmds[j].Val()) == ackRaiseStatusUnregistered:
-				full, fullAt = append(full, a), append(fullAt, i)
-			}
-		}
+	for _, i := range s.raiseRegistered(ctx, acks, lean, errs) {
+		full, fullAt = append(full, acks[i]), append(fullAt, i)
 	}
 	if len(full) > 0 {
 		r, e := s.AckDevices(ctx, full)
@@ -73,14 +60,60 @@ func (s *Store) AckRegisteredDevices(ctx context.Context, acks []DeviceAck) ([]A
 	return res, errs
 }
 
-// ackRaiseCall is the keys and arguments of lua/ack_cursor_raise.lua.
-func (s *Store) ackRaiseCall(a DeviceAck) scriptCall {
-	args := make([]any, 0, 3+3*len(a.Items))
-	args = append(args, a.Device, a.NowMS, DeviceTouchInterval.Milliseconds())
-	for _, it := range a.Items {
-		args = append(args, it.Conv, it.Seq, it.Epoch)
+// raiseRegistered runs lua/ack_cursor_raise.lua for the acks at idx, in
+// one pipeline, and sets their errors; it returns those of devices no
+// longer registered.
+func (s *Store) raiseRegistered(ctx context.Context, acks []DeviceAck, idx []int, errs []error) (unregistered []int) {
+	if len(idx) == 0 {
+		return nil
 	}
-	keys := []string{s.keys.Devices(a.User), s.keys.Cursor(a.User, a.Device), s.keys.Profile(a.User)}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	groups := s.slotCalls(len(idx), ackRaisePerCall, func(j int) int { return 1 + len(acks[idx[j]].Items) },
+		func(j int) string { return s.keys.Devices(acks[idx[j]].User) })
+	calls := make([]scriptCall, len(groups))
+	for g, js := range groups {
+		calls[g] = s.ackRaiseCall(acks, idx, js)
+	}
+	cmds, err := s.evalPiped(ctx, ackCursorRaiseScript, calls)
+	for g, js := range groups {
+		cerr := err
+		var vals []any
+		if g < len(cmds) && cmds[g] != nil {
+			vals, cerr = cmds[g].Slice()
+		}
+		if cerr == nil && len(vals) != len(js) {
+			cerr = fmt.Errorf("%w: %d statuses for %d devices", ErrMalformedReply, len(vals), len(js))
+		}
+		for k, j := range js {
+			i, a := idx[j], acks[idx[j]]
+			switch {
+			case cerr != nil:
+				errs[i] = fmt.Errorf("raise %d cursors of %s/%s: %w", len(a.Items), a.User, a.Device, AsUserMoved(cerr))
+			case readReplyUint(vals[k]) == ackRaiseStatusUnregistered:
+				unregistered = append(unregistered, i)
+			case readReplyUint(vals[k]) == ackRaiseStatusMoved:
+				errs[i] = fmt.Errorf("raise %d cursors of %s/%s: %w", len(a.Items), a.User, a.Device, ErrUserMoved)
+			}
+		}
+	}
+	return unregistered
+}
+
+// ackRaiseCall is the keys and arguments of one call of
+// lua/ack_cursor_raise.lua: the acks idx[j] for j in js.
+func (s *Store) ackRaiseCall(acks []DeviceAck, idx, js []int) scriptCall {
+	keys := make([]string, 0, 3*len(js))
+	args := []any{acks[idx[js[0]]].NowMS, DeviceTouchInterval.Milliseconds()}
+	for _, j := range js {
+		a := acks[idx[j]]
+		args[0] = max(args[0].(int64), a.NowMS)
+		keys = append(keys, s.keys.Devices(a.User), s.keys.Cursor(a.User, a.Device), s.keys.Profile(a.User))
+		args = append(args, a.Device, len(a.Items))
+		for _, it := range a.Items {
+			args = append(args, it.Conv, it.Seq, it.Epoch)
+		}
+	}
 	return scriptCall{keys: keys, args: args}
 }
 

@@ -2,8 +2,11 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestAckOfARegisteredDeviceRaisesItsCursorAsTheFullStepDoes(t *testing.T) {
@@ -80,5 +83,46 @@ func TestARegisteredDeviceEvictedSinceIsRegisteredAfreshAndToldToResync(t *testi
 	}
 	if got := s.rdb.HGet(ctx, s.keys.Cursor("ann", "d0"), "g").Val(); got != "3" {
 		t.Fatalf("the evicted device's cursor %q, want 3", got)
+	}
+}
+
+func TestRegisteredDevicesOfManyUsersShareACallAndAMovedUserFailsAlone(t *testing.T) {
+	s := readTestStore(t, 100)
+	ctx := context.Background()
+	users := []string{"ann", "bo", "cy"}
+	for _, u := range users {
+		if _, err := s.AckDevice(ctx, u, "phone", []AckItem{{"g", 1, 1}}, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.rdb.HSet(ctx, s.keys.Profile("cy"), "loc", "hot")
+	acks := make([]DeviceAck, len(users))
+	for i, u := range users {
+		acks[i] = DeviceAck{User: u, Device: "phone", Items: []AckItem{{"g", uint64(5 + i), 1}, {"h", 2, 1}}, NowMS: 1001, Registered: true}
+	}
+	var calls int
+	s.rdb.(*redis.Client).AddHook(commandHook(func(c redis.Cmder) {
+		if name := c.Name(); name == "evalsha" || name == "eval" {
+			calls++
+		}
+	}))
+	_, errs := s.AckRegisteredDevices(ctx, acks)
+	if calls != 1 {
+		t.Fatalf("%d script calls for three registered devices on one server, want 1", calls)
+	}
+	for i, u := range users[:2] {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", u, errs[i])
+		}
+		h := s.rdb.HGetAll(ctx, s.keys.Cursor(u, "phone")).Val()
+		if h["g"] != fmt.Sprint(5+i) || h["h"] != "2" {
+			t.Fatalf("%s's cursor %v", u, h)
+		}
+	}
+	if !errors.Is(errs[2], ErrUserMoved) {
+		t.Fatalf("the moved user's ack: %v, want ErrUserMoved", errs[2])
+	}
+	if got := s.rdb.HGet(ctx, s.keys.Cursor("cy", "phone"), "g").Val(); got != "1" {
+		t.Fatalf("the moved user's cursor moved to %s", got)
 	}
 }

@@ -63,6 +63,7 @@ const (
 	// ack_cursor_raise.lua.
 	ackRaiseStatusRaised       = 0
 	ackRaiseStatusUnregistered = 1
+	ackRaiseStatusMoved        = 2
 )
 
 // scriptCall is one run of a script within a pipeline.
