@@ -1,6 +1,7 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -107,10 +108,16 @@ func (f *ackFlusher) flush() {
 	m.seconds.Observe(time.Since(start).Seconds())
 	var marks []redisstore.ReceiptMark
 	var senders []map[string]uint64
+	var failed, kept int
+	var firstErr error
 	for i, k := range keys {
 		p := batch[k]
 		if errs[i] != nil {
-			f.failed(k, p, errs[i])
+			failed++
+			if f.failed(k, p) {
+				kept++
+			}
+			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
 		if p.conn != nil {
@@ -122,6 +129,9 @@ func (f *ackFlusher) flush() {
 		for conv, mk := range p.marks {
 			marks, senders = append(marks, mk), append(senders, p.senders[conv])
 		}
+	}
+	if failed > 0 {
+		f.h.log.Warn("write held acks", "devices", failed, "held_again", kept, "err", firstErr)
 	}
 	f.raise(ctx, marks, senders)
 }
@@ -140,10 +150,11 @@ func (f *ackFlusher) raise(ctx context.Context, marks []redisstore.ReceiptMark, 
 	f.h.raises.raise(ctx, marks, senders)
 }
 
-// failed holds a device's acks again for the next flush, once; a second
-// failure gives them up (the device's messages are pushed again, and it
-// drops them as duplicates; its next ack covers them).
-func (f *ackFlusher) failed(k ackKey, p *pendingAcks, err error) {
+// failed holds a device's acks again for the next flush, once, and says
+// whether it did; a second failure gives them up (the device's messages
+// are pushed again, and it drops them as duplicates; its next ack covers
+// them).
+func (f *ackFlusher) failed(k ackKey, p *pendingAcks) bool {
 	f.h.metrics.ackFlush.failures.Inc()
 	f.mu.Lock()
 	keep := !p.retried && !f.closed && len(f.pending) < maxPendingAckDevices && f.items+len(p.items) <= maxPendingAckItems
@@ -168,7 +179,7 @@ func (f *ackFlusher) failed(k ackKey, p *pendingAcks, err error) {
 	if !keep {
 		f.h.metrics.ackFlush.dropped.Inc()
 	}
-	f.h.log.Warn("write held acks", "user", k.user, "device", k.dev, "kept", keep, "err", err)
+	return keep
 }
 
 // tell sends the device what only the write learnt (it had been evicted
