@@ -113,10 +113,8 @@ const (
 	DefaultLiveNoticeConvs      = 1000
 	DefaultLiveReceiptDelay     = 200 * time.Millisecond
 	DefaultLiveAckFlush         = 100 * time.Millisecond
-	// MaxAckFlush bounds AckFlush: the acks a crash may lose.
-	MaxAckFlush            = time.Second
-	DefaultLiveAuthTimeout = 5 * time.Second
-	DefaultLiveReadLimit   = 64 << 10
+	DefaultLiveAuthTimeout      = 5 * time.Second
+	DefaultLiveReadLimit        = 64 << 10
 	// The ephemeral budget: 2 a second (5 at once) per connection, 4 a
 	// second (8 at once) per user; 50 dropped within 10 s close it.
 	DefaultLiveEphemeralConnRate   = 2.0
@@ -127,6 +125,9 @@ const (
 	DefaultLiveEphemeralMaxDrops   = 50
 	DefaultLiveEphemeralDropWindow = 10 * time.Second
 )
+
+// MaxAckFlush bounds Config.AckFlush: the acks a crash may lose.
+const MaxAckFlush = time.Second
 
 // DefaultRepush is 30 s, 1, 2, 4 and 8 minutes: five pushes again at most.
 var DefaultRepush = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}

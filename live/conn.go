@@ -125,8 +125,6 @@ func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveC
 	return c
 }
 
-// send queues a frame. An ephemeral frame is the first thing dropped when
-// the connection is slow; anything else that does not fit closes it.
 // isOpen reports whether c is not closed yet.
 func (c *liveConn) isOpen() bool {
 	c.mu.Lock()
@@ -134,6 +132,8 @@ func (c *liveConn) isOpen() bool {
 	return !c.closed
 }
 
+// send queues a frame. An ephemeral frame is the first thing dropped when
+// the connection is slow; anything else that does not fit closes it.
 func (c *liveConn) send(data []byte, ephemeral bool) {
 	c.enqueue(queued{data: data, ephemeral: ephemeral}, false)
 }

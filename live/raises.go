@@ -14,9 +14,10 @@ import (
 // slot (all of them on a standalone server) in one script call, not a
 // call per ack.
 // The acks' marks come here once the devices' own cursors were written
-// (acks.go flushes them), so a sender is told "delivered" only of a
-// durable ack; the members' delivered cursors wait at most a tick more. A node that stops before its batch is sent loses those raises
-// until the members' next acks, which raise the cursors past them.
+// (ackflush.go), so a sender is told "delivered" only of a durable ack;
+// the members' delivered cursors wait at most a tick more. A node that
+// stops before its batch is sent loses those raises until the members'
+// next acks, which raise the cursors past them.
 type raiseBatcher struct {
 	h *liveHub
 
