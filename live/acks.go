@@ -10,117 +10,176 @@ import (
 	"github.com/offlinebox/offlinebox/wire"
 )
 
-// ackWindow is how long the first ack of a batch waits for others: acks
-// on this node's sockets within it are written in one pipeline (one round
-// trip and one write and read for Redis instead of one per ack). Devices
-// ack about once a second each, at moments of their own, so a node of a
-// thousand devices gathers ten in 10 ms and three in 3 ms; nothing waits
-// on the answer but the device's next frame.
-const ackWindow = 10 * time.Millisecond
+// The bounds of the acks waiting for a flush: past either, an ack flushes
+// early and goes the synchronous way (POST /v1/ack's) meanwhile.
+const (
+	maxPendingAckDevices = 10_000
+	maxPendingAckItems   = 100_000
+)
 
-// maxAckBatch ends the wait early; each connection has at most one ack in
-// flight (its frames are read in turn), so a batch is bounded anyway.
-const maxAckBatch = 128
+// maxOwedAnswers bounds the devices whose flush found something to tell
+// (a resync, evicted devices) after their connection had gone: the next
+// ack answer of the device on this node carries it.
+const maxOwedAnswers = 10_000
 
-// ackBatcher writes acks of many devices together. The first ack of a
-// batch leads: it waits ackWindow (or until the batch is full), then runs
-// the batch and hands every ack its answer.
-type ackBatcher struct {
-	store *redisstore.Store
+// ackFlusher holds the acks of this node's sockets until the next flush
+// (Config.AckFlush, 1 s at most): a device's acks within it are coalesced
+// (per conversation, the newest epoch's highest seq) and every device
+// that acked is written in one pipelined call per store, then the
+// members' delivered cursors are raised with the next batch of raises,
+// so a sender is told "delivered" only once the ack is in Redis. The ack
+// frame is answered before the write, with what the node knows; what only
+// the write learns (resync, evicted devices) is sent in an acked frame
+// after it. A crash loses the acks of at most one flush interval: their
+// messages are pushed again, and the devices drop them as duplicates.
+type ackFlusher struct {
+	h        *liveHub
+	interval time.Duration
 
-	// mu guards pending and full; the batch's leader takes it under mu
-	// and runs it with mu released. No other lock is taken while it is
-	// held.
+	// mu guards pending, items, owed and closed. Taken alone: no other
+	// lock of the live channel is taken while it is held, and no store
+	// call is made under it.
 	mu      sync.Mutex
-	pending []*pendingAck
-	full    chan struct{} // closed when pending reaches maxAckBatch
+	pending map[ackKey]*pendingAcks
+	items   int // conversations held in pending, with their marks
+	owed    map[ackKey]redisstore.AckResult
+	closed  bool // the hub closed: acks go the synchronous way
+
+	// flushing serializes flushes (the loop's and the close's one), so
+	// that an ack's write and its raises keep their order. It is held
+	// across a flush, which takes mu, the raises' lock and connections'
+	// locks inside it; it is never taken with another lock held.
+	flushing sync.Mutex
+	early    chan struct{} // one waiting signal: pending is full, flush now
+	stopped  chan struct{} // closed when the loop returned
 }
 
-type pendingAck struct {
-	ack  redisstore.DeviceAck
-	res  redisstore.AckResult
-	err  error
-	done chan struct{}
+type ackKey struct{ user, dev string }
+
+// pendingAcks are one device's acks since the last flush.
+type pendingAcks struct {
+	conn    *liveConn // nil without a connection here
+	items   map[string]redisstore.AckItem
+	marks   map[string]redisstore.ReceiptMark
+	senders map[string]map[string]uint64 // conv → sender → newest seq
+	nowMS   int64
+	retried bool
 }
 
-func (b *ackBatcher) ack(ctx context.Context, a redisstore.DeviceAck) (redisstore.AckResult, error) {
-	req := &pendingAck{ack: a, done: make(chan struct{})}
-	b.mu.Lock()
-	b.pending = append(b.pending, req)
-	lead := len(b.pending) == 1
-	if lead {
-		b.full = make(chan struct{})
-	}
-	full := b.full
-	if len(b.pending) == maxAckBatch {
-		close(full)
-	}
-	b.mu.Unlock()
-	if lead {
-		t := time.NewTimer(ackWindow)
-		select {
-		case <-t.C:
-		case <-full:
-			t.Stop()
-		}
-		b.mu.Lock()
-		batch := b.pending
-		b.pending = nil
-		b.mu.Unlock()
-		b.run(batch)
-	}
-	select {
-	case <-req.done:
-		return req.res, req.err
-	case <-ctx.Done():
-		return redisstore.AckResult{}, ctx.Err()
-	}
+func newAckFlusher(h *liveHub) *ackFlusher {
+	return &ackFlusher{h: h, interval: h.cfg.AckFlush, pending: map[ackKey]*pendingAcks{},
+		owed: map[ackKey]redisstore.AckResult{}, early: make(chan struct{}, 1), stopped: make(chan struct{})}
 }
 
-// run writes a batch; it does not depend on any one caller's context.
-func (b *ackBatcher) run(batch []*pendingAck) {
-	acks := make([]redisstore.DeviceAck, len(batch))
-	for i, r := range batch {
-		acks[i] = r.ack
-	}
-	res, errs := b.store.AckDevices(context.Background(), acks)
-	for i, r := range batch {
-		r.res, r.err = res[i], errs[i]
-		close(r.done)
-	}
-}
-
-// applyAcks records the acks of an ack frame: the device's cursors now
-// (the node's acks within ackWindow in one pipeline, when every user's
-// keys are on the main store), the members' delivered cursors with the
-// node's next batch of raises. access, when not nil, is what the
-// connection knows of the conversations from its pushes; otherwise they
-// are read and checked. With the raises' batch full, the acks go the way
-// of POST /v1/ack's, raises included.
-func (h *liveHub) applyAcks(ctx context.Context, user, dev string, items []edge.SeqItem, access map[string]redisstore.ConvAccess) (wire.AckResponse, error) {
+// applyAcks records the acks of an ack frame: checked (access, when not
+// nil, is what the connection knows of the conversations from its
+// pushes; otherwise they are read and checked), then held for the next
+// flush and answered at once. When the pending set or the raises' batch
+// is full, or the hub is closing, the acks go the way of POST /v1/ack's,
+// raises included, and the answer waits for them.
+func (h *liveHub) applyAcks(ctx context.Context, c *liveConn, items []edge.SeqItem, access map[string]redisstore.ConvAccess) (wire.AckResponse, error) {
 	if access == nil {
 		var err error
-		if access, err = h.acker.Check(ctx, user, items); err != nil {
+		if access, err = h.acker.Check(ctx, c.user, items); err != nil {
 			return wire.AckResponse{}, err
 		}
 	}
 	acks := edge.AckItems(items, access)
-	marks := edge.ReceiptMarks(user, acks, access)
-	if !h.raises.room(len(marks)) {
-		return h.acker.Apply(ctx, user, dev, items, access)
+	marks := edge.ReceiptMarks(c.user, acks, access)
+	if h.acks.room(len(acks)) && h.raises.room(len(marks)) {
+		senders := h.ackedOnConn(c.user, c.device, acks)
+		if owed, ok := h.acks.add(c, acks, marks, senders, h.clock().UnixMilli()); ok {
+			return edge.AckAnswer(c.device, len(acks), owed), nil
+		}
 	}
-	var res redisstore.AckResult
-	var err error
-	if !h.router.HasHot() {
-		res, err = h.acks.ack(ctx, redisstore.DeviceAck{User: user, Device: dev, Items: acks, NowMS: h.clock().UnixMilli()})
-	} else {
-		res, err = h.acker.DeviceAck(ctx, user, dev, acks)
+	h.metrics.ackFlush.sync.Inc()
+	return h.acker.Apply(ctx, c.user, c.device, items, access)
+}
+
+// room reports whether n more acks fit; when they do not, the loop is
+// told to flush now.
+func (f *ackFlusher) room(n int) bool {
+	f.mu.Lock()
+	ok := !f.closed && len(f.pending) < maxPendingAckDevices && f.items+n <= maxPendingAckItems
+	f.mu.Unlock()
+	if !ok {
+		f.flushSoon()
 	}
-	if err != nil {
-		return wire.AckResponse{}, err
+	return ok
+}
+
+func (f *ackFlusher) flushSoon() {
+	select {
+	case f.early <- struct{}{}:
+	default:
 	}
-	h.raises.add(marks, h.ackedOnConn(user, dev, acks))
-	return edge.AckAnswer(dev, len(acks), res), nil
+}
+
+// add holds a device's acks for the flush, coalesced with those it holds
+// already, and returns what an earlier flush owes the device's answer;
+// false when the hub closed meanwhile. The bounds were checked by room:
+// acks read concurrently may pass them by one frame each.
+func (f *ackFlusher) add(c *liveConn, acks []redisstore.AckItem, marks []redisstore.ReceiptMark, senders map[string]map[string]uint64, nowMS int64) (redisstore.AckResult, bool) {
+	k := ackKey{c.user, c.device}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return redisstore.AckResult{}, false
+	}
+	p := f.pending[k]
+	if p == nil {
+		p = &pendingAcks{items: make(map[string]redisstore.AckItem, len(acks)), marks: map[string]redisstore.ReceiptMark{}}
+		f.pending[k] = p
+	}
+	p.conn, p.nowMS = c, nowMS
+	f.items += p.merge(acks, marks, senders)
+	if len(f.pending) >= maxPendingAckDevices || f.items >= maxPendingAckItems {
+		f.flushSoon()
+	}
+	owed := f.owed[k]
+	delete(f.owed, k)
+	return owed, true
+}
+
+// merge coalesces acks into p (per conversation the newest epoch, then
+// the highest seq: what ack_cursor.lua would keep of them) and returns
+// how many conversations p holds more.
+func (p *pendingAcks) merge(acks []redisstore.AckItem, marks []redisstore.ReceiptMark, senders map[string]map[string]uint64) int {
+	added := 0
+	for _, a := range acks {
+		old, ok := p.items[a.Conv]
+		if !ok {
+			added++
+		}
+		if !ok || laterCursor(a.Epoch, a.Seq, old.Epoch, old.Seq) {
+			p.items[a.Conv] = a
+		}
+	}
+	for _, m := range marks {
+		if old, ok := p.marks[m.Conv]; !ok || laterCursor(m.Epoch, m.Seq, old.Epoch, old.Seq) {
+			p.marks[m.Conv] = m
+		}
+	}
+	for conv, by := range senders {
+		if p.senders == nil {
+			p.senders = map[string]map[string]uint64{}
+		}
+		held := p.senders[conv]
+		if held == nil {
+			held = make(map[string]uint64, len(by))
+			p.senders[conv] = held
+		}
+		for sender, seq := range by {
+			held[sender] = max(held[sender], seq)
+		}
+	}
+	return added
+}
+
+// laterCursor: (epoch, seq) is past (oldEpoch, oldSeq) as the cursor
+// scripts order them (a newer epoch replaces, an older is ignored).
+func laterCursor(epoch, seq, oldEpoch, oldSeq uint64) bool {
+	return epoch > oldEpoch || (epoch == oldEpoch && seq > oldSeq)
 }
 
 // acked tells this node's connection of the device, if it has one, to

@@ -65,6 +65,12 @@ type Config struct {
 	// NoticeConversations bounds the conversations a pull-before notice
 	// looks at (the most recently active first).
 	NoticeConversations int
+	// AckFlush is how long the acks of this node's sockets are held
+	// before they are written together (each device's coalesced, every
+	// device in one pipelined call per store); a crash loses at most
+	// that much of acks, whose messages are then pushed again. At most
+	// MaxAckFlush.
+	AckFlush time.Duration
 	// ReceiptDelay coalesces receipt events: cursor changes within it go
 	// out as one event per conversation and sender.
 	ReceiptDelay time.Duration
@@ -106,6 +112,7 @@ const (
 	DefaultLiveMaxPending       = 512
 	DefaultLiveNoticeConvs      = 1000
 	DefaultLiveReceiptDelay     = 200 * time.Millisecond
+	DefaultLiveAckFlush         = 100 * time.Millisecond
 	DefaultLiveAuthTimeout      = 5 * time.Second
 	DefaultLiveReadLimit        = 64 << 10
 	// The ephemeral budget: 2 a second (5 at once) per connection, 4 a
@@ -118,6 +125,9 @@ const (
 	DefaultLiveEphemeralMaxDrops   = 50
 	DefaultLiveEphemeralDropWindow = 10 * time.Second
 )
+
+// MaxAckFlush bounds Config.AckFlush: the acks a crash may lose.
+const MaxAckFlush = time.Second
 
 // DefaultRepush is 30 s, 1, 2, 4 and 8 minutes: five pushes again at most.
 var DefaultRepush = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute}
@@ -146,6 +156,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxPending = cmp.Or(c.MaxPending, DefaultLiveMaxPending)
 	c.NoticeConversations = cmp.Or(c.NoticeConversations, DefaultLiveNoticeConvs)
 	c.ReceiptDelay = cmp.Or(c.ReceiptDelay, DefaultLiveReceiptDelay)
+	c.AckFlush = cmp.Or(c.AckFlush, DefaultLiveAckFlush)
 	c.AuthTimeout = cmp.Or(c.AuthTimeout, DefaultLiveAuthTimeout)
 	c.ReadLimit = cmp.Or(c.ReadLimit, DefaultLiveReadLimit)
 	c.EphemeralConnRate = cmp.Or(c.EphemeralConnRate, DefaultLiveEphemeralConnRate)
@@ -172,6 +183,8 @@ func (c Config) Validate() error {
 		bounds.If(c.HeartbeatTimeout <= c.Heartbeat, "Live.HeartbeatTimeout %s is not above Heartbeat %s", c.HeartbeatTimeout, c.Heartbeat),
 		bounds.If(c.PresenceTTL <= c.Heartbeat, "Live.PresenceTTL %s is not above Heartbeat %s", c.PresenceTTL, c.Heartbeat),
 		bounds.NotNegative("Live.ReplayMax", c.ReplayMax),
+		bounds.Positive("Live.AckFlush", c.AckFlush),
+		bounds.If(c.AckFlush > MaxAckFlush, "Live.AckFlush %s is above %s (the acks a crash may lose)", c.AckFlush, MaxAckFlush),
 		bounds.Min("Live.MaxPending", c.MaxPending, 1),
 		bounds.Min("Live.ReadLimit", c.ReadLimit, 1024),
 		bounds.If(c.EphemeralConnRate <= 0 || c.EphemeralUserRate <= 0, "Live.EphemeralConnRate %g and EphemeralUserRate %g must be positive", c.EphemeralConnRate, c.EphemeralUserRate),

@@ -28,6 +28,10 @@ type liveConn struct {
 	// (SetPresence returned); an entry naming another one after it means
 	// a newer connection of the device took it.
 	leased atomic.Bool
+	// ackRegistered: a flush of this connection's acks registered the
+	// device in its user's device set (ack_cursor.lua), so later flushes
+	// raise its cursor alone (ack_cursor_raise.lua).
+	ackRegistered atomic.Bool
 	// tokenEnd: the connection is closed then (unix ms), its token's exp
 	// plus the leeway, unless a reauth moves it (token.go).
 	tokenEnd atomic.Int64
@@ -119,6 +123,13 @@ func newLiveConn(h *liveHub, ws *websocket.Conn, user, device, id string) *liveC
 		acked: map[string]cursorAt{}, known: map[string]knownConv{}, pending: map[pushKey]*pendingPush{}, groups: map[string]uint64{}}
 	c.lastSeen.Store(time.Now().UnixMilli())
 	return c
+}
+
+// isOpen reports whether c is not closed yet.
+func (c *liveConn) isOpen() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed
 }
 
 // send queues a frame. An ephemeral frame is the first thing dropped when

@@ -19,6 +19,15 @@
 // the API's (the keyring and revocation log, the strict JSON decoder,
 // the body opener) is lent through Deps, so live never imports api.
 //
+// Acks on the socket are answered at once and held for a flush
+// (Config.AckFlush, 100 ms, at most 1 s: acks.go, ackflush.go): every
+// device that acked within it in one pipelined call per store, its acks
+// coalesced; the members' delivered cursors rise after the flush. A clean
+// shutdown flushes them all before Close returns; a crash loses at most
+// one interval, whose messages are pushed again and dropped by the
+// devices as duplicates. What only the write learns (a resync) comes in
+// an acked frame after it.
+//
 // Every lock is documented where it is declared, with what it guards;
 // the hub's field comment names their order (index, a connection's,
 // the pending set), and every other lock is taken alone.

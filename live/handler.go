@@ -197,7 +197,7 @@ func (h *liveHub) liveFrame(ctx context.Context, c *liveConn, data []byte) {
 		var items []edge.SeqItem
 		if items, err = edge.CheckedSeqItems(f.Acks, "acks", h.deps.MaxCursors); err == nil {
 			var res wire.AckResponse
-			res, err = h.applyAcks(ctx, c.user, c.device, items, c.knownAccess(items))
+			res, err = h.applyAcks(ctx, c, items, c.knownAccess(items))
 			if err == nil && (f.Reply || res.Resync || len(res.EvictedDevices) > 0) {
 				c.send(jsonFrame(ackedFrame{Type: "acked", Acked: res.Acked, Resync: res.Resync, EvictedDevices: res.EvictedDevices}), false)
 			}

@@ -42,7 +42,10 @@ type liveHub struct {
 	// connection's mu (liveConn.mu), then withPend.mu. The others
 	// (writes.mu, resub.mu, pull.mu, relist.mu, and those of admission,
 	// deadlines, typing and the batchers) are each taken alone, with none
-	// of the live channel's other locks held inside them.
+	// of the live channel's other locks held inside them; but for the ack
+	// flusher's flushing, held across one flush with the locks the flush
+	// takes (the flusher's mu, the raises', a connection's) inside it, and
+	// never taken with another held.
 
 	// index finds the connections here by id, device, user and
 	// conversation (index.go; index.mu is the outermost lock).
@@ -66,7 +69,7 @@ type liveHub struct {
 	receipts *receiptCoalescer
 	raises   *raiseBatcher
 	pushes   *pushedBatcher
-	acks     *ackBatcher
+	acks     *ackFlusher
 
 	// catchUps wait for a worker (catchup.go); dispatchRuns are
 	// finished ones, run by the dispatcher in turn with the channels'
@@ -103,7 +106,7 @@ func newLiveHub(cfg Config, deps Deps, m *liveMetrics) *liveHub {
 	h.receipts = newReceiptCoalescer(h)
 	h.raises = newRaiseBatcher(h)
 	h.pushes = newPushedBatcher(h)
-	h.acks = &ackBatcher{store: st}
+	h.acks = newAckFlusher(h)
 	return h
 }
 
@@ -121,6 +124,7 @@ func (h *liveHub) start() error {
 			return
 		}
 		go h.run()
+		go h.acks.run(h.ctx)
 		for range catchUpWorkers {
 			go h.catchUpLoop()
 		}
@@ -128,7 +132,9 @@ func (h *liveHub) start() error {
 	return h.startErr
 }
 
-// close shuts every connection with CloseGoingAway and stops the loops.
+// close shuts every connection with CloseGoingAway, stops the loops and
+// writes what they hold: the held acks first, then the raises they
+// queued, so that no ack taken is lost.
 func (h *liveHub) close() {
 	if h.cancel == nil {
 		return
@@ -139,10 +145,10 @@ func (h *liveHub) close() {
 	h.cancel()
 	h.sub.Close()
 	<-h.done
-	h.raises.flushNow()
-	h.pushes.flushNow()
 	// The connections unregister (presence, channels) on their own
-	// goroutines; those are waited for, a while.
+	// goroutines; those are waited for, a while, so that an ack frame
+	// read before the close is held before the last flush (one read
+	// after it goes the synchronous way).
 	ended := make(chan struct{})
 	go func() { h.running.Wait(); close(ended) }()
 	select {
@@ -150,6 +156,9 @@ func (h *liveHub) close() {
 	case <-time.After(closeWait):
 		h.log.Warn("live connections still ending at shutdown")
 	}
+	h.acks.close(h.startErr == nil)
+	h.raises.flushNow()
+	h.pushes.flushNow()
 }
 
 // closeWait bounds the wait of close for the connections to end.

@@ -34,6 +34,7 @@ type liveMetrics struct {
 	tokenCloses       *prometheus.CounterVec
 	reauths           *prometheus.CounterVec
 	delivery          *deliveryMetrics
+	ackFlush          *ackFlushMetrics
 }
 
 func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
@@ -68,6 +69,7 @@ func newLiveMetrics(reg prometheus.Registerer) (*liveMetrics, error) {
 		reauths:           s.CounterVec("offlinebox_live_reauths_total", "Reauth frames, by outcome (accepted, refused).", "outcome"),
 	}
 	m.firstPushes = m.pushes.WithLabelValues("1")
+	m.ackFlush = newAckFlushMetrics(s)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("api: register live metrics: %w", err)
 	}

@@ -7,10 +7,11 @@ import "github.com/offlinebox/offlinebox/redisstore"
 // conversation in one raise of it, the conversations that share a hash
 // slot (all of them on a standalone server) in one script call, not a
 // call per ack.
-// The device's own cursors are written before the ack is answered; only
-// the members' delivered cursors, which the receipts count, wait (at most
-// a tick). A node that stops before its batch is sent loses those raises
-// until the members' next acks, which raise the cursors past them.
+// The acks' marks come here once the devices' own cursors were written
+// (ackflush.go), so a sender is told "delivered" only of a durable ack;
+// the members' delivered cursors wait at most a tick more. A node that
+// stops before its batch is sent loses those raises until the members'
+// next acks, which raise the cursors past them.
 type raiseBatcher struct {
 	markFlusher // its mu guards marks and senders
 	marks       []redisstore.ReceiptMark
@@ -33,17 +34,13 @@ func (rb *raiseBatcher) room(n int) bool {
 	return len(rb.marks)+n <= maxDeferredMarks
 }
 
-// add queues marks; senders is conv → sender → newest seq (may be nil).
-func (rb *raiseBatcher) add(marks []redisstore.ReceiptMark, senders map[string]map[string]uint64) {
-	if len(marks) == 0 {
-		return
-	}
+// addEach queues marks, each with its senders (conv's sender → newest
+// seq; may be nil).
+func (rb *raiseBatcher) addEach(marks []redisstore.ReceiptMark, senders []map[string]uint64) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
-	for _, m := range marks {
-		rb.marks = append(rb.marks, m)
-		rb.senders = append(rb.senders, senders[m.Conv])
-	}
+	rb.marks = append(rb.marks, marks...)
+	rb.senders = append(rb.senders, senders...)
 }
 
 func (rb *raiseBatcher) take() ([]redisstore.ReceiptMark, []map[string]uint64) {

@@ -135,6 +135,9 @@ type DeviceAck struct {
 	User, Device string
 	Items        []AckItem
 	NowMS        int64
+	// Registered: this connection's earlier ack registered the device
+	// (AckRegisteredDevices raises its cursor alone).
+	Registered bool
 }
 
 // AckDevices records several devices' acks, each as AckDevice does, in

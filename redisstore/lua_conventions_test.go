@@ -60,7 +60,8 @@ func TestScriptsAndGoNameTheSameStatusCodesAndRefusals(t *testing.T) {
 			"STATUS_REJECTED": seqStatusRejected, "STATUS_NOT_DONE": seqStatusNotDone},
 		"apply_inboxes.lua": {"STATUS_REPLAYED": inboxStatusReplayed, "STATUS_APPLIED": inboxStatusApplied,
 			"STATUS_RECEIVE_ONLY": inboxStatusReceiveOnly, "STATUS_MOVED": inboxStatusMoved},
-		"receipts_ack.lua": {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
+		"receipts_ack.lua":     {"STATUS_REFUSED": receiptsAckStatusRefused, "STATUS_RAISED": receiptsAckStatusRaised},
+		"ack_cursor_raise.lua": {"STATUS_RAISED": ackRaiseStatusRaised, "STATUS_UNREGISTERED": ackRaiseStatusUnregistered, "STATUS_MOVED": ackRaiseStatusMoved},
 	}
 	refusals := map[string]string{"REFUSAL_MOVED": refusalMoved, "REFUSAL_FENCED": refusalFenced,
 		"REFUSAL_DEDUPE": refusalDedupe, "REFUSAL_DEVICES": refusalDevices, "REFUSAL_UNINDEXED": RefusalUnindexed,

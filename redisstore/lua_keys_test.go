@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -144,6 +145,12 @@ func TestEveryScriptTouchesOnlyTheKeysItIsGiven(t *testing.T) {
 		_, err := s.AckDevice(ctx, "ann", dev, []AckItem{{Conv: "g", Seq: 3, Epoch: 0}}, ms+int64(i))
 		must("ack "+dev, err)
 	}
+	// A registered device's cursor raised alone, and one evicted since
+	// taking the full step.
+	_, ackErrs := s.AckRegisteredDevices(ctx, []DeviceAck{
+		{User: "ann", Device: "watch", Items: []AckItem{{Conv: "g", Seq: 4}}, NowMS: ms + 5, Registered: true},
+		{User: "ann", Device: "phone", Items: []AckItem{{Conv: "g", Seq: 4}}, NowMS: ms + 6, Registered: true}})
+	must("ack registered devices", errors.Join(ackErrs...))
 	_, err = s.EvictDevices(ctx, "ann", now, 10)
 	must("evict devices", err)
 

@@ -59,6 +59,11 @@ const (
 	// receipts_ack.lua.
 	receiptsAckStatusRefused = 0
 	receiptsAckStatusRaised  = 1
+
+	// ack_cursor_raise.lua.
+	ackRaiseStatusRaised       = 0
+	ackRaiseStatusUnregistered = 1
+	ackRaiseStatusMoved        = 2
 )
 
 // scriptCall is one run of a script within a pipeline.
