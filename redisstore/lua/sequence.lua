@@ -487,10 +487,12 @@ end
 -- A conversation is created by its first sequenced record: one whose
 -- records were all refused is not created at all.
 if seq ~= seq0 then
-  redis.call('HSET', meta, 'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype,
-    'nmem', nmem, 'mver', mver)
-  if lgs ~= lgs0 then redis.call('HSET', meta, 'lgs', lgs, 'large', 1) end
-  if newest then redis.call('HSET', meta, 'lsender', newest[1], 'lts', wt, 'lprev', newest[2]) end
+  -- one HSET for all the meta's fields
+  local f = {'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype, 'nmem', nmem, 'mver', mver}
+  local function put(k, v) f[#f + 1] = k; f[#f + 1] = v end
+  if lgs ~= lgs0 then put('lgs', lgs); put('large', 1) end
+  if newest then put('lsender', newest[1]); put('lts', wt); put('lprev', newest[2]) end
+  redis.call('HSET', meta, unpack(f))
 end
 dd_save(days[1], dd_expire_at)
 
