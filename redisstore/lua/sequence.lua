@@ -121,7 +121,12 @@ end
 -- pastSpans bounds the spans kept per former member (the oldest go first).
 local pastSpans = 16
 
+local none = {}
 local function split(s)
+  -- most records name one user (a direct message's peer) or none (a
+  -- group message)
+  if s == '' then return none end
+  if not string.find(s, '\n', 1, true) then return {s} end
   local out = {}
   for u in string.gmatch(s, '[^\n]+') do out[#out + 1] = u end
   return out
@@ -439,8 +444,13 @@ local function mispredicted(i)
   return tostring(epoch) ~= sealEpoch or tonumber(want) ~= seq + 1
 end
 
-local out = {}
-local newest = nil
+-- The answer: its head (epoch, large_from_seq, large_converted, nmem) is
+-- set once the batch is done, each record's status, seq and data follow.
+local res = {0, 0, 0, 0}
+local function outcome(st, sq, data)
+  res[#res + 1] = st; res[#res + 1] = sq; res[#res + 1] = data
+end
+local newest = nil -- where the arguments of the batch's last new message start
 local stopped = false
 for i = 0, n - 1 do
   local a = base + i * 11
@@ -450,20 +460,20 @@ for i = 0, n - 1 do
   local dup = false
   if not stopped then dup = lookup(cmid, dig, ARGV[a + 9]) end
   if stopped then
-    out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
+    outcome(STATUS_NOT_DONE, seq, '')
   elseif dup then
     -- below first, the entry expired (and a negative index would count
     -- from the tail)
     local e = false
     if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
-    out[#out + 1] = {STATUS_DUPLICATE, dup, e or ''}
+    outcome(STATUS_DUPLICATE, dup, e or '')
   else
     local why = reject(typ, kind, sender, users, rl, auth)
     if why then
-      out[#out + 1] = {STATUS_REJECTED, 0, why}
+      outcome(STATUS_REJECTED, 0, why)
     elseif mispredicted(i) then
       stopped = true
-      out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
+      outcome(STATUS_NOT_DONE, seq, '')
     else
       seq = seq + 1
       redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
@@ -477,9 +487,9 @@ for i = 0, n - 1 do
       if kind ~= 'm' then
         redis.call('ZADD', KEYS[#KEYS], seq, seq)
       end
-      if kind == 'm' then newest = {sender, ARGV[a + 8]} end
+      if kind == 'm' then newest = a end
       if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
-      out[#out + 1] = {STATUS_NEW, seq, ''}
+      outcome(STATUS_NEW, seq, '')
     end
   end
 end
@@ -491,15 +501,12 @@ if seq ~= seq0 then
   local f = {'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype, 'nmem', nmem, 'mver', mver}
   local function put(k, v) f[#f + 1] = k; f[#f + 1] = v end
   if lgs ~= lgs0 then put('lgs', lgs); put('large', 1) end
-  if newest then put('lsender', newest[1]); put('lts', wt); put('lprev', newest[2]) end
+  if newest then put('lsender', ARGV[newest + 6]); put('lts', wt); put('lprev', ARGV[newest + 8]) end
   redis.call('HSET', meta, unpack(f))
 end
 dd_save(days[1], dd_expire_at)
 
-local res = {tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem}
-for _, r in ipairs(out) do
-  res[#res + 1] = r[1]; res[#res + 1] = r[2]; res[#res + 1] = r[3]
-end
+res[1], res[2], res[3], res[4] = tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem
 local known_epoch, known_mver = string.match(known_members, '^(%d+):(%d+)$')
 if lgs ~= 0 then
   res[#res + 1] = {}
