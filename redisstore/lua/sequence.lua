@@ -243,22 +243,21 @@ local function holds(e, field)
   return b ~= nil and string.sub(e, b + 1, b + #field) == field
 end
 
--- lookup returns the seq a record's id already has, or nil; body is the
--- record's entry body.
-local function lookup(cmid, dig, body)
-  for _, d in ipairs(days) do
-    local s = dd_find(d, dig)
-    if s then
-      if s < first then return s end
-      local e = redis.call('LINDEX', tl, s - first)
-      if not e or holds(e, leadField(body)) or holds(e, idField(cmid)) then return s end
-    end
-  end
-  for _, d in ipairs(days) do
-    local s = dd_find_exact(d, cmid)
-    if s then return s end
-  end
-  return nil
+-- isOwn reports whether seq s, which a day holds for the record's digest,
+-- is the record's: its entry starts with the record's id (body is the
+-- record's entry body), or it expired.
+local function isOwn(s, cmid, body)
+  if s < first then return true end
+  local e = redis.call('LINDEX', tl, s - first)
+  return not e or holds(e, leadField(body)) or holds(e, idField(cmid))
+end
+
+-- lookup returns the seq a record's id already has in day d, or nil. An
+-- id is held by one day at most, so the days are looked up one by one.
+local function lookup(d, cmid, dig, body)
+  local s = dd_find(d, dig)
+  if s and isOwn(s, cmid, body) then return s end
+  return dd_find_exact(d, cmid)
 end
 
 -- roleOf is a user's role: 'o', 'a', 'm' (a member), or nil (not one),
@@ -452,44 +451,70 @@ local function outcome(st, sq, data)
 end
 local newest = nil -- where the arguments of the batch's last new message start
 local stopped = false
+-- duplicate answers a record whose id has seq s already.
+local function duplicate(s)
+  -- below first, the entry expired (and a negative index would count
+  -- from the tail)
+  local e = false
+  if s >= first then e = redis.call('LINDEX', tl, s - first) end
+  outcome(STATUS_DUPLICATE, s, e or '')
+end
+
+-- Today's day is looked up by adding to it: HSETNX stores the digest for
+-- the next seq unless the day holds it, in one command where a lookup and
+-- an add took two. A record refused (or stopping the batch) is looked up
+-- there first, since a resend is a duplicate before anything else.
 for i = 0, n - 1 do
   local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local sender, users = ARGV[a + 6], split(ARGV[a + 7])
-  local rl, auth = ARGV[a + 10], ARGV[a + 11]
-  local dup = false
-  if not stopped then dup = lookup(cmid, dig, ARGV[a + 9]) end
+  local rl, auth, body = ARGV[a + 10], ARGV[a + 11], ARGV[a + 9]
+  local dup = nil
+  if not stopped then
+    for k = 2, #days do dup = dup or lookup(days[k], cmid, dig, body) end
+  end
   if stopped then
     outcome(STATUS_NOT_DONE, seq, '')
   elseif dup then
-    -- below first, the entry expired (and a negative index would count
-    -- from the tail)
-    local e = false
-    if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
-    outcome(STATUS_DUPLICATE, dup, e or '')
+    duplicate(dup)
   else
     local why = reject(typ, kind, sender, users, rl, auth)
-    if why then
-      outcome(STATUS_REJECTED, 0, why)
-    elseif mispredicted(i) then
-      stopped = true
-      outcome(STATUS_NOT_DONE, seq, '')
+    if why or mispredicted(i) then
+      dup = lookup(days[1], cmid, dig, body)
+      if dup then
+        duplicate(dup)
+      elseif why then
+        outcome(STATUS_REJECTED, 0, why)
+      else
+        stopped = true
+        outcome(STATUS_NOT_DONE, seq, '')
+      end
     else
-      seq = seq + 1
-      redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
-      if dd_add(days[1], dig, seq) then dd_add_exact(days[1], cmid, seq) end
-      if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
-      if all == '1' and lgs > 0 and seq >= lgs then
-        redis.call('ZADD', ma, wt, seq)
+      -- nil: stored for seq + 1; else the seq the day holds the digest for
+      local held = dd_add(days[1], dig, seq + 1)
+      if held then
+        if isOwn(held, cmid, body) then dup = held else dup = dd_find_exact(days[1], cmid) end
       end
-      -- Notices: a join or leave takes a seq but is no one's unread; a
-      -- large group's derived unread subtracts the notices it spans.
-      if kind ~= 'm' then
-        redis.call('ZADD', KEYS[#KEYS], seq, seq)
+      if dup then
+        duplicate(dup)
+      else
+        seq = seq + 1
+        redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. body)
+        -- two ids sharing the digest: this one is kept in full
+        if held then dd_add_exact(days[1], cmid, seq) end
+        if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
+        if all == '1' and lgs > 0 and seq >= lgs then
+          redis.call('ZADD', ma, wt, seq)
+        end
+        -- Notices: a join or leave takes a seq but is no one's unread; a
+        -- large group's derived unread subtracts the notices it spans.
+        if kind ~= 'm' then
+          redis.call('ZADD', KEYS[#KEYS], seq, seq)
+        end
+        if kind == 'm' then newest = a end
+        if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
+        outcome(STATUS_NEW, seq, '')
       end
-      if kind == 'm' then newest = a end
-      if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
-      outcome(STATUS_NEW, seq, '')
     end
   end
 end
