@@ -126,10 +126,10 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 		digs[i] = s.digest(m.GetClientMsgId())
 	}
 	var raw []any
-	for range dedupeTries {
+	for try := range dedupeTries {
 		var keys []string
 		var full, empty int
-		if keys, full, empty, err = s.sequenceKeys(ctx, conv, writeMS, digs); err != nil {
+		if keys, full, empty, err = s.sequenceKeys(ctx, conv, writeMS, digs, try > 0); err != nil {
 			return nil, err
 		}
 		args[len(args)-4], args[len(args)-3] = full, empty
@@ -165,22 +165,19 @@ func (s *Store) DedupeDays() int64 {
 }
 
 // sequenceKeys lists the conversation's keys: bucket 0 of today and of
-// the window's older days that hold ids, newest first (full of them),
+// the window's older days that hold ids, newest first (full of them; the
+// older days as a call read them before unless fresh, see dedupeWindows),
 // bucket 0 of the window's empty days (empty of them: the script checks
 // they still are with one EXISTS instead of reading each), then the full
 // days' other keys that looking up digs and adding them to today may
 // touch (as the days are now), then the receipt cursors (a leave takes the
 // member out of them), and last the group's notice seqs.
-func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string) (keys []string, full, empty int, err error) {
+func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string,
+	fresh bool) (keys []string, full, empty int, err error) {
 	k := s.keys
 	keys = []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv),
 		k.Held(conv)}
-	today := DayOf(writeMS)
-	var days []int64
-	for d := today; d >= today-s.DedupeDays(); d-- {
-		days = append(days, d)
-	}
-	state, err := s.readDedupeDays(ctx, conv, days)
+	state, err := s.dedupeWindow(ctx, conv, DayOf(writeMS), fresh)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -203,6 +200,31 @@ func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, di
 	}
 	keys = append(keys, k.Pushed(conv), k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
 	return keys, len(held), len(none), nil
+}
+
+// dedupeWindow reads the state of conv's dedupe days ending with today,
+// newest first: today's, and the older days' as a call read them before
+// (unless fresh) or all of them.
+func (s *Store) dedupeWindow(ctx context.Context, conv string, today int64, fresh bool) ([]dedupeDay, error) {
+	if fresh {
+		s.dedupeWindows.forget(conv)
+	} else if older, ok := s.dedupeWindows.older(conv, today); ok {
+		state, err := s.readDedupeDays(ctx, conv, []int64{today})
+		if err != nil {
+			return nil, err
+		}
+		return append(state, older...), nil
+	}
+	var days []int64
+	for d := today; d >= today-s.DedupeDays(); d-- {
+		days = append(days, d)
+	}
+	state, err := s.readDedupeDays(ctx, conv, days)
+	if err != nil {
+		return nil, err
+	}
+	s.dedupeWindows.keep(conv, today, state[1:])
+	return state, nil
 }
 
 // sequenceArgs are the script's arguments; fence is the one the member
