@@ -125,13 +125,13 @@ end
 -- read_plans reads the plans, each once: its numbers, its events (ev:
 -- kind, seq, write ms, 3 entries an event, the seqs as numbers; the seqs
 -- and write times as given stay in ARGV from o on, since a number a
--- command gets is formatted anew, which costs an update about as much as a
--- field does; the write times are only ever passed on), its first seq and the inbox field names of its conversation. It
--- returns them and where the plan numbers of the updates start. The
--- events are copied into a table made at its size in one step: a table
--- grown an element at a time is reallocated at every power of two, and
--- five of them per plan cost a direct message's inbox call more than its
--- commands.
+-- command gets is formatted anew, which costs an update about as much as
+-- a field does; the write times are only ever passed on), its first seq
+-- and the inbox field names of its conversation. It returns them and
+-- where the plan numbers of the updates start. The events are copied into
+-- a table made at its size in one step: a table grown an element at a
+-- time is reallocated at every power of two, and five of them per plan
+-- cost a direct message's inbox call more than its commands.
 local function read_plans()
   local plans, a = {}, 2
   local names = {} -- conversation → its field names: the plans of a call mostly share one
