@@ -54,6 +54,10 @@ type dedupeDay struct {
 	exact bool // the exact map exists
 }
 
+// empty reports whether bucket 0 named nothing of the day: no ids, no
+// other buckets, no exact map (as when the day's keys do not exist).
+func (d dedupeDay) empty() bool { return d.n == 1 && d.c == 0 && !d.exact }
+
 // readDedupeDays reads the state of the given days of conv, in one pipeline.
 func (s *Store) readDedupeDays(ctx context.Context, conv string, days []int64) ([]dedupeDay, error) {
 	cmds := make([]*redis.SliceCmd, len(days))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/offlinebox/offlinebox/internal/testenv"
 	"github.com/offlinebox/offlinebox/schemas"
 )
@@ -287,5 +289,52 @@ func TestSequenceFindsTheResendOfAnEntryWrittenBeforeIdsWerePacked(t *testing.T)
 	}
 	if got := seqs(res.Items); !slices.Equal(got, []string{"dup 1"}) || res.Items[0].Sequenced.GetMessage().GetClientMsgId() != m.GetClientMsgId() {
 		t.Fatalf("resend answered %q (%v), want the duplicate of seq 1", got, res.Items[0].Sequenced)
+	}
+}
+
+// countPipelined counts the commands of a name sent in pipelines.
+type countPipelined struct {
+	name string
+	n    int
+}
+
+func (h *countPipelined) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *countPipelined) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *countPipelined) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == h.name {
+				h.n++
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Sequencing reads the window's eight dedupe days once a day per
+// conversation; later calls read today's alone, and still find a resend
+// an older day holds.
+func TestSequenceReadsTheOlderDedupeDaysOnceADay(t *testing.T) {
+	ctx := context.Background()
+	s := seqTestStore(t, 100)
+	yesterday := seqTestNow - 86_400_000
+	first := directMsg("d", "m1", "ann", "bob")
+	if _, err := s.Sequence(ctx, "d", []*schemas.Message{first}, nil, yesterday); err != nil {
+		t.Fatal(err)
+	}
+	h := &countPipelined{name: "hmget"}
+	s.rdb.(*redis.Client).AddHook(h)
+	for i, want := range []int{8, 1} {
+		h.n = 0
+		res, err := s.Sequence(ctx, "d", []*schemas.Message{directMsg("d", fmt.Sprint("n", i), "ann", "bob"), first}, nil, seqTestNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.n != want {
+			t.Errorf("call %d read %d dedupe days, want %d", i, h.n, want)
+		}
+		if it := res.Items[1]; it.Status != SeqDuplicate || it.Seq != 1 {
+			t.Errorf("call %d: the resend of yesterday's message is %v seq %d, want the duplicate of seq 1", i, it.Status, it.Seq)
+		}
 	}
 }

@@ -126,11 +126,13 @@ func (s *Store) runSequence(ctx context.Context, conv string, msgs []*schemas.Me
 		digs[i] = s.digest(m.GetClientMsgId())
 	}
 	var raw []any
-	for range dedupeTries {
+	for try := range dedupeTries {
 		var keys []string
-		if keys, err = s.sequenceKeys(ctx, conv, writeMS, digs); err != nil {
+		var full, empty int
+		if keys, full, empty, err = s.sequenceKeys(ctx, conv, writeMS, digs, try > 0); err != nil {
 			return nil, err
 		}
+		args[len(args)-4], args[len(args)-3] = full, empty
 		if raw, err = sequenceScript.Run(ctx, s.rdb, keys, args...).Slice(); !redis.HasErrorPrefix(err, refusalDedupe) {
 			break
 		}
@@ -162,37 +164,74 @@ func (s *Store) DedupeDays() int64 {
 	return int64((s.cfg.DedupeWindow + 24*time.Hour - 1) / (24 * time.Hour))
 }
 
-// sequenceKeys lists the conversation's keys: bucket 0 of each dedupe day
-// of the window newest first, then the days' other keys that looking up
-// digs and adding them to today may touch (as the days are now), then the
-// receipt cursors (a leave takes the member out of them), and last the
-// group's notice seqs.
-func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string) ([]string, error) {
+// sequenceKeys lists the conversation's keys: bucket 0 of today and of
+// the window's older days that hold ids, newest first (full of them; the
+// older days as a call read them before unless fresh, see dedupeWindows),
+// bucket 0 of the window's empty days (empty of them: the script checks
+// they still are with one EXISTS instead of reading each), then the full
+// days' other keys that looking up digs and adding them to today may
+// touch (as the days are now), then the receipt cursors (a leave takes the
+// member out of them), and last the group's notice seqs.
+func (s *Store) sequenceKeys(ctx context.Context, conv string, writeMS int64, digs []string,
+	fresh bool) (keys []string, full, empty int, err error) {
 	k := s.keys
-	keys := []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv),
+	keys = []string{k.ConvMeta(conv), k.Timeline(conv), k.Members(conv), k.MentionAll(conv), k.Roles(conv), k.PastMembers(conv),
 		k.Held(conv)}
-	today := DayOf(writeMS)
+	state, err := s.dedupeWindow(ctx, conv, DayOf(writeMS), fresh)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	var held, none []dedupeDay
+	for i, st := range state {
+		if i == 0 || !st.empty() {
+			held = append(held, st)
+		} else {
+			none = append(none, st)
+		}
+	}
+	for _, st := range held {
+		keys = append(keys, k.Dedupe(conv, st.day))
+	}
+	for _, st := range none {
+		keys = append(keys, k.Dedupe(conv, st.day))
+	}
+	for i, st := range held {
+		keys = append(keys, dedupeKeys(k, conv, st, digs, i == 0)...)
+	}
+	keys = append(keys, k.Pushed(conv), k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
+	return keys, len(held), len(none), nil
+}
+
+// dedupeWindow reads the state of conv's dedupe days ending with today,
+// newest first: today's, and the older days' as a call read them before
+// (unless fresh) or all of them.
+func (s *Store) dedupeWindow(ctx context.Context, conv string, today int64, fresh bool) ([]dedupeDay, error) {
+	if fresh {
+		s.dedupeWindows.forget(conv)
+	} else if older, ok := s.dedupeWindows.older(conv, today); ok {
+		state, err := s.readDedupeDays(ctx, conv, []int64{today})
+		if err != nil {
+			return nil, err
+		}
+		return append(state, older...), nil
+	}
 	var days []int64
 	for d := today; d >= today-s.DedupeDays(); d-- {
-		keys = append(keys, k.Dedupe(conv, d))
 		days = append(days, d)
 	}
 	state, err := s.readDedupeDays(ctx, conv, days)
 	if err != nil {
 		return nil, err
 	}
-	for i, st := range state {
-		keys = append(keys, dedupeKeys(k, conv, st, digs, i == 0)...)
-	}
-	keys = append(keys, k.Pushed(conv), k.Delivered(conv), k.ReadBy(conv), k.Notices(conv))
-	return keys, nil
+	s.dedupeWindows.keep(conv, today, state[1:])
+	return state, nil
 }
 
 // sequenceArgs are the script's arguments; fence is the one the member
 // list token was taken with, so that the two agree.
 func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes []string, writeMS int64, seal []any,
 	knownMembers, fence string) ([]any, error) {
-	args := make([]any, 0, 7+len(probes)+12*len(msgs)+len(seal))
+	args := make([]any, 0, 9+len(probes)+12*len(msgs)+len(seal))
 	args = append(args, writeMS, s.cfg.LargeGroupThreshold, s.dedupeExpireAt(DayOf(writeMS)), len(msgs), len(probes))
 	for _, p := range probes {
 		args = append(args, p)
@@ -217,7 +256,8 @@ func (s *Store) sequenceArgs(msgs []*schemas.Message, previews []string, probes 
 	for _, m := range msgs {
 		args = append(args, m.GetTag())
 	}
-	return append(args, knownMembers, fence), nil
+	// the script's day counts, set per call by runSequence (sequenceKeys)
+	return append(args, 0, 0, knownMembers, fence), nil
 }
 
 func kindCode(k schemas.Kind) string {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/offlinebox/offlinebox/internal/testenv"
@@ -290,5 +291,36 @@ func TestSequenceDuplicateOfAnExpiredEntryCarriesNoEntry(t *testing.T) {
 	}
 	if n, _ := s.rdb.LLen(ctx, s.keys.Timeline("g")).Result(); n != 2 {
 		t.Fatalf("timeline holds %d entries after the resends, want 2", n)
+	}
+}
+
+// A day the caller read as empty is only checked to be still empty by
+// the script; one that holds ids by then (a restore put yesterday's back
+// after the read) is read like any other, so a resend is found.
+func TestAResendIsFoundInADayFilledAfterTheCallersRead(t *testing.T) {
+	ctx := context.Background()
+	s := seqTestStore(t, 100)
+	yesterday := seqTestNow - 86_400_000
+	m := directMsg("d", "m1", "ann", "bob")
+	if _, err := s.Sequence(ctx, "d", []*schemas.Message{m}, nil, yesterday); err != nil {
+		t.Fatal(err)
+	}
+	day := s.keys.Dedupe("d", DayOf(yesterday))
+	if err := s.rdb.Rename(ctx, day, day+"-aside").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := s.rdb.(*redis.Client)
+	rdb.AddHook(&onFirstScript{key: s.keys.Dedupe("d", DayOf(seqTestNow)), do: func() {
+		rdb.Rename(ctx, day+"-aside", day)
+	}})
+	res, err := s.Sequence(ctx, "d", []*schemas.Message{m}, nil, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := res.Items[0]; it.Status != SeqDuplicate || it.Seq != 1 {
+		t.Fatalf("sequenced as %v seq %d, want the duplicate of seq 1", it.Status, it.Seq)
+	}
+	if n := len(timeline(t, s, "d")); n != 1 {
+		t.Fatalf("timeline holds %d entries, want 1", n)
 	}
 }

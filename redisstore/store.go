@@ -99,6 +99,8 @@ type Store struct {
 	predicted *positionCache
 	// memberLists: the member maps sequencing answered (sequence_members.go)
 	memberLists *memberLists
+	// dedupeWindows: the older dedupe days sequencing read (dedupe_window.go)
+	dedupeWindows *dedupeWindows
 }
 
 // New returns a Store over a standalone or cluster client.
@@ -108,7 +110,8 @@ func New(rdb redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Store{rdb: rdb, keys: Keys{Prefix: cfg.Prefix}, cfg: cfg, digest: dedupeDigest,
-		predicted: newPositionCache(cfg.PredictCache), memberLists: newMemberLists()}, nil
+		predicted: newPositionCache(cfg.PredictCache), memberLists: newMemberLists(),
+		dedupeWindows: newDedupeWindows()}, nil
 }
 
 // Keys returns the key builder, for tools that inspect the store.

@@ -122,27 +122,36 @@ local function unmention(mn, mx, conv, indexed, from, to)
   zremall(mn, mx, drop)
 end
 
--- read_plans reads the plans, each once: its numbers, its events as three
--- arrays (the seqs and write times also as given: a number a command gets
--- is formatted anew, which costs an update about as much as a field
--- does), its first seq and the inbox field names of its conversation. It
--- returns them and where the plan numbers of the updates start.
+-- read_plans reads the plans, each once: its numbers, its events (ev:
+-- kind, seq, write ms, 3 entries an event, the seqs as numbers; the seqs
+-- and write times as given stay in ARGV from o on, since a number a
+-- command gets is formatted anew, which costs an update about as much as
+-- a field does; the write times are only ever passed on), its first seq
+-- and the inbox field names of its conversation. It returns them and
+-- where the plan numbers of the updates start. The events are copied into
+-- a table made at its size in one step: a table grown an element at a
+-- time is reallocated at every power of two, and five of them per plan
+-- cost a direct message's inbox call more than its commands.
 local function read_plans()
   local plans, a = {}, 2
+  local names = {} -- conversation → its field names: the plans of a call mostly share one
   for p = 1, plan_count do
     local conv, n = ARGV[a], tonumber(ARGV[a + 3])
-    local kinds, seqs, ws, seqt, wt, s0 = {}, {}, {}, {}, {}, nil
-    for i = 1, n do
-      local at = a + 1 + 3 * i
-      kinds[i], seqt[i], wt[i] = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-      seqs[i], ws[i] = tonumber(seqt[i]), tonumber(wt[i])
+    local nm = names[conv]
+    if not nm then
+      nm = {conv .. ':l', conv .. ':r', conv .. ':j', conv .. ':t', conv .. ':e'}
+      names[conv] = nm
+    end
+    local ev, s0 = {unpack(ARGV, a + 4, a + 3 + 3 * n)}, nil
+    for i = 2, 3 * n, 3 do
+      ev[i] = tonumber(ev[i])
       -- A batch without a seq (a lone conversion) cannot tell an epoch's
       -- first seq.
-      if s0 == nil and seqs[i] > 0 then s0 = seqs[i] end
+      if s0 == nil and ev[i] > 0 then s0 = ev[i] end
     end
     plans[p] = {conv = conv, form = ARGV[a + 1], epoch_arg = ARGV[a + 2], epoch = tonumber(ARGV[a + 2]),
-      n = n, kinds = kinds, seqs = seqs, ws = ws, seqt = seqt, wt = wt, s0 = s0,
-      fl = conv .. ':l', fr = conv .. ':r', fj = conv .. ':j', ft = conv .. ':t', fe = conv .. ':e'}
+      n = n, ev = ev, o = a + 3, s0 = s0,
+      fl = nm[1], fr = nm[2], fj = nm[3], ft = nm[4], fe = nm[5]}
     a = a + 4 + 3 * n
   end
   return plans, a
@@ -169,9 +178,9 @@ local function apply_one(kb, p, probe)
   if epoch > 0 and epoch < e0 then return STATUS_REPLAYED end
   local l, r, j, t = l0, r0, j0, t0
   local large = form == 'L'
-  local active = 0
-  -- li, ai: the events whose seq l and whose write time active are, for
-  -- their text (nil: l is computed or as read)
+  -- li: the event whose seq l is, for its text (nil: l is computed or as
+  -- read); ai: the event whose write time lists the conversation (nil: it
+  -- is not listed anew)
   local li, ai
   local changed = false
 
@@ -188,15 +197,15 @@ local function apply_one(kb, p, probe)
     unmention(mn, mx, conv, indexed, keep, 2 ^ 53)
   end
 
-  local kinds, seqs, ws = p.kinds, p.seqs, p.ws
+  local ev = p.ev
   local ments -- the mentions to write after the list: seq, write ms, seq, …
   for i = 1, p.n do
-    local k, s, w = kinds[i], seqs[i], ws[i]
+    local k, s, w = ev[3 * i - 2], ev[3 * i - 1], ev[3 * i]
     if k == 'd' then
-      if not large and s > l then l, active, li, ai = s, w, i, i end
+      if not large and s > l then l, li, ai = s, i, i end
     elseif k == 'o' then
       if s > r then r = s end
-      if not large and s > l then l, active, li, ai = s, w, i, i end
+      if not large and s > l then l, li, ai = s, i, i end
     elseif k == 'm' then
       if large then
         if s > j and s > r then
@@ -204,7 +213,7 @@ local function apply_one(kb, p, probe)
           ments[#ments + 1], ments[#ments + 2] = s, w
         end
       else
-        if s > l then l, active, li, ai = s, w, i, i end
+        if s > l then l, li, ai = s, i, i end
         -- Not guarded by C:l: an update of higher seqs may have come
         -- first (updates of one conversation can arrive out of order),
         -- and the lane is a set, so a replayed mention adds nothing.
@@ -220,7 +229,7 @@ local function apply_one(kb, p, probe)
         if large then
           t = 'L'
         elseif s > l then
-          l, active, li, ai = s, w, i, i
+          l, li, ai = s, i, i
         end
       end
     elseif k == 'x' then
@@ -231,7 +240,7 @@ local function apply_one(kb, p, probe)
         changed = true
         -- listed from now on like a small group, so that the former member
         -- still finds (and can read) what was meant for them
-        active, ai = w, i
+        ai = i
       end
     elseif k == 'c' then
       t = 'L'
@@ -243,10 +252,10 @@ local function apply_one(kb, p, probe)
   -- existence says the inbox is not new): an update that fails on a key
   -- of the wrong type fails before its guards move, and its replay
   -- applies it whole.
-  if active > 0 then
-    call('ZADD', cl, 'GT', ai and p.wt[ai] or active, conv)
+  if ai and tonumber(ARGV[p.o + 3 * ai]) > 0 then
+    call('ZADD', cl, 'GT', ARGV[p.o + 3 * ai], conv)
   end
-  local lv = li and p.seqt[li] or l
+  local lv = li and ARGV[p.o + 3 * li - 1] or l
   if ments then
     for i = 1, #ments, 2 do
       if mention(mn, mx, conv, ments[i], ments[i + 1]) then changed = true end

@@ -29,20 +29,17 @@ local function dd_day(key)
     dirty = false, touched = {}, keys = {}, xkey = nil}
 end
 
--- dd_days reads the days among KEYS[from ..]: each day's bucket 0
--- (P{c:C}:dd:DAY), in the order given, with the day's other keys given
--- anywhere after `from` (bucket b: P{c:C}:dd:DAY:b, the exact map
--- P{c:C}:dd:DAY:x).
-local function dd_days(from)
+-- dd_days_in reads the days whose bucket 0 (P{c:C}:dd:DAY) are
+-- KEYS[first .. last], in that order, with the days' other keys (bucket b:
+-- P{c:C}:dd:DAY:b, the exact map P{c:C}:dd:DAY:x) among KEYS[from .. to].
+local function dd_days_in(first, last, from, to)
   local days, by = {}, {}
-  for i = from, #KEYS do
-    if string.match(KEYS[i], ':dd:%d+$') then
-      local d = dd_day(KEYS[i])
-      days[#days + 1] = d
-      by[KEYS[i]] = d
-    end
+  for i = first, last do
+    local d = dd_day(KEYS[i])
+    days[#days + 1] = d
+    by[KEYS[i]] = d
   end
-  for i = from, #KEYS do
+  for i = from, to do
     local base, b = string.match(KEYS[i], '^(.*:dd:%d+):(%w+)$')
     local d = base and by[base]
     if d and b == 'x' then

@@ -14,7 +14,7 @@
 -- Returns how many ids were added.
 local REFUSAL_DEDUPE = 'OBDEDUPE'
 local k = tonumber(ARGV[1])
-local days = dd_days(1)
+local days = dd_days_in(1, k, k + 1, #KEYS)
 local digs = {}
 for i = 1, k do digs[i] = {} end
 for a = k + 2, #ARGV, 4 do

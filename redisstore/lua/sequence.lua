@@ -34,10 +34,14 @@
 -- KEYS[1]  P{c:C}:meta   KEYS[2] P{c:C}:tl   KEYS[3] P{c:C}:mem
 -- KEYS[4]  P{c:C}:ma     KEYS[5] P{c:C}:role   KEYS[6] P{c:C}:past
 -- KEYS[7]  P{c:C}:held   (any value: held)
--- KEYS[8..] P{c:C}:dd:DAY (bucket 0), today first,
---          then the older days of the dedupe window (new ids go to today),
---          and after them the days' other keys the batch may touch
---          (dedupe_lib.lua); OBDEDUPE, nothing changed, when one is missing
+-- KEYS[8 .. 7+F] P{c:C}:dd:DAY (bucket 0) of today (new ids go there) and
+--          of the window's older days the caller read as holding ids, newest
+--          first
+-- KEYS[8+F .. 7+F+E] bucket 0 of the window's other days, which the caller
+--          read as empty: one EXISTS shows they still are (a day that is
+--          not is read like the others)
+-- then the F days' other keys the batch may touch (dedupe_lib.lua);
+--          OBDEDUPE, nothing changed, when one is missing
 -- KEYS[#KEYS-3] P{c:C}:rcp  KEYS[#KEYS-2] P{c:C}:rcd  KEYS[#KEYS-1] P{c:C}:rcr
 --          the receipt cursors
 --          (zsets: member -> seq): a leave takes the member out of them
@@ -60,6 +64,7 @@
 --          before it: a nonce never seals two bodies (package seal).
 -- then n tags, one per record ('' = none): a new record's tag becomes the
 --          conversation's `tag` (retention policies select by it)
+-- ARGV[last - 3] F   ARGV[last - 2] E   (the days of KEYS above)
 -- ARGV[last - 1] 'EPOCH:MVER' of the member list the caller holds ('' none):
 --          when the conversation is at that epoch and mver after the batch,
 --          the members are answered '=' instead of the hash
@@ -84,12 +89,24 @@ local wt = ARGV[1]
 local threshold = tonumber(ARGV[2])
 local n, p = tonumber(ARGV[4]), tonumber(ARGV[5])
 local base = 5 + p
-local tags = #ARGV - 2 - n -- the n tags come last but for the member list and the fence
+local tags = #ARGV - 4 - n -- the n tags come last but for the days, the member list and the fence
 local known_members = ARGV[#ARGV - 1]
+local nfull, nempty = tonumber(ARGV[#ARGV - 3]), tonumber(ARGV[#ARGV - 2])
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
-if redis.call('EXISTS', held) == 1 then
-  return redis.error_reply(REFUSAL_HELD .. ' ' .. held .. ' is set: a restore could not put the conversation back; rebuild it')
+-- The hold and the days read as empty in one command: in the common case
+-- none exists, and no empty day is read on its own.
+do
+  local probe = {held}
+  for i = 8 + nfull, 7 + nfull + nempty do probe[#probe + 1] = KEYS[i] end
+  if redis.call('EXISTS', unpack(probe)) > 0 then
+    if redis.call('EXISTS', held) == 1 then
+      return redis.error_reply(REFUSAL_HELD .. ' ' .. held .. ' is set: a restore could not put the conversation back; rebuild it')
+    end
+    -- a day filled since the caller read it (a restore of its ids): read
+    -- like the others, dd_missing checks the keys it needs
+    nfull, nempty = nfull + nempty, 0
+  end
 end
 
 local m = redis.call('HMGET', meta, 'seq', 'epoch', 'first', 'type', 'nmem', 'lgs', 'lgc', 'mver')
@@ -104,13 +121,30 @@ end
 -- pastSpans bounds the spans kept per former member (the oldest go first).
 local pastSpans = 16
 
+local none = {}
 local function split(s)
+  -- most records name one user (a direct message's peer) or none (a
+  -- group message)
+  if s == '' then return none end
+  if not string.find(s, '\n', 1, true) then return {s} end
   local out = {}
   for u in string.gmatch(s, '[^\n]+') do out[#out + 1] = u end
   return out
 end
 
-local days = dd_days(8)
+local extras = 8 + tonumber(ARGV[#ARGV - 3]) + tonumber(ARGV[#ARGV - 2]) -- the days' other keys start here
+local days = dd_days_in(8, 7 + nfull, extras, #KEYS - 4)
+
+-- A direct conversation's members (two, set by its first message and
+-- never changed after) are read once, for the checks, the probes and the
+-- answer.
+local dmem = nil
+local function readDirect()
+  dmem = {}
+  local all = redis.call('HGETALL', mem)
+  for i = 1, #all, 2 do dmem[all[i]] = all[i + 1] end
+end
+if ctype == 'd' and nmem > 0 then readDirect() end
 
 -- A script is not a transaction: what it wrote before an error stays. The
 -- writes below come in an order no partial run may keep (the timeline
@@ -126,21 +160,40 @@ local days = dd_days(8)
 -- records up for good (Permanent) without a write to undo.
 --
 -- The meta and each dedupe day's bucket 0 were read above, before any
--- write, by commands that fail on a key of the wrong type: they need no
--- check of their own.
+-- write, by commands that fail on a key of the wrong type, and so was a
+-- direct conversation's member hash: they need no check of their own.
+-- Of the others, only the keys the batch's records can write or read are
+-- checked: a message writes the timeline (and the @all seqs when it
+-- mentions all); the member hash, roles, past spans and notices change
+-- only with a join, a leave or the first record of a conversation.
 do
-  local want = {[ma] = 'zset', [tl] = 'list', [KEYS[#KEYS]] = 'zset'}
+  local want = {[tl] = 'list'}
+  local changes, mentions = seq == 0 or nmem == 0, false
+  for i = 0, n - 1 do
+    local a = base + i * 11
+    if ARGV[a + 4] ~= 'm' then changes = true end
+    if ARGV[a + 5] == '1' then mentions = true end
+  end
+  if changes then
+    want[mem], want[role], want[past], want[KEYS[#KEYS]] = 'hash', 'hash', 'hash', 'zset'
+  elseif ctype ~= 'd' then
+    -- a group's checks read the member hash and the roles
+    want[mem], want[role] = 'hash', 'hash'
+  end
+  if mentions then want[ma] = 'zset' end
+  -- The days' other keys (buckets, exact maps) are hashes; most do not
+  -- exist, which one EXISTS shows for all of them.
+  local others = {}
+  for i = extras, #KEYS - 4 do others[#others + 1] = KEYS[i] end
+  if #others > 0 and redis.call('EXISTS', unpack(others)) > 0 then
+    for _, k in ipairs(others) do want[k] = 'hash' end
+  end
   -- The receipt sets are only ever ZREMed here, by redis.pcall: a set of
   -- the wrong type fails that command alone, so it needs no TYPE check.
-  local read = {[meta] = true, [held] = true, [KEYS[#KEYS - 3]] = true,
-    [KEYS[#KEYS - 2]] = true, [KEYS[#KEYS - 1]] = true}
-  for _, d in ipairs(days) do read[d.key] = true end
-  for _, k in ipairs(KEYS) do
-    if not read[k] then
-      local t, w = redis.call('TYPE', k).ok, want[k] or 'hash'
-      if t ~= 'none' and t ~= w then
-        return redis.error_reply('WRONGTYPE ' .. k .. ' holds a ' .. t .. ', not a ' .. w .. ': nothing sequenced')
-      end
+  for k, w in pairs(want) do
+    local t = redis.call('TYPE', k).ok
+    if t ~= 'none' and t ~= w then
+      return redis.error_reply('WRONGTYPE ' .. k .. ' holds a ' .. t .. ', not a ' .. w .. ': nothing sequenced')
     end
   end
 end
@@ -190,29 +243,35 @@ local function holds(e, field)
   return b ~= nil and string.sub(e, b + 1, b + #field) == field
 end
 
--- lookup returns the seq a record's id already has, or nil; body is the
--- record's entry body.
-local function lookup(cmid, dig, body)
-  local field, given = leadField(body), idField(cmid)
-  for _, d in ipairs(days) do
-    local s = dd_find(d, dig)
-    if s then
-      if s < first then return s end
-      local e = redis.call('LINDEX', tl, s - first)
-      if not e or holds(e, field) or holds(e, given) then return s end
-    end
-  end
-  for _, d in ipairs(days) do
-    local s = dd_find_exact(d, cmid)
-    if s then return s end
-  end
-  return nil
+-- isOwn reports whether seq s, which a day holds for the record's digest,
+-- is the record's: its entry starts with the record's id (body is the
+-- record's entry body), or it expired.
+local function isOwn(s, cmid, body)
+  if s < first then return true end
+  local e = redis.call('LINDEX', tl, s - first)
+  return not e or holds(e, leadField(body)) or holds(e, idField(cmid))
 end
 
--- roleOf is a user's role: 'o', 'a', 'm' (a member), or nil (not one).
+-- lookup returns the seq a record's id already has in day d, or nil. An
+-- id is held by one day at most, so the days are looked up one by one.
+local function lookup(d, cmid, dig, body)
+  local s = dd_find(d, dig)
+  if s and isOwn(s, cmid, body) then return s end
+  return dd_find_exact(d, cmid)
+end
+
+-- roleOf is a user's role: 'o', 'a', 'm' (a member), or nil (not one),
+-- read once per user while the members and roles stay as they are (a
+-- batch of messages changes neither; members() forgets them).
+local roles = {}
 local function roleOf(u)
-  if redis.call('HEXISTS', mem, u) == 0 then return nil end
-  return redis.call('HGET', role, u) or 'm'
+  local r = roles[u]
+  if r == nil then
+    r = false
+    if redis.call('HEXISTS', mem, u) == 1 then r = redis.call('HGET', role, u) or 'm' end
+    roles[u] = r
+  end
+  return r or nil
 end
 
 local function has(list, x)
@@ -272,7 +331,8 @@ local function reject(typ, kind, sender, users, rl, auth)
     return 'conv_type|is ' .. typ .. ' but the conversation is ' .. ctype
   end
   if typ == 'd' then
-    if nmem > 0 and (not redis.call('HGET', mem, sender) or not redis.call('HGET', mem, users[1])) then
+    if nmem > 0 and not dmem then readDirect() end
+    if nmem > 0 and (not dmem[sender] or not dmem[users[1]]) then
       return 'sender|direct conversation already has two other participants'
     end
     return nil
@@ -324,9 +384,12 @@ end
 -- member set changed.
 local function members(kind, s, users, sender, rl, auth)
   local before = nmem
+  if kind ~= 'm' or s == 1 or nmem == 0 then roles, dmem = {}, nil end
   if kind == 'm' and ctype == 'd' and nmem == 0 then
     redis.call('HSET', mem, sender, 0, users[1], 0)
-    nmem = redis.call('HLEN', mem)
+    readDirect()
+    nmem = 0
+    for _ in pairs(dmem) do nmem = nmem + 1 end
   elseif kind == 'm' and s == 1 then
     -- a group founded by a message: its sender alone, as the owner
     redis.call('HSET', mem, sender, 0)
@@ -380,47 +443,78 @@ local function mispredicted(i)
   return tostring(epoch) ~= sealEpoch or tonumber(want) ~= seq + 1
 end
 
-local out = {}
-local newest = nil
+-- The answer: its head (epoch, large_from_seq, large_converted, nmem) is
+-- set once the batch is done, each record's status, seq and data follow.
+local res = {0, 0, 0, 0}
+local function outcome(st, sq, data)
+  res[#res + 1] = st; res[#res + 1] = sq; res[#res + 1] = data
+end
+local newest = nil -- where the arguments of the batch's last new message start
 local stopped = false
+-- duplicate answers a record whose id has seq s already.
+local function duplicate(s)
+  -- below first, the entry expired (and a negative index would count
+  -- from the tail)
+  local e = false
+  if s >= first then e = redis.call('LINDEX', tl, s - first) end
+  outcome(STATUS_DUPLICATE, s, e or '')
+end
+
+-- Today's day is looked up by adding to it: HSETNX stores the digest for
+-- the next seq unless the day holds it, in one command where a lookup and
+-- an add took two. A record refused (or stopping the batch) is looked up
+-- there first, since a resend is a duplicate before anything else.
 for i = 0, n - 1 do
   local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
   local sender, users = ARGV[a + 6], split(ARGV[a + 7])
-  local rl, auth = ARGV[a + 10], ARGV[a + 11]
-  local dup = false
-  if not stopped then dup = lookup(cmid, dig, ARGV[a + 9]) end
+  local rl, auth, body = ARGV[a + 10], ARGV[a + 11], ARGV[a + 9]
+  local dup = nil
+  if not stopped then
+    for k = 2, #days do dup = dup or lookup(days[k], cmid, dig, body) end
+  end
   if stopped then
-    out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
+    outcome(STATUS_NOT_DONE, seq, '')
   elseif dup then
-    -- below first, the entry expired (and a negative index would count
-    -- from the tail)
-    local e = false
-    if dup >= first then e = redis.call('LINDEX', tl, dup - first) end
-    out[#out + 1] = {STATUS_DUPLICATE, dup, e or ''}
+    duplicate(dup)
   else
     local why = reject(typ, kind, sender, users, rl, auth)
-    if why then
-      out[#out + 1] = {STATUS_REJECTED, 0, why}
-    elseif mispredicted(i) then
-      stopped = true
-      out[#out + 1] = {STATUS_NOT_DONE, seq, ''}
+    if why or mispredicted(i) then
+      dup = lookup(days[1], cmid, dig, body)
+      if dup then
+        duplicate(dup)
+      elseif why then
+        outcome(STATUS_REJECTED, 0, why)
+      else
+        stopped = true
+        outcome(STATUS_NOT_DONE, seq, '')
+      end
     else
-      seq = seq + 1
-      redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. ARGV[a + 9])
-      if dd_add(days[1], dig, seq) then dd_add_exact(days[1], cmid, seq) end
-      if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
-      if all == '1' and lgs > 0 and seq >= lgs then
-        redis.call('ZADD', ma, wt, seq)
+      -- nil: stored for seq + 1; else the seq the day holds the digest for
+      local held = dd_add(days[1], dig, seq + 1)
+      if held then
+        if isOwn(held, cmid, body) then dup = held else dup = dd_find_exact(days[1], cmid) end
       end
-      -- Notices: a join or leave takes a seq but is no one's unread; a
-      -- large group's derived unread subtracts the notices it spans.
-      if kind ~= 'm' then
-        redis.call('ZADD', KEYS[#KEYS], seq, seq)
+      if dup then
+        duplicate(dup)
+      else
+        seq = seq + 1
+        redis.call('RPUSH', tl, seq .. ':' .. wt .. ':' .. body)
+        -- two ids sharing the digest: this one is kept in full
+        if held then dd_add_exact(days[1], cmid, seq) end
+        if members(kind, seq, users, sender, rl, auth) then mver = mver + 1 end
+        if all == '1' and lgs > 0 and seq >= lgs then
+          redis.call('ZADD', ma, wt, seq)
+        end
+        -- Notices: a join or leave takes a seq but is no one's unread; a
+        -- large group's derived unread subtracts the notices it spans.
+        if kind ~= 'm' then
+          redis.call('ZADD', KEYS[#KEYS], seq, seq)
+        end
+        if kind == 'm' then newest = a end
+        if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
+        outcome(STATUS_NEW, seq, '')
       end
-      if kind == 'm' then newest = {sender, ARGV[a + 8]} end
-      if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
-      out[#out + 1] = {STATUS_NEW, seq, ''}
     end
   end
 end
@@ -428,27 +522,36 @@ end
 -- A conversation is created by its first sequenced record: one whose
 -- records were all refused is not created at all.
 if seq ~= seq0 then
-  redis.call('HSET', meta, 'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype,
-    'nmem', nmem, 'mver', mver)
-  if lgs ~= lgs0 then redis.call('HSET', meta, 'lgs', lgs, 'large', 1) end
-  if newest then redis.call('HSET', meta, 'lsender', newest[1], 'lts', wt, 'lprev', newest[2]) end
+  -- one HSET for all the meta's fields
+  local f = {'seq', seq, 'epoch', epoch, 'first', first, 'type', ctype, 'nmem', nmem, 'mver', mver}
+  local function put(k, v) f[#f + 1] = k; f[#f + 1] = v end
+  if lgs ~= lgs0 then put('lgs', lgs); put('large', 1) end
+  if newest then put('lsender', ARGV[newest + 6]); put('lts', wt); put('lprev', ARGV[newest + 8]) end
+  redis.call('HSET', meta, unpack(f))
 end
 dd_save(days[1], dd_expire_at)
 
-local res = {tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem}
-for _, r in ipairs(out) do
-  res[#res + 1] = r[1]; res[#res + 1] = r[2]; res[#res + 1] = r[3]
-end
+res[1], res[2], res[3], res[4] = tonumber(epoch), lgs, tonumber(m[7]) or 0, nmem
 local known_epoch, known_mver = string.match(known_members, '^(%d+):(%d+)$')
 if lgs ~= 0 then
   res[#res + 1] = {}
 elseif known_epoch and tonumber(known_epoch) == tonumber(epoch) and tonumber(known_mver) == mver then
   res[#res + 1] = '='
+elseif dmem then
+  local flat = {}
+  for u, j in pairs(dmem) do flat[#flat + 1] = u; flat[#flat + 1] = j end
+  res[#res + 1] = flat
 else
   res[#res + 1] = redis.call('HGETALL', mem)
 end
 local probes = {}
-for i = 1, p do probes[i] = redis.call('HGET', mem, ARGV[5 + i]) or '' end
+for i = 1, p do
+  if dmem then
+    probes[i] = dmem[ARGV[5 + i]] or ''
+  else
+    probes[i] = redis.call('HGET', mem, ARGV[5 + i]) or ''
+  end
+end
 res[#res + 1] = probes
 res[#res + 1] = seq
 res[#res + 1] = mver
