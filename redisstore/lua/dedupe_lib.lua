@@ -22,11 +22,14 @@
 local DD_LOAD = 32
 local DD_MAX_BUCKETS = 65536
 
--- dd_day reads the state of the day whose bucket 0 is key.
+-- dd_day reads the state of the day whose bucket 0 is key. had says
+-- whether bucket 0 existed: every write of a day's keys (dd_save) makes
+-- them expire at the day's one instant and writes n and c, so a bucket 0
+-- that holds them already expires when it should.
 local function dd_day(key)
   local v = redis.call('HMGET', key, 'n', 'c', 'x')
   return {key = key, n = tonumber(v[1]) or 1, c = tonumber(v[2]) or 0, x = v[3] == '1',
-    dirty = false, touched = {}, keys = {}, xkey = nil}
+    had = (v[1] or v[2]) ~= false, dirty = false, touched = {}, keys = {}, xkey = nil}
 end
 
 -- dd_days_in reads the days whose bucket 0 (P{c:C}:dd:DAY) are
@@ -175,12 +178,19 @@ local function dd_find_exact(day, cmid)
 end
 
 -- dd_save writes the day's counters back and makes every key it wrote
--- expire at `at` (unix seconds).
+-- expire at `at` (unix seconds), but for a bucket 0 that existed, which
+-- does already (see dd_day): the other keys may have been emptied by a
+-- split and written again, so they are set every time.
 local function dd_save(day, at)
   if day.dirty then
-    redis.call('HSET', day.key, 'n', day.n, 'c', day.c)
-    if day.x then redis.call('HSET', day.key, 'x', '1') end
+    if day.x then
+      redis.call('HSET', day.key, 'n', day.n, 'c', day.c, 'x', '1')
+    else
+      redis.call('HSET', day.key, 'n', day.n, 'c', day.c)
+    end
     day.touched[day.key] = true
   end
-  for k in pairs(day.touched) do redis.call('EXPIREAT', k, at) end
+  for k in pairs(day.touched) do
+    if k ~= day.key or not day.had then redis.call('EXPIREAT', k, at) end
+  end
 end
