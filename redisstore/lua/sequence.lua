@@ -94,18 +94,26 @@ local known_members = ARGV[#ARGV - 1]
 local nfull, nempty = tonumber(ARGV[#ARGV - 3]), tonumber(ARGV[#ARGV - 2])
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
--- The hold and the days read as empty in one command: in the common case
--- none exists, and no empty day is read on its own.
+-- The days' other keys (buckets, exact maps) start here and end before
+-- the receipt sets.
+local extras = 8 + nfull + nempty
+-- The hold, the days read as empty and the days' other keys in one
+-- command: in the common case none exists, and none is looked at again.
+-- The others, when one does, are type-checked below (othersExist).
+local othersExist = false
 do
   local probe = {held}
-  for i = 8 + nfull, 7 + nfull + nempty do probe[#probe + 1] = KEYS[i] end
+  for i = 8 + nfull, #KEYS - 4 do probe[#probe + 1] = KEYS[i] end
   if redis.call('EXISTS', unpack(probe)) > 0 then
     if redis.call('EXISTS', held) == 1 then
       return redis.error_reply(REFUSAL_HELD .. ' ' .. held .. ' is set: a restore could not put the conversation back; rebuild it')
     end
     -- a day filled since the caller read it (a restore of its ids): read
     -- like the others, dd_missing checks the keys it needs
-    nfull, nempty = nfull + nempty, 0
+    if nempty > 0 and redis.call('EXISTS', unpack(KEYS, 8 + nfull, extras - 1)) > 0 then
+      nfull, nempty = nfull + nempty, 0
+    end
+    othersExist = extras <= #KEYS - 4 and redis.call('EXISTS', unpack(KEYS, extras, #KEYS - 4)) > 0
   end
 end
 
@@ -132,7 +140,6 @@ local function split(s)
   return out
 end
 
-local extras = 8 + tonumber(ARGV[#ARGV - 3]) + tonumber(ARGV[#ARGV - 2]) -- the days' other keys start here
 local days = dd_days_in(8, 7 + nfull, extras, #KEYS - 4)
 
 -- A direct conversation's members (two, set by its first message and
@@ -182,11 +189,9 @@ do
   end
   if mentions then want[ma] = 'zset' end
   -- The days' other keys (buckets, exact maps) are hashes; most do not
-  -- exist, which one EXISTS shows for all of them.
-  local others = {}
-  for i = extras, #KEYS - 4 do others[#others + 1] = KEYS[i] end
-  if #others > 0 and redis.call('EXISTS', unpack(others)) > 0 then
-    for _, k in ipairs(others) do want[k] = 'hash' end
+  -- exist, which the first EXISTS showed for all of them.
+  if othersExist then
+    for i = extras, #KEYS - 4 do want[KEYS[i]] = 'hash' end
   end
   -- The receipt sets are only ever ZREMed here, by redis.pcall: a set of
   -- the wrong type fails that command alone, so it needs no TYPE check.
