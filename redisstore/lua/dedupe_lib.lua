@@ -26,19 +26,31 @@ local DD_MAX_BUCKETS = 65536
 -- whether bucket 0 existed: every write of a day's keys (dd_save) makes
 -- them expire at the day's one instant and writes n and c, so a bucket 0
 -- that holds them already expires when it should.
-local function dd_day(key)
-  local v = redis.call('HMGET', key, 'n', 'c', 'x')
+-- With digs, the same command reads what bucket 0 holds for them: pre[i]
+-- is digs[i]'s seq there as stored, or false (meaningful only while the
+-- day has one bucket).
+local function dd_day(key, digs)
+  local v
+  if digs then
+    v = redis.call('HMGET', key, 'n', 'c', 'x', unpack(digs))
+  else
+    v = redis.call('HMGET', key, 'n', 'c', 'x')
+  end
+  local pre = nil
+  if digs then pre = {select(4, unpack(v))} end
   return {key = key, n = tonumber(v[1]) or 1, c = tonumber(v[2]) or 0, x = v[3] == '1',
-    had = (v[1] or v[2]) ~= false, dirty = false, touched = {}, keys = {}, xkey = nil}
+    had = (v[1] or v[2]) ~= false, dirty = false, touched = {}, keys = {}, xkey = nil, pre = pre}
 end
 
 -- dd_days_in reads the days whose bucket 0 (P{c:C}:dd:DAY) are
 -- KEYS[first .. last], in that order, with the days' other keys (bucket b:
 -- P{c:C}:dd:DAY:b, the exact map P{c:C}:dd:DAY:x) among KEYS[from .. to].
-local function dd_days_in(first, last, from, to)
+-- The first day's read takes digs along (dd_day), when given.
+local function dd_days_in(first, last, from, to, digs)
   local days, by = {}, {}
   for i = first, last do
-    local d = dd_day(KEYS[i])
+    local d
+    if i == first then d = dd_day(KEYS[i], digs) else d = dd_day(KEYS[i]) end
     days[#days + 1] = d
     by[KEYS[i]] = d
   end
