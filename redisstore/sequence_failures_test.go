@@ -211,3 +211,33 @@ func TestSequencingADirectBatchOverAKeyOfTheWrongTypeChangesNothing(t *testing.T
 		})
 	}
 }
+
+// A direct conversation's first messages write its member hash on the
+// fast path, after the timeline: a member hash of the wrong type is
+// checked first, and the call changes nothing.
+func TestFoundingADirectConversationOverAMemberHashOfTheWrongTypeChangesNothing(t *testing.T) {
+	s := seqTestStore(t, 1000)
+	ctx := context.Background()
+	if err := s.rdb.Set(ctx, s.keys.Members("d"), "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := keysSnapshot(t, s)
+	batch := []*schemas.Message{directMsg("d", "m1", "a", "b"), directMsg("d", "m2", "b", "a")}
+	if _, err := s.Sequence(ctx, "d", batch, nil, seqTestNow); err == nil || !Permanent(err) {
+		t.Fatalf("founding over a string member hash: %v, want a permanent error", err)
+	}
+	after := keysSnapshot(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("the failed call left %d keys, there were %d", len(after), len(before))
+	}
+	if err := s.rdb.Del(ctx, s.keys.Members("d")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Sequence(ctx, "d", batch, []string{"a", "b"}, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Items[0].Seq != 1 || res.Items[1].Seq != 2 || res.MemberSeqs["a"] != 0 || len(res.Members) != 2 {
+		t.Fatalf("the repaired founding: %+v", res)
+	}
+}

@@ -183,19 +183,26 @@ if ctype == 'd' and nmem > 0 then readDirect() end
 local fast = false
 do
   local changes, mentions = seq == 0 or nmem == 0, false
+  local direct = ctype == 'd' or created
   for i = 0, n - 1 do
     local a = base + i * 11
     if ARGV[a + 4] ~= 'm' then changes = true end
     if ARGV[a + 5] == '1' then mentions = true end
+    if ARGV[a + 3] ~= 'd' then direct = false end
   end
-  -- The fast path: messages alone, which change no member, and today's
-  -- day one bucket that no add splits and that holds none of the batch's
-  -- digests, none of them twice in the batch. Then every record's fate is
-  -- known from reads, and its writes wait until all are known: one RPUSH
-  -- of the new entries first, one HSET of their digests and the day's
-  -- count, instead of two commands a record.
+  -- The fast path: messages alone, which change no member but a direct
+  -- conversation's first (its two members, set once: founds), and
+  -- today's day one bucket that no add splits and that holds none of the
+  -- batch's digests, none of them twice in the batch. Then every record's
+  -- fate is known from reads, and its writes wait until all are known:
+  -- one RPUSH of the new entries first, one HSET of their digests and the
+  -- day's count, instead of two commands a record.
+  local founds = direct and nmem == 0
+  for i = 0, n - 1 do
+    if ARGV[base + i * 11 + 4] ~= 'm' then founds = false end
+  end
   local today = days[1]
-  fast = not changes and today.n == 1 and today.c + n <= DD_LOAD
+  fast = (not changes or founds) and today.n == 1 and today.c + n <= DD_LOAD
   if fast then
     local seen = {}
     for i = 1, n do
@@ -205,7 +212,10 @@ do
   end
   local want = {}
   if not fast then want[tl] = 'list' end
-  if changes then
+  if fast and founds then
+    -- the one key a direct conversation's first messages write besides
+    want[mem] = 'hash'
+  elseif changes then
     want[mem], want[role], want[past], want[KEYS[#KEYS]] = 'hash', 'hash', 'hash', 'zset'
   elseif ctype ~= 'd' then
     -- a group's checks read the member hash and the roles
@@ -496,6 +506,7 @@ end
 -- loop (pushed: its entry; added: its digest and seq; alls: its @all seq).
 local tag = nil -- the conversation's tag after the batch: the last new record's that has one
 local pushed, added, alls = {}, {}, {}
+local founders = nil -- a direct conversation's members its first message makes, on the fast path
 for i = 0, n - 1 do
   local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
@@ -523,6 +534,13 @@ for i = 0, n - 1 do
       end
     elseif fast then
       seq = seq + 1
+      if nmem == 0 then
+        -- as members() would have it: the two members, answered as read
+        founders = {sender, 0, users[1], 0}
+        dmem = {[sender] = '0', [users[1]] = '0'}
+        for _ in pairs(dmem) do nmem = nmem + 1 end
+        mver = mver + 1
+      end
       pushed[#pushed + 1] = seq .. ':' .. wt .. ':' .. body
       added[#added + 1] = dig; added[#added + 1] = seq
       if all == '1' and lgs > 0 and seq >= lgs then alls[#alls + 1] = wt; alls[#alls + 1] = seq end
@@ -561,7 +579,8 @@ end
 
 -- The fast path's writes: the timeline first, so that a timeline of the
 -- wrong type fails the call before anything changed; after it nothing can
--- fail (today's bucket 0 and the meta were read, the @all seqs checked).
+-- fail (today's bucket 0 and the meta were read, the @all seqs and a new
+-- direct conversation's member hash checked).
 if #pushed > 0 then
   -- its error names the key, as a TYPE check's does; any other (a server
   -- refusing the first write for memory) is answered as it came
@@ -576,6 +595,7 @@ if #pushed > 0 then
   redis.call('HSET', today.key, unpack(added))
   if not today.had then redis.call('EXPIREAT', today.key, dd_expire_at) end
   if #alls > 0 then redis.call('ZADD', ma, unpack(alls)) end
+  if founders then redis.call('HSET', mem, unpack(founders)) end
 end
 
 -- A conversation is created by its first sequenced record: one whose
