@@ -262,7 +262,8 @@ local function apply_one(kb, p, probe)
       if mention(mn, mx, conv, ments[i], ments[i + 1]) then changed = true end
     end
   end
-  if r > r0 then unmention(mn, mx, conv, indexed, r0, r) end
+  -- a lane this update found missing (fresh) holds only what it just added
+  if r > r0 and (ments or not fresh) then unmention(mn, mx, conv, indexed, r0, r) end
   -- The inbox's fields are written in one HSET, last (f: field, value, …).
   local f = {}
   if renewed or l ~= l0 or r ~= r0 or j ~= j0 then
