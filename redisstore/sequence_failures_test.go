@@ -141,3 +141,103 @@ func TestSequencingAKeyOfTheWrongTypeFailsForGoodAndChangesNothing(t *testing.T)
 		})
 	}
 }
+
+// A direct conversation's batch of messages takes the fast path, where
+// the timeline has no TYPE check: its RPUSH is the call's first write and
+// fails whole. The dedupe day's exact map, probed with the hold and the
+// empty days in one EXISTS, is still type-checked when it exists. Either
+// key of the wrong type fails the call with nothing changed, and once
+// repaired the batch gets the next seqs, then is found again.
+func TestSequencingADirectBatchOverAKeyOfTheWrongTypeChangesNothing(t *testing.T) {
+	day := DayOf(seqTestNow)
+	for _, tc := range []struct {
+		name string
+		key  func(k Keys) string
+	}{
+		{"timeline", func(k Keys) string { return k.Timeline("d") }},
+		{"today's exact map", func(k Keys) string { return k.DedupeExact("d", day) }},
+		{"today's dedupe", func(k Keys) string { return k.Dedupe("d", day) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seqTestStore(t, 1000)
+			ctx := context.Background()
+			if _, err := s.Sequence(ctx, "d", []*schemas.Message{directMsg("d", "m1", "a", "b")}, nil, seqTestNow); err != nil {
+				t.Fatal(err)
+			}
+			key := tc.key(s.keys)
+			saved, _ := s.rdb.Dump(ctx, key).Result()
+			ttl := s.rdb.PTTL(ctx, key).Val()
+			if err := s.rdb.Set(ctx, key, "someone's string", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := keysSnapshot(t, s)
+			batch := []*schemas.Message{directMsg("d", "m2", "a", "b"), directMsg("d", "m3", "b", "a")}
+			_, err := s.Sequence(ctx, "d", batch, nil, seqTestNow)
+			if err == nil || !Permanent(err) || !strings.Contains(err.Error(), "WRONGTYPE") {
+				t.Fatalf("sequencing with %s a string: %v, want a permanent WRONGTYPE", key, err)
+			}
+			after := keysSnapshot(t, s)
+			if len(after) != len(before) {
+				t.Fatalf("the failed call left %d keys, there were %d", len(after), len(before))
+			}
+			for k, v := range before {
+				if after[k] != v {
+					t.Fatalf("the failed call changed %s", k)
+				}
+			}
+			if err := s.rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if saved != "" {
+				if err := s.rdb.RestoreReplace(ctx, key, max(ttl, 0), saved).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for try, want := range []SeqStatus{SeqNew, SeqDuplicate} {
+				res, err := s.Sequence(ctx, "d", batch, nil, seqTestNow)
+				if err != nil {
+					t.Fatalf("the repaired conversation: %v", err)
+				}
+				for i, it := range res.Items {
+					if it.Status != want || it.Seq != uint64(2+i) {
+						t.Fatalf("try %d: %s: status %d seq %d, want status %d seq %d", try,
+							batch[i].GetClientMsgId(), it.Status, it.Seq, want, 2+i)
+					}
+				}
+			}
+			if got := len(timeline(t, s, "d")); got != 3 {
+				t.Fatalf("the timeline holds %d messages, want 3", got)
+			}
+		})
+	}
+}
+
+// A direct conversation's first messages write its member hash on the
+// fast path, after the timeline: a member hash of the wrong type is
+// checked first, and the call changes nothing.
+func TestFoundingADirectConversationOverAMemberHashOfTheWrongTypeChangesNothing(t *testing.T) {
+	s := seqTestStore(t, 1000)
+	ctx := context.Background()
+	if err := s.rdb.Set(ctx, s.keys.Members("d"), "someone's string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := keysSnapshot(t, s)
+	batch := []*schemas.Message{directMsg("d", "m1", "a", "b"), directMsg("d", "m2", "b", "a")}
+	if _, err := s.Sequence(ctx, "d", batch, nil, seqTestNow); err == nil || !Permanent(err) {
+		t.Fatalf("founding over a string member hash: %v, want a permanent error", err)
+	}
+	after := keysSnapshot(t, s)
+	if len(after) != len(before) {
+		t.Fatalf("the failed call left %d keys, there were %d", len(after), len(before))
+	}
+	if err := s.rdb.Del(ctx, s.keys.Members("d")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Sequence(ctx, "d", batch, []string{"a", "b"}, seqTestNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Items[0].Seq != 1 || res.Items[1].Seq != 2 || res.MemberSeqs["a"] != 0 || len(res.Members) != 2 {
+		t.Fatalf("the repaired founding: %+v", res)
+	}
+}

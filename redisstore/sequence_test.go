@@ -257,6 +257,36 @@ func TestSequenceDedupeBucketExpiresAfterTheWindow(t *testing.T) {
 	}
 }
 
+// A day's bucket 0 that existed gets no EXPIREAT again (it has the day's
+// instant already), while the buckets its splits create get theirs.
+func TestSequenceDedupeDayKeysAllExpireAtTheDaysInstantAcrossCalls(t *testing.T) {
+	s := seqTestStore(t, 0)
+	ctx := context.Background()
+	day := DayOf(seqTestNow)
+	for c := range 10 {
+		var batch []*schemas.Message
+		for i := range 8 {
+			batch = append(batch, groupMsg("g", fmt.Sprintf("c%d-%d", c, i), "u1"))
+		}
+		if _, err := s.Sequence(ctx, "g", batch, nil, seqTestNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := s.dedupeDayKeys(ctx, "g", day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 2 {
+		t.Fatalf("80 ids left the day %v, want a split", keys)
+	}
+	want := time.Duration(day+1+7) * 24 * time.Hour
+	for _, k := range keys {
+		if at := s.rdb.ExpireTime(ctx, k).Val(); at != want {
+			t.Fatalf("%s expires at %v, want %v", k, at, want)
+		}
+	}
+}
+
 // The dedupe window (7 days) outlives the shortest timeline window (3
 // days): a resend can name a seq that expiry already removed, below the
 // floor. Its LINDEX index would be negative and count from the tail.

@@ -183,6 +183,7 @@ local function apply_one(kb, p, probe)
   -- is not listed anew)
   local li, ai
   local changed = false
+  local wrote = false -- whether the inbox was written before its fields' one HSET
 
   -- A newer epoch: what the user held above the batch's first seq was the
   -- old timeline's. A batch without a seq leaves the epoch to the next
@@ -237,7 +238,7 @@ local function apply_one(kb, p, probe)
         l, li = max(l, s - 1), nil
         t = 'g'
         call('HSET', ib, fl, l)
-        changed = true
+        changed, wrote = true, true
         -- listed from now on like a small group, so that the former member
         -- still finds (and can read) what was meant for them
         ai = i
@@ -261,43 +262,48 @@ local function apply_one(kb, p, probe)
       if mention(mn, mx, conv, ments[i], ments[i + 1]) then changed = true end
     end
   end
-  if r > r0 then unmention(mn, mx, conv, indexed, r0, r) end
+  -- a lane this update found missing (fresh) holds only what it just added
+  if r > r0 and (ments or not fresh) then unmention(mn, mx, conv, indexed, r0, r) end
+  -- The inbox's fields are written in one HSET, last (f: field, value, …).
+  local f = {}
   if renewed or l ~= l0 or r ~= r0 or j ~= j0 then
     changed = true
     if large then
-      call('HSET', ib, fr, r, fj, j)
-      if renewed then call('HSET', ib, fl, lv) end
+      f = {fr, r, fj, j}
+      if renewed then f[5], f[6] = fl, lv end
     else
       t = form
       if not renewed and r == r0 and j == j0 and v[2] and v[3] then
         -- a delivery: C:r and C:j hold these values already
-        call('HSET', ib, fl, lv)
+        f = {fl, lv}
       else
-        call('HSET', ib, fl, lv, fr, r, fj, j)
+        f = {fl, lv, fr, r, fj, j}
       end
     end
   end
   if t ~= t0 then
-    call('HSET', ib, ft, t)
+    f[#f + 1], f[#f + 2] = ft, t
     changed = true
     if t == 'L' or t0 == 'L' then
       -- :lg is "\nC1\nC2\n": the user's large groups
       local lg, item = call('HGET', ib, ':lg') or '\n', '\n' .. conv .. '\n'
       local at = find(lg, item, 1, true)
       if t == 'L' and not at then
-        call('HSET', ib, ':lg', lg .. conv .. '\n')
+        f[#f + 1], f[#f + 2] = ':lg', lg .. conv .. '\n'
       elseif t ~= 'L' and at then
         lg = sub(lg, 1, at) .. sub(lg, at + #item)
-        if lg == '\n' then call('HDEL', ib, ':lg') else call('HSET', ib, ':lg', lg) end
+        if lg == '\n' then call('HDEL', ib, ':lg') else f[#f + 1], f[#f + 2] = ':lg', lg end
       end
     end
   end
   if adopt then
     -- Only a renewal changes what the user sees; an inbox taking its first
     -- epoch (a replay included) does not.
-    call('HSET', ib, fe, p.epoch_arg)
+    f[#f + 1], f[#f + 2] = fe, p.epoch_arg
   end
-  if fresh and call('EXISTS', ib) == 1 then call('HSET', ib, ':ix', 1) end
+  -- an inbox this update creates starts with its list indexes complete
+  if fresh and (wrote or #f > 0) then f[#f + 1], f[#f + 2] = ':ix', 1 end
+  if #f > 0 then call('HSET', ib, unpack(f)) end
   if changed then return STATUS_APPLIED end
   return STATUS_REPLAYED
 end

@@ -22,20 +22,35 @@
 local DD_LOAD = 32
 local DD_MAX_BUCKETS = 65536
 
--- dd_day reads the state of the day whose bucket 0 is key.
-local function dd_day(key)
-  local v = redis.call('HMGET', key, 'n', 'c', 'x')
+-- dd_day reads the state of the day whose bucket 0 is key. had says
+-- whether bucket 0 existed: every write of a day's keys (dd_save) makes
+-- them expire at the day's one instant and writes n and c, so a bucket 0
+-- that holds them already expires when it should.
+-- With digs, the same command reads what bucket 0 holds for them: pre[i]
+-- is digs[i]'s seq there as stored, or false (meaningful only while the
+-- day has one bucket).
+local function dd_day(key, digs)
+  local v
+  if digs then
+    v = redis.call('HMGET', key, 'n', 'c', 'x', unpack(digs))
+  else
+    v = redis.call('HMGET', key, 'n', 'c', 'x')
+  end
+  local pre = nil
+  if digs then pre = {select(4, unpack(v))} end
   return {key = key, n = tonumber(v[1]) or 1, c = tonumber(v[2]) or 0, x = v[3] == '1',
-    dirty = false, touched = {}, keys = {}, xkey = nil}
+    had = (v[1] or v[2]) ~= false, dirty = false, touched = {}, keys = {}, xkey = nil, pre = pre}
 end
 
 -- dd_days_in reads the days whose bucket 0 (P{c:C}:dd:DAY) are
 -- KEYS[first .. last], in that order, with the days' other keys (bucket b:
 -- P{c:C}:dd:DAY:b, the exact map P{c:C}:dd:DAY:x) among KEYS[from .. to].
-local function dd_days_in(first, last, from, to)
+-- The first day's read takes digs along (dd_day), when given.
+local function dd_days_in(first, last, from, to, digs)
   local days, by = {}, {}
   for i = first, last do
-    local d = dd_day(KEYS[i])
+    local d
+    if i == first then d = dd_day(KEYS[i], digs) else d = dd_day(KEYS[i]) end
     days[#days + 1] = d
     by[KEYS[i]] = d
   end
@@ -175,12 +190,19 @@ local function dd_find_exact(day, cmid)
 end
 
 -- dd_save writes the day's counters back and makes every key it wrote
--- expire at `at` (unix seconds).
+-- expire at `at` (unix seconds), but for a bucket 0 that existed, which
+-- does already (see dd_day): the other keys may have been emptied by a
+-- split and written again, so they are set every time.
 local function dd_save(day, at)
   if day.dirty then
-    redis.call('HSET', day.key, 'n', day.n, 'c', day.c)
-    if day.x then redis.call('HSET', day.key, 'x', '1') end
+    if day.x then
+      redis.call('HSET', day.key, 'n', day.n, 'c', day.c, 'x', '1')
+    else
+      redis.call('HSET', day.key, 'n', day.n, 'c', day.c)
+    end
     day.touched[day.key] = true
   end
-  for k in pairs(day.touched) do redis.call('EXPIREAT', k, at) end
+  for k in pairs(day.touched) do
+    if k ~= day.key or not day.had then redis.call('EXPIREAT', k, at) end
+  end
 end

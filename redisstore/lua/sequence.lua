@@ -94,18 +94,26 @@ local known_members = ARGV[#ARGV - 1]
 local nfull, nempty = tonumber(ARGV[#ARGV - 3]), tonumber(ARGV[#ARGV - 2])
 local refused = fence_refusal(ARGV[#ARGV])
 if refused then return refused end
--- The hold and the days read as empty in one command: in the common case
--- none exists, and no empty day is read on its own.
+-- The days' other keys (buckets, exact maps) start here and end before
+-- the receipt sets.
+local extras = 8 + nfull + nempty
+-- The hold, the days read as empty and the days' other keys in one
+-- command: in the common case none exists, and none is looked at again.
+-- The others, when one does, are type-checked below (othersExist).
+local othersExist = false
 do
   local probe = {held}
-  for i = 8 + nfull, 7 + nfull + nempty do probe[#probe + 1] = KEYS[i] end
+  for i = 8 + nfull, #KEYS - 4 do probe[#probe + 1] = KEYS[i] end
   if redis.call('EXISTS', unpack(probe)) > 0 then
     if redis.call('EXISTS', held) == 1 then
       return redis.error_reply(REFUSAL_HELD .. ' ' .. held .. ' is set: a restore could not put the conversation back; rebuild it')
     end
     -- a day filled since the caller read it (a restore of its ids): read
     -- like the others, dd_missing checks the keys it needs
-    nfull, nempty = nfull + nempty, 0
+    if nempty > 0 and redis.call('EXISTS', unpack(KEYS, 8 + nfull, extras - 1)) > 0 then
+      nfull, nempty = nfull + nempty, 0
+    end
+    othersExist = extras <= #KEYS - 4 and redis.call('EXISTS', unpack(KEYS, extras, #KEYS - 4)) > 0
   end
 end
 
@@ -132,8 +140,10 @@ local function split(s)
   return out
 end
 
-local extras = 8 + tonumber(ARGV[#ARGV - 3]) + tonumber(ARGV[#ARGV - 2]) -- the days' other keys start here
-local days = dd_days_in(8, 7 + nfull, extras, #KEYS - 4)
+-- the batch's digests, which today's read takes along (dd_day)
+local digs = {}
+for i = 0, n - 1 do digs[i + 1] = ARGV[base + i * 11 + 2] end
+local days = dd_days_in(8, 7 + nfull, extras, #KEYS - 4, digs)
 
 -- A direct conversation's members (two, set by its first message and
 -- never changed after) are read once, for the checks, the probes and the
@@ -166,15 +176,46 @@ if ctype == 'd' and nmem > 0 then readDirect() end
 -- checked: a message writes the timeline (and the @all seqs when it
 -- mentions all); the member hash, roles, past spans and notices change
 -- only with a join, a leave or the first record of a conversation.
+--
+-- The timeline needs no check of its own on the fast path (below): there
+-- its RPUSH is the call's first write, and it fails on a key of the wrong
+-- type with nothing written yet.
+local fast = false
 do
-  local want = {[tl] = 'list'}
   local changes, mentions = seq == 0 or nmem == 0, false
+  local direct = ctype == 'd' or created
   for i = 0, n - 1 do
     local a = base + i * 11
     if ARGV[a + 4] ~= 'm' then changes = true end
     if ARGV[a + 5] == '1' then mentions = true end
+    if ARGV[a + 3] ~= 'd' then direct = false end
   end
-  if changes then
+  -- The fast path: messages alone, which change no member but a direct
+  -- conversation's first (its two members, set once: founds), and
+  -- today's day one bucket that no add splits and that holds none of the
+  -- batch's digests, none of them twice in the batch. Then every record's
+  -- fate is known from reads, and its writes wait until all are known:
+  -- one RPUSH of the new entries first, one HSET of their digests and the
+  -- day's count, instead of two commands a record.
+  local founds = direct and nmem == 0
+  for i = 0, n - 1 do
+    if ARGV[base + i * 11 + 4] ~= 'm' then founds = false end
+  end
+  local today = days[1]
+  fast = (not changes or founds) and today.n == 1 and today.c + n <= DD_LOAD
+  if fast then
+    local seen = {}
+    for i = 1, n do
+      if today.pre[i] or seen[digs[i]] then fast = false; break end
+      seen[digs[i]] = true
+    end
+  end
+  local want = {}
+  if not fast then want[tl] = 'list' end
+  if fast and founds then
+    -- the one key a direct conversation's first messages write besides
+    want[mem] = 'hash'
+  elseif changes then
     want[mem], want[role], want[past], want[KEYS[#KEYS]] = 'hash', 'hash', 'hash', 'zset'
   elseif ctype ~= 'd' then
     -- a group's checks read the member hash and the roles
@@ -182,11 +223,9 @@ do
   end
   if mentions then want[ma] = 'zset' end
   -- The days' other keys (buckets, exact maps) are hashes; most do not
-  -- exist, which one EXISTS shows for all of them.
-  local others = {}
-  for i = extras, #KEYS - 4 do others[#others + 1] = KEYS[i] end
-  if #others > 0 and redis.call('EXISTS', unpack(others)) > 0 then
-    for _, k in ipairs(others) do want[k] = 'hash' end
+  -- exist, which the first EXISTS showed for all of them.
+  if othersExist then
+    for i = extras, #KEYS - 4 do want[KEYS[i]] = 'hash' end
   end
   -- The receipt sets are only ever ZREMed here, by redis.pcall: a set of
   -- the wrong type fails that command alone, so it needs no TYPE check.
@@ -199,8 +238,6 @@ do
 end
 
 do
-  local digs = {}
-  for i = 0, n - 1 do digs[#digs + 1] = ARGV[base + i * 11 + 2] end
   for i, d in ipairs(days) do
     local miss = dd_missing(d, digs, i == 1)
     if miss then return redis.error_reply(REFUSAL_DEDUPE .. ' ' .. miss .. ' is not in KEYS: the day changed since it was read') end
@@ -463,7 +500,13 @@ end
 -- Today's day is looked up by adding to it: HSETNX stores the digest for
 -- the next seq unless the day holds it, in one command where a lookup and
 -- an add took two. A record refused (or stopping the batch) is looked up
--- there first, since a resend is a duplicate before anything else.
+-- there first, since a resend is a duplicate before anything else. On the
+-- fast path today's read answered already: a record neither found in an
+-- older day nor refused is new, and its writes are gathered for after the
+-- loop (pushed: its entry; added: its digest and seq; alls: its @all seq).
+local tag = nil -- the conversation's tag after the batch: the last new record's that has one
+local pushed, added, alls = {}, {}, {}
+local founders = nil -- a direct conversation's members its first message makes, on the fast path
 for i = 0, n - 1 do
   local a = base + i * 11
   local cmid, dig, typ, kind, all = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
@@ -489,6 +532,21 @@ for i = 0, n - 1 do
         stopped = true
         outcome(STATUS_NOT_DONE, seq, '')
       end
+    elseif fast then
+      seq = seq + 1
+      if nmem == 0 then
+        -- as members() would have it: the two members, answered as read
+        founders = {sender, 0, users[1], 0}
+        dmem = {[sender] = '0', [users[1]] = '0'}
+        for _ in pairs(dmem) do nmem = nmem + 1 end
+        mver = mver + 1
+      end
+      pushed[#pushed + 1] = seq .. ':' .. wt .. ':' .. body
+      added[#added + 1] = dig; added[#added + 1] = seq
+      if all == '1' and lgs > 0 and seq >= lgs then alls[#alls + 1] = wt; alls[#alls + 1] = seq end
+      newest = a
+      if ARGV[tags + i + 1] ~= '' then tag = ARGV[tags + i + 1] end
+      outcome(STATUS_NEW, seq, '')
     else
       -- nil: stored for seq + 1; else the seq the day holds the digest for
       local held = dd_add(days[1], dig, seq + 1)
@@ -512,11 +570,32 @@ for i = 0, n - 1 do
           redis.call('ZADD', KEYS[#KEYS], seq, seq)
         end
         if kind == 'm' then newest = a end
-        if ARGV[tags + i + 1] ~= '' then redis.call('HSET', meta, 'tag', ARGV[tags + i + 1]) end
+        if ARGV[tags + i + 1] ~= '' then tag = ARGV[tags + i + 1] end
         outcome(STATUS_NEW, seq, '')
       end
     end
   end
+end
+
+-- The fast path's writes: the timeline first, so that a timeline of the
+-- wrong type fails the call before anything changed; after it nothing can
+-- fail (today's bucket 0 and the meta were read, the @all seqs and a new
+-- direct conversation's member hash checked).
+if #pushed > 0 then
+  -- its error names the key, as a TYPE check's does; any other (a server
+  -- refusing the first write for memory) is answered as it came
+  local r = redis.pcall('RPUSH', tl, unpack(pushed))
+  if type(r) == 'table' and r.err then
+    if string.sub(r.err, 1, 9) ~= 'WRONGTYPE' then return r end
+    return redis.error_reply('WRONGTYPE ' .. tl .. ' is not a list: nothing sequenced')
+  end
+  local today = days[1]
+  added[#added + 1] = 'n'; added[#added + 1] = today.n
+  added[#added + 1] = 'c'; added[#added + 1] = today.c + #pushed
+  redis.call('HSET', today.key, unpack(added))
+  if not today.had then redis.call('EXPIREAT', today.key, dd_expire_at) end
+  if #alls > 0 then redis.call('ZADD', ma, unpack(alls)) end
+  if founders then redis.call('HSET', mem, unpack(founders)) end
 end
 
 -- A conversation is created by its first sequenced record: one whose
@@ -527,6 +606,7 @@ if seq ~= seq0 then
   local function put(k, v) f[#f + 1] = k; f[#f + 1] = v end
   if lgs ~= lgs0 then put('lgs', lgs); put('large', 1) end
   if newest then put('lsender', ARGV[newest + 6]); put('lts', wt); put('lprev', ARGV[newest + 8]) end
+  if tag then put('tag', tag) end
   redis.call('HSET', meta, unpack(f))
 end
 dd_save(days[1], dd_expire_at)
