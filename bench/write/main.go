@@ -15,6 +15,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"os"
 
 	"github.com/offlinebox/offlinebox/bench/internal/harness"
 )
@@ -27,7 +29,11 @@ type options struct {
 }
 
 func main() {
-	if harness.AsChild(childEnv, "write fanout child", runChild) {
+	if os.Getenv(childEnv) != "" {
+		if err := runChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "write fanout child:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	var o options

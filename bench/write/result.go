@@ -51,9 +51,12 @@ type sideResult struct {
 }
 
 type result struct {
-	harness.Header
-	Partitions int `json:"partitions"`
-	Messages   int `json:"messages"`
+	Benchmark  string          `json:"benchmark"`
+	Scale      float64         `json:"scale"`
+	Machine    harness.Machine `json:"machine"`
+	Bodies     string          `json:"bodies"`
+	Partitions int             `json:"partitions"`
+	Messages   int             `json:"messages"`
 	sideResult
 	Baseline       string        `json:"baseline,omitempty"`
 	BaselineResult *sideResult   `json:"baseline_result,omitempty"`

@@ -83,7 +83,7 @@ func run(ctx context.Context, f *harness.Flags, o options) (*result, error) {
 			}
 		}
 	}
-	res := &result{Header: harness.NewHeader("write", f.Scale),
+	res := &result{Benchmark: "write", Scale: f.Scale, Machine: harness.ThisMachine(), Bodies: harness.BodyDescription,
 		Partitions: o.partitions, Messages: len(w.direct.msgs) + len(w.group.msgs) + len(w.large.msgs), Embedded: st.Embedded}
 	res.fill(sides[0].out)
 	if len(sides) == 2 {
