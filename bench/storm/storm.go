@@ -35,9 +35,10 @@ type storm struct {
 	// base is the baseline's API server (nil without -baseline).
 	base *apiServer
 	http *http.Client
-	// mentions counts each user's pending mentions: a user who wrote in the
-	// conversation after being mentioned has read it (sending marks read).
-	mentions map[string]int
+	// mentions holds each user's pending mentions by client_msg_id: a
+	// user who wrote in the conversation after being mentioned has read it
+	// (sending marks read).
+	mentions map[string]map[string]bool
 }
 
 func userID(i int) string { return fmt.Sprintf("su%04d", i) }
@@ -98,7 +99,7 @@ func (s *storm) seed(ctx context.Context) error {
 // workload is the join records and the messages, round robin over groups.
 func (s *storm) workload() []*schemas.Message {
 	b := harness.NewBodies(s.f.Seed)
-	pending := map[string]map[string]int{} // conv → user → pending mentions
+	pending := map[string]map[string][]string{} // conv → user → client_msg_ids of pending mentions
 	all := make([]string, s.users)
 	for i := range all {
 		all[i] = userID(i)
@@ -119,7 +120,7 @@ func (s *storm) workload() []*schemas.Message {
 		for g := range s.o.groups {
 			conv := fmt.Sprintf("sg%02d", g)
 			if pending[conv] == nil {
-				pending[conv] = map[string]int{}
+				pending[conv] = map[string][]string{}
 			}
 			m := &schemas.Message{ClientMsgId: b.UUID(), ConvId: conv,
 				ConvType: schemas.ConvType_CONV_TYPE_GROUP, Kind: schemas.Kind_KIND_MESSAGE,
@@ -127,17 +128,22 @@ func (s *storm) workload() []*schemas.Message {
 			if b.Intn(100) == 0 {
 				if u := all[b.Intn(len(all))]; u != m.Sender {
 					m.Mentions = []string{u}
-					pending[conv][u]++
+					pending[conv][u] = append(pending[conv][u], m.ClientMsgId)
 				}
 			}
 			delete(pending[conv], m.Sender)
 			msgs = append(msgs, m)
 		}
 	}
-	s.mentions = map[string]int{}
+	s.mentions = map[string]map[string]bool{}
 	for _, byUser := range pending {
-		for u, n := range byUser {
-			s.mentions[u] += n
+		for u, ids := range byUser {
+			if s.mentions[u] == nil {
+				s.mentions[u] = map[string]bool{}
+			}
+			for _, id := range ids {
+				s.mentions[u][id] = true
+			}
 		}
 	}
 	s.res.SeedMessages = perGroup * s.o.groups
@@ -313,8 +319,28 @@ func (s *storm) reconnect(ctx context.Context, c *client.Client, user string) ou
 		}
 	}
 	o.took = time.Since(start)
-	o.mentionsMissing = max(0, s.mentions[user]-len(resp.Mentions))
+	o.mentionsMissing = len(s.mentions[user]) - len(firstMentions(resp, s.mentions[user]))
 	return o
+}
+
+// firstMentions is which of the pending mentions an answer carries: in
+// the mention lane, or in a conversation's slice (the lane leaves out
+// what the slices carry).
+func firstMentions(resp client.SyncResponse, pending map[string]bool) map[string]bool {
+	found := map[string]bool{}
+	for _, m := range resp.Mentions {
+		if pending[m.Message.ClientMsgID] {
+			found[m.Message.ClientMsgID] = true
+		}
+	}
+	for _, c := range resp.Conversations {
+		for _, m := range c.Messages {
+			if pending[m.ClientMsgID] {
+				found[m.ClientMsgID] = true
+			}
+		}
+	}
+	return found
 }
 
 func (s *storm) retry(ctx context.Context, step func() error, retries *int) error {
