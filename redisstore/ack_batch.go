@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
@@ -123,31 +122,5 @@ func (s *Store) ackRaiseCall(acks []DeviceAck, idx, js []int) scriptCall {
 // raises, so applying it again changes nothing). Results and errors are
 // per ack.
 func (r *InboxRouter) AckRegisteredDevices(ctx context.Context, acks []DeviceAck) ([]AckResult, []error) {
-	res := make([]AckResult, len(acks))
-	errs := make([]error, len(acks))
-	users := make([]string, len(acks))
-	for i, a := range acks {
-		users[i] = a.User
-	}
-	left, err := r.routeEach(ctx, users, false, func(st *Store, idx []int) ([]int, error) {
-		out, e := st.AckRegisteredDevices(ctx, pick(acks, idx))
-		var moved []int
-		for j, i := range idx {
-			res[i], errs[i] = out[j], e[j]
-			if errors.Is(e[j], ErrUserMoved) {
-				moved = append(moved, i)
-			}
-		}
-		return moved, nil
-	})
-	for _, i := range left {
-		switch {
-		case err == nil: // refused twice: errs[i] is the second refusal
-		case errs[i] == nil:
-			errs[i] = err
-		default:
-			errs[i] = errors.Join(errs[i], err)
-		}
-	}
-	return res, errs
+	return routeItems(ctx, r, acks, func(a DeviceAck) string { return a.User }, false, (*Store).AckRegisteredDevices)
 }

@@ -55,17 +55,26 @@ func (r *InboxRouter) WasEvicted(ctx context.Context, user, device string) (bool
 // listed as hot) finished first. Outcomes and errors are per update; an
 // update refused twice has an error that is ErrUserMoved.
 func (r *InboxRouter) ApplyInboxes(ctx context.Context, updates []InboxUpdate) ([]InboxOutcome, []error) {
-	outs := make([]InboxOutcome, len(updates))
-	errs := make([]error, len(updates))
-	users := make([]string, len(updates))
-	for i, u := range updates {
-		users[i] = u.User
+	return routeItems(ctx, r, updates, func(u InboxUpdate) string { return u.User }, true, (*Store).ApplyInboxes)
+}
+
+// routeItems runs call on each store with the items of its users, one
+// call per store, and routes again the items a store refused as moved
+// (resume: a move that stopped half-way finished first). Results and
+// errors are per item; an item refused twice keeps its second refusal.
+func routeItems[T, R any](ctx context.Context, r *InboxRouter, items []T, userOf func(T) string, resume bool,
+	call func(st *Store, ctx context.Context, items []T) ([]R, []error)) ([]R, []error) {
+	res := make([]R, len(items))
+	errs := make([]error, len(items))
+	users := make([]string, len(items))
+	for i, it := range items {
+		users[i] = userOf(it)
 	}
-	left, err := r.routeEach(ctx, users, true, func(st *Store, idx []int) ([]int, error) {
-		o, e := st.ApplyInboxes(ctx, pick(updates, idx))
+	left, err := r.routeEach(ctx, users, resume, func(st *Store, idx []int) ([]int, error) {
+		out, e := call(st, ctx, pick(items, idx))
 		var moved []int
 		for j, i := range idx {
-			outs[i], errs[i] = o[j], e[j]
+			res[i], errs[i] = out[j], e[j]
 			if errors.Is(e[j], ErrUserMoved) {
 				moved = append(moved, i)
 			}
@@ -81,7 +90,7 @@ func (r *InboxRouter) ApplyInboxes(ctx context.Context, updates []InboxUpdate) (
 			errs[i] = errors.Join(errs[i], err)
 		}
 	}
-	return outs, errs
+	return res, errs
 }
 
 // ApplyReads applies read receipts (see Store.ApplyReads), one pipeline
