@@ -9,9 +9,11 @@ import (
 )
 
 var (
+	//go:embed lua/ack_cursor_lib.lua
+	ackCursorLibLua string
 	//go:embed lua/ack_cursor.lua
 	ackCursorLua    string
-	ackCursorScript = redis.NewScript(ackCursorLua)
+	ackCursorScript = redis.NewScript(ackCursorLibLua + ackCursorLua)
 )
 
 // AckItem acknowledges that a device stored a conversation up to Seq of

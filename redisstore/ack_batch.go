@@ -12,7 +12,7 @@ import (
 var (
 	//go:embed lua/ack_cursor_raise.lua
 	ackCursorRaiseLua    string
-	ackCursorRaiseScript = redis.NewScript(ackCursorRaiseLua)
+	ackCursorRaiseScript = redis.NewScript(ackCursorLibLua + ackCursorRaiseLua)
 )
 
 // DeviceTouchInterval is how stale a registered device's last use may get

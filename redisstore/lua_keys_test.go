@@ -25,7 +25,7 @@ import (
 func newKeysGuard(t *testing.T) *luacheck.Guard {
 	t.Helper()
 	g := luacheck.NewGuard(t)
-	g.AddScripts(t, "lua/*.lua", dedupeLibLua, receiptsLibLua, fenceLibLua, fenceLibLua+dedupeLibLua)
+	g.AddScripts(t, "lua/*.lua", dedupeLibLua, receiptsLibLua, fenceLibLua, fenceLibLua+dedupeLibLua, ackCursorLibLua)
 	return g
 }
 

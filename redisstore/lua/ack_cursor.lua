@@ -6,11 +6,8 @@
 -- A device that was evicted and acks again is registered afresh; the reply
 -- tells the caller so that the device learns it must resync in full.
 --
--- Cursor fields: C -> highest seq acked; C:e -> the epoch that seq belongs
--- to. An ack of a newer epoch replaces the cursor (seqs of two epochs are
--- not comparable; epochs are creation times, so they only grow); an ack of
--- the same epoch only raises it and one of an older epoch is ignored, so a
--- replayed or reordered ack changes nothing.
+-- The cursor's fields and how an ack raises them: ack_cursor_lib.lua,
+-- prepended.
 --
 -- KEYS[1] the user's devices (zset: device -> last use ms)
 -- KEYS[2] the user's evicted devices (set)
@@ -66,45 +63,5 @@ for _, old in ipairs(victims) do
   redis.call('SADD', evicted, old)
   out[#out + 1] = old
 end
--- The items' cursor fields are read in one HMGET and the raised ones
--- written in one HSET (an ack names every conversation a device stored:
--- a command per field was most of this script's work), in chunks that
--- stay within Lua's argument limit.
-local fields, at = {}, {}
-for i = 5 + k, #ARGV, 3 do
-  local conv = ARGV[i]
-  if not at[conv] then
-    at[conv] = #fields + 1
-    fields[#fields + 1] = conv
-    fields[#fields + 1] = conv .. ':e'
-  end
-end
-local held = {}
-for i = 1, #fields, 500 do
-  local part = redis.call('HMGET', cursor, unpack(fields, i, math.min(i + 499, #fields)))
-  for j = 1, #part do held[i + j - 1] = part[j] end
-end
-local changed = {}
-for i = 5 + k, #ARGV, 3 do
-  local conv, seq, epoch = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local f = at[conv]
-  local cur, cur_epoch = tonumber(held[f] or '0'), tonumber(held[f + 1] or '0')
-  if epoch > cur_epoch then
-    held[f], held[f + 1] = ARGV[i + 1], ARGV[i + 2]
-    changed[f], changed[f + 1] = true, true
-  elseif epoch == cur_epoch and seq > cur then
-    held[f] = ARGV[i + 1]
-    changed[f] = true
-  end
-end
-local writes = {}
-for f = 1, #fields do
-  if changed[f] then
-    writes[#writes + 1] = fields[f]
-    writes[#writes + 1] = held[f]
-  end
-end
-for i = 1, #writes, 500 do
-  redis.call('HSET', cursor, unpack(writes, i, math.min(i + 499, #writes)))
-end
+raise_cursor(cursor, 5 + k, #ARGV)
 return out

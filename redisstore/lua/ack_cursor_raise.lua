@@ -12,9 +12,8 @@
 -- caller runs ack_cursor.lua for it (registered afresh and told to
 -- resync), or routes the user again.
 --
--- Cursor fields as in ack_cursor.lua: C -> highest seq acked; C:e -> its
--- epoch. A newer epoch replaces the cursor, the same epoch only raises
--- it, an older one is ignored.
+-- The cursor's fields and how an ack raises them: ack_cursor_lib.lua,
+-- prepended (as to ack_cursor.lua).
 --
 -- KEYS, three per device, in ARGV's order of devices:
 --   KEYS[3d-2] the user's devices (zset: device -> last use ms)
@@ -44,48 +43,7 @@ local function raise(devices, cursor, prof, dev, at, k)
   if now - tonumber(used) >= touch then
     redis.call('ZADD', devices, now, dev)
   end
-  local last = at + 3 * k - 1
-  local fields, pos = {}, {}
-  for i = at, last, 3 do
-    local conv = ARGV[i]
-    if not pos[conv] then
-      pos[conv] = #fields + 1
-      fields[#fields + 1] = conv
-      fields[#fields + 1] = conv .. ':e'
-    end
-  end
-  if #fields == 0 then
-    return STATUS_RAISED
-  end
-  -- One HMGET and one HSET, in chunks within Lua's argument limit.
-  local held = {}
-  for i = 1, #fields, 500 do
-    local part = redis.call('HMGET', cursor, unpack(fields, i, math.min(i + 499, #fields)))
-    for j = 1, #part do held[i + j - 1] = part[j] end
-  end
-  local changed = {}
-  for i = at, last, 3 do
-    local f = pos[ARGV[i]]
-    local seq, epoch = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    local cur, cur_epoch = tonumber(held[f] or '0'), tonumber(held[f + 1] or '0')
-    if epoch > cur_epoch then
-      held[f], held[f + 1] = ARGV[i + 1], ARGV[i + 2]
-      changed[f], changed[f + 1] = true, true
-    elseif epoch == cur_epoch and seq > cur then
-      held[f] = ARGV[i + 1]
-      changed[f] = true
-    end
-  end
-  local writes = {}
-  for f = 1, #fields do
-    if changed[f] then
-      writes[#writes + 1] = fields[f]
-      writes[#writes + 1] = held[f]
-    end
-  end
-  for i = 1, #writes, 500 do
-    redis.call('HSET', cursor, unpack(writes, i, math.min(i + 499, #writes)))
-  end
+  raise_cursor(cursor, at, at + 3 * k - 1)
   return STATUS_RAISED
 end
 
