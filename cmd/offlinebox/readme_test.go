@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,10 @@ func TestEveryREADMECommandIsASubcommandWithItsFlagsAndTheStorelessOnesRun(t *te
 var volatile = regexp.MustCompile(`\d+(\.\d+)?(µs|ms|s|m)?`)
 
 // TestTheREADMEDemoSampleHasTheShapeOfARun compares the README's demo
-// summary with a run's, line by line, numbers and durations aside.
+// summary with a run's, line by line, numbers and durations aside, and
+// the order of the indented lines under a heading aside too: the list's
+// rows follow activity, and conversations written in the same instant
+// may come in either order.
 func TestTheREADMEDemoSampleHasTheShapeOfARun(t *testing.T) {
 	testenv.RedisAddr(t) // skips, or fails under make test, without the servers installed
 	text := readme(t)
@@ -122,7 +126,16 @@ func TestTheREADMEDemoSampleHasTheShapeOfARun(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	mask := func(s string) []string {
-		return strings.Split(strings.TrimSpace(volatile.ReplaceAllString(s, "N")), "\n")
+		lines := strings.Split(strings.TrimSpace(volatile.ReplaceAllString(s, "N")), "\n")
+		for i := 0; i < len(lines); {
+			j := i
+			for j < len(lines) && strings.HasPrefix(lines[j], " ") {
+				j++
+			}
+			slices.Sort(lines[i:j])
+			i = max(j, i+1)
+		}
+		return lines
 	}
 	got, want := mask(out.String()), mask(sample)
 	if len(got) != len(want) {
